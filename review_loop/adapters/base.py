@@ -1,0 +1,192 @@
+"""The adapter contract: how to talk to one product CLI, as pure translation.
+
+An adapter does no I/O and imports neither anyio nor subprocess. The orchestrator asks it
+for an :class:`~review_loop.agents.models.Invocation`, runs that, and hands back what the
+process left (:class:`~review_loop.agents.models.Completed`) to be interpreted. Every
+adapter is read-only by construction: no argument of ``build`` can turn that off.
+
+Third-party adapters need not inherit anything; they satisfy :class:`Adapter` and register
+an instance (or a zero-argument factory) under the entry-point group
+``review_loop.adapters``. ``tests/adapters/test_contract.py`` holds the behaviour every
+adapter must show.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from review_loop.agents.models import (
+    AgentRequest,
+    Capabilities,
+    Completed,
+    Failure,
+    Invocation,
+    Outcome,
+    ResumeCommands,
+    StoredSession,
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionStore:
+    """Where a CLI keeps its sessions, for ``sessions`` to scan.
+
+    Attributes:
+        root: the directory to search under.
+        pattern: a glob relative to ``root`` (``projects/-work-repo/*.jsonl``).
+        head_bytes: how much of each file the orchestrator reads for ``parse_session``.
+        sidecars: files, relative to the matched file's directory, read whole and passed
+            along (Gemini keeps the project root beside its chats).
+    """
+
+    root: Path
+    pattern: str
+    head_bytes: int = 8192
+    sidecars: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionFile:
+    """One session file as the orchestrator read it: path, first bytes, mtime."""
+
+    path: Path
+    head: bytes
+    mtime: float
+    sidecars: Mapping[str, bytes] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    """Translate between an :class:`AgentRequest` and one product's CLI.
+
+    Attributes:
+        name: the product name users type (``claude``); unique in the registry.
+        default_executable: the command looked up on ``PATH`` when no alias is given.
+    """
+
+    name: str
+    default_executable: str
+
+    def probe_args(self) -> tuple[str, ...] | None:
+        """Arguments that make the CLI describe itself (``("--version",)``), or ``None``.
+
+        The orchestrator runs ``[*command, *probe_args()]`` once per executable and passes
+        what it printed to :meth:`capabilities`.
+        """
+        ...
+
+    def capabilities(self, probe_output: str | None) -> Capabilities:
+        """Read the probe's output (``None`` when no probe ran) into capabilities."""
+        ...
+
+    def build(
+        self, request: AgentRequest, *, command: Sequence[str], capabilities: Capabilities
+    ) -> Invocation:
+        """Build the exact argv/env/stdin for ``request``.
+
+        Args:
+            request: what to ask, where, and which session to continue.
+            command: the executable or launcher prefix (``("codex",)`` or an alias's argv).
+            capabilities: what :meth:`capabilities` found for this executable.
+
+        Raises:
+            AdapterRefusalError: the request cannot be made safe (read-only) with this CLI.
+        """
+        ...
+
+    def interpret(self, invocation: Invocation, completed: Completed) -> Outcome:
+        """Turn what the process left into a :class:`Reply` or a classified :class:`Failure`.
+
+        MUST return ``NOT_SUBMITTED`` only for failures that prove no request left this
+        machine, and MUST NOT return a reply for a timed-out, stopped or cancelled run.
+        """
+        ...
+
+    def session_stores(self, env: Mapping[str, str], home: Path, repo: Path) -> list[SessionStore]:
+        """Where this CLI's own sessions for ``repo`` may be, given the environment."""
+        ...
+
+    def parse_session(self, file: SessionFile, repo: Path) -> StoredSession | None:
+        """Read one session file; ``None`` when it is not a session of ``repo``."""
+        ...
+
+    def resume_commands(self, session_id: str, command: Sequence[str]) -> ResumeCommands:
+        """Copy-ready shell commands that resume ``session_id`` (interactive, headless)."""
+        ...
+
+
+# -- helpers shared by the built-in adapters -------------------------------------------------
+
+DETAIL_LIMIT = 2000
+
+
+def detail_of(completed: Completed) -> str:
+    """The first 2000 characters of stderr, else of stdout (as the original tool reports)."""
+    for stream in (completed.stderr, completed.stdout):
+        text = stream.decode("utf-8", "replace").strip()
+        if text:
+            return text[:DETAIL_LIMIT]
+    return ""
+
+
+def generic_failure(completed: Completed) -> Failure | None:
+    """The failures every adapter classifies the same way, or ``None`` to go on parsing.
+
+    A missing executable is proven not submitted. A timeout, a STOP, a cancellation or a
+    truncated stream leaves delivery unknown, whatever the output says.
+    """
+    from review_loop.agents.models import DeliveryState
+
+    if completed.spawn_error is not None:
+        return Failure(
+            state=DeliveryState.NOT_SUBMITTED,
+            reason="spawn failed",
+            detail=completed.spawn_error,
+        )
+    if completed.timed_out:
+        return Failure(
+            state=DeliveryState.DELIVERY_UNKNOWN,
+            reason="timeout",
+            detail=f"timeout after {completed.elapsed_ms}ms",
+        )
+    if completed.stopped:
+        return Failure(
+            state=DeliveryState.DELIVERY_UNKNOWN, reason="STOP interrupt", detail=detail_of(completed)
+        )
+    if completed.cancelled:
+        return Failure(
+            state=DeliveryState.DELIVERY_UNKNOWN, reason="cancelled", detail=detail_of(completed)
+        )
+    return None
+
+
+def decode_utf8(data: bytes) -> str | None:
+    """Strict UTF-8 decode; ``None`` for bytes that are not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def json_lines(text: str) -> Iterator[dict[str, Any]]:
+    """Yield each line of ``text`` that is a JSON object; skip everything else."""
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            yield value
+
+
+def shell_join(argv: Sequence[str]) -> str:
+    """Quote ``argv`` for a POSIX shell, for copy-ready commands shown to a person."""
+    return shlex.join(list(argv))

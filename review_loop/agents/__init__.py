@@ -1,0 +1,1 @@
+"""The roles and their contracts: request/reply models, prompts, parsers, errors. Pure."""

@@ -1,0 +1,165 @@
+"""The vocabulary every layer speaks: requests, invocations, finished processes, outcomes.
+
+These are pure data (pydantic, frozen). Building or reading them performs no I/O, so
+adapters can be tested without spawning anything and the orchestrator can journal them.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Frozen(BaseModel):
+    """Base for immutable value objects; unknown fields are a bug, not data."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DeliveryState(StrEnum):
+    """What we can prove about whether a request reached the model.
+
+    - ``DELIVERED``: a reply was parsed.
+    - ``NOT_SUBMITTED``: proven that nothing left this machine (executable missing,
+      STOP before spawn, the CLI refused its arguments or credentials up front).
+      Only this state may be retried, once, with the same parameters.
+    - ``DELIVERY_UNKNOWN``: everything else (timeout, killed, crash mid-run, empty or
+      unparseable output). Never silently re-sent to the same product.
+    """
+
+    DELIVERED = "DELIVERED"
+    NOT_SUBMITTED = "NOT_SUBMITTED"
+    DELIVERY_UNKNOWN = "DELIVERY_UNKNOWN"
+
+
+class AgentRequest(Frozen):
+    """One question for one product, independent of how that product is launched.
+
+    Attributes:
+        prompt: the full prompt text. It never passes through a shell.
+        cwd: the directory the agent runs in (the repository root).
+        resume_session_id: continue this stored session instead of starting a new one.
+        session_id: a session id chosen in advance, used by CLIs that accept one
+            (``claude --session-id``), so the record holds the handle before launch.
+    """
+
+    prompt: str
+    cwd: Path
+    resume_session_id: str | None = None
+    session_id: str | None = None
+
+
+class Capabilities(Frozen):
+    """What an installed CLI can do, as read from its ``--version``/``--help``."""
+
+    variant: str = "default"
+    version: str | None = None
+    read_only: bool = True
+    resumable: bool = True
+    isolate_in_copy: bool = False
+    """Run in a throw-away copy of ``cwd`` because the CLI has no read-only mode."""
+
+
+class Invocation(Frozen):
+    """Everything needed to start one CLI. Building it performs no I/O.
+
+    Attributes:
+        argv: the exact argument vector; ``argv[0]`` is the executable or launcher.
+        env: variables added to (or overriding) the inherited environment.
+        unset_env: variables removed from the inherited environment.
+        stdin: bytes written to stdin before it is closed; ``None`` means DEVNULL.
+        cwd: the working directory.
+        session_id: the session handle known before launch, if any.
+        isolate_in_copy: the orchestrator must run this in a throw-away copy of ``cwd``.
+    """
+
+    argv: tuple[str, ...]
+    env: dict[str, str] = Field(default_factory=dict)
+    unset_env: tuple[str, ...] = ()
+    stdin: bytes | None = None
+    cwd: Path
+    session_id: str | None = None
+    isolate_in_copy: bool = False
+
+
+class Completed(Frozen):
+    """What a finished (or stopped) process left behind.
+
+    ``stdout`` holds the whole output when ``stdout_truncated`` is false. Past the
+    in-memory cap it holds the first and last part joined, and ``stdout_spill`` names the
+    file with everything, so memory stays bounded for any output size.
+    """
+
+    returncode: int | None
+    stdout: bytes = b""
+    stderr: bytes = b""
+    stdout_truncated: bool = False
+    stdout_bytes: int = 0
+    stdout_spill: Path | None = None
+    elapsed_ms: int = 0
+    timed_out: bool = False
+    stopped: bool = False
+    cancelled: bool = False
+    spawn_error: str | None = None
+
+
+class Usage(Frozen):
+    """Token counts where the CLI reports them."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_input_tokens: int | None = None
+
+
+class Reply(Frozen):
+    """A parsed answer: the only thing that makes an attempt ``DELIVERED``."""
+
+    kind: Literal["reply"] = "reply"
+    text: str
+    session_id: str | None = None
+    cost_usd: float | None = None
+    usage: Usage | None = None
+
+
+class Failure(Frozen):
+    """A classified failure. ``state`` is never ``DELIVERED``.
+
+    Attributes:
+        state: ``NOT_SUBMITTED`` only when the adapter can prove nothing was sent.
+        reason: a short machine-readable cause (``timeout``, ``auth``, ``parse failed``…).
+        detail: a human-readable excerpt (first 2000 chars of stderr or stdout).
+        session_id: a session handle seen before the failure, kept for resume.
+        session_not_found: the CLI said the resumed session does not exist.
+    """
+
+    kind: Literal["failure"] = "failure"
+    state: Literal[DeliveryState.NOT_SUBMITTED, DeliveryState.DELIVERY_UNKNOWN]
+    reason: str
+    detail: str = ""
+    session_id: str | None = None
+    session_not_found: bool = False
+
+
+Outcome = Annotated[Reply | Failure, Field(discriminator="kind")]
+
+
+class StoredSession(Frozen):
+    """A resumable session found in a CLI's own store or in our records."""
+
+    product: str
+    session_id: str
+    cwd: str | None
+    updated: str
+    """ISO-8601 UTC time of the last activity."""
+    title: str | None = None
+    source: str
+
+
+class ResumeCommands(Frozen):
+    """Copy-ready commands that resume a session: interactively and headless."""
+
+    interactive: str | None
+    headless: str | None

@@ -1,0 +1,125 @@
+"""The ``review-loop`` command line: argument parsing and JSON output, no logic of its own.
+
+Contract (as the original ``review-loop``):
+
+- one JSON document on stdout per command (pretty, 2-space indent); progress on stderr;
+- exit 0 on success, 2 when the result says ``ok: false``, 1 for usage errors and crashes,
+  with ``{"ok": false, "error": "..."}`` on stdout;
+- commands whose contract is ``spx``'s (``verification run``) print one compact JSON line
+  and put errors on stderr, exit 1.
+
+Start-up is part of the product: each command lives in its own module, imported only when
+that command runs, so ``sessions`` never pays for the dispatcher.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NoReturn, Protocol
+
+# command name -> module under review_loop.orchestrator.cli. Order is the help order.
+COMMANDS: dict[str, str] = {
+    "consult": "consult",
+    "sessions": "sessions",
+    "prefs": "prefs",
+    "evidence": "evidence",
+    "help": "help",
+}
+
+
+class CommandModule(Protocol):
+    """What a command module provides."""
+
+    USAGE: Sequence[str]
+    OUTPUT: str  # "json" (pretty document) or "line" (spx-style one compact line)
+
+    def configure(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def execute(self, args: argparse.Namespace) -> Mapping[str, Any]: ...
+
+
+class UsageError(Exception):
+    """A command line the parser refused."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of printing usage and exiting 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        raise UsageError(message or f"{self.prog}: exit {status}")
+
+
+def new_parser(prog: str) -> argparse.ArgumentParser:
+    """A parser for one command: raises on errors, no ``-h`` (``help`` is a command)."""
+    return _Parser(prog=prog, add_help=False, allow_abbrev=False)
+
+
+def load_command(name: str) -> CommandModule:
+    """Import the module of command ``name``."""
+    module: Any = importlib.import_module(f"review_loop.orchestrator.cli.{COMMANDS[name]}")
+    return module  # type: ignore[no-any-return]
+
+
+def _dump(document: Mapping[str, Any], output: str) -> str:
+    if output == "line":
+        return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(document, ensure_ascii=False, indent=2)
+
+
+def _error_text(error: BaseException) -> str:
+    text = str(error)
+    return text if text else type(error).__name__
+
+
+def run(argv: Sequence[str], *, stdout: Callable[[str], None] | None = None) -> int:
+    """Run one command line; returns the exit code. ``stdout`` receives the document."""
+    write = stdout or (lambda text: print(text, flush=True))
+    args = list(argv)
+    if not args or args[0] in ("help", "--help", "-h") or "--help" in args or "-h" in args:
+        args = ["help"]
+    name = args[0]
+    if name not in COMMANDS:
+        write(
+            _dump(
+                {
+                    "ok": False,
+                    "error": f"Unknown command: {name}. Try: {' | '.join(COMMANDS)}",
+                },
+                "json",
+            )
+        )
+        return 1
+    module = load_command(name)
+    output = getattr(module, "OUTPUT", "json")
+    try:
+        parser = new_parser(f"review-loop {name}")
+        module.configure(parser)
+        namespace = parser.parse_args(args[1:])
+        document = module.execute(namespace)
+    except KeyboardInterrupt:
+        raise
+    except Exception as error:  # the one place exceptions become exit codes
+        from review_loop.agents.errors import ReviewLoopError
+
+        if output == "line":
+            print(_error_text(error), file=sys.stderr, flush=True)
+            return 1
+        document = {"ok": False, "error": _error_text(error)}
+        if not isinstance(error, (ReviewLoopError, UsageError)):
+            document["errorType"] = type(error).__name__
+        write(_dump(document, output))
+        return 1
+    write(_dump(document, output))
+    return 2 if document.get("ok") is False else 0
+
+
+def main() -> NoReturn:
+    """Console-script entry point."""
+    sys.exit(run(sys.argv[1:]))

@@ -1,0 +1,105 @@
+"""Repository facts from git: the root, the common dir, revisions, the exclude entry.
+
+Synchronous on purpose: each call is one short git process. Async callers use
+``anyio.to_thread.run_sync``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from review_loop.agents.errors import InputError, NotAGitRepositoryError
+
+EXCLUDE_ENTRY = "/.review-handoff/"
+
+
+def git(
+    repo: Path, *args: str, check: bool = True, input_bytes: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``git -C repo args...`` and capture its output as bytes."""
+    env = dict(os.environ)
+    env.setdefault("GIT_OPTIONAL_LOCKS", "0")  # read-only commands must not take index.lock
+    try:
+        return subprocess.run(
+            ["git", "-C", str(repo), *args],
+            input=input_bytes,
+            capture_output=True,
+            check=check,
+            env=env,
+        )
+    except FileNotFoundError:
+        raise InputError("git", "the git executable is not on PATH", "an installed git") from None
+
+
+def repo_root(path: str | Path | None) -> Path:
+    """The top level of the work tree containing ``path`` (default: the current directory).
+
+    Raises:
+        NotAGitRepositoryError: ``path`` does not exist or is not inside a work tree.
+    """
+    start = Path(path) if path is not None else Path.cwd()
+    if not start.is_dir():
+        raise NotAGitRepositoryError(str(start), "no such directory")
+    result = git(start, "rev-parse", "--show-toplevel", check=False)
+    if result.returncode != 0:
+        raise NotAGitRepositoryError(str(start), result.stderr.decode("utf-8", "replace"))
+    return Path(result.stdout.decode("utf-8").rstrip("\n"))
+
+
+def common_dir(repo: Path) -> Path:
+    """``$GIT_COMMON_DIR``: shared by every worktree of the repository."""
+    out = git(repo, "rev-parse", "--git-common-dir").stdout.decode("utf-8").rstrip("\n")
+    path = Path(out)
+    return path if path.is_absolute() else (repo / path).resolve()
+
+
+def rev_parse(repo: Path, ref: str, *, field: str = "--base") -> str:
+    """The full sha of ``ref``.
+
+    Raises:
+        InputError: ``ref`` does not name a commit (names ``field``).
+    """
+    if ref.startswith("-"):
+        raise InputError(field, f"{ref!r} is not a revision", "a commit, branch or tag")
+    result = git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
+    if result.returncode != 0:
+        raise InputError(field, f"{ref!r} does not name a commit", "a commit, branch or tag")
+    return result.stdout.decode("ascii").strip()
+
+
+def current_branch(repo: Path) -> str | None:
+    """The checked-out branch name, or ``None`` for a detached HEAD."""
+    result = git(repo, "symbolic-ref", "--quiet", "--short", "HEAD", check=False)
+    return result.stdout.decode("utf-8").strip() or None if result.returncode == 0 else None
+
+
+def ensure_excluded(repo: Path) -> bool:
+    """Add ``/.review-handoff/`` to ``$GIT_COMMON_DIR/info/exclude`` once; True if added.
+
+    Idempotent: nothing is written when the file already has the entry (or a line starting
+    with ``.review-handoff/``), as the original tool does.
+    """
+    exclude = common_dir(repo) / "info" / "exclude"
+    try:
+        existing = exclude.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        existing = ""
+    for line in existing.splitlines():
+        stripped = line.strip()
+        if stripped == EXCLUDE_ENTRY or stripped.startswith(".review-handoff/"):
+            return False
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    prefix = "" if not existing or existing.endswith("\n") else "\n"
+    with exclude.open("a", encoding="utf-8") as handle:
+        handle.write(f"{prefix}{EXCLUDE_ENTRY}\n")
+    return True
+
+
+def ensure_layout(repo: Path) -> Path:
+    """Create ``.review-handoff/`` (and its runtime dirs) and the exclude entry."""
+    base = repo / ".review-handoff"
+    (base / "runtime" / "consults").mkdir(parents=True, exist_ok=True)
+    ensure_excluded(repo)
+    return base

@@ -1,0 +1,103 @@
+"""The prefs model: frozen, validated, with the seed's key names."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from review_loop.agents.errors import PrefsError
+
+DEFAULT_ORDER: tuple[str, ...] = ("claude", "codex", "grok")
+DEFAULT_TIMEOUT_MS = 1_200_000  # 20 minutes, as the original review-loop
+DEFAULT_GRACE_MS = 5_000
+DEFAULT_LIVENESS_MS = 30_000
+ALIAS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+class PeerCommand(BaseModel):
+    """An alias such as ``codex002``: another executable or launcher for a product.
+
+    ``command`` is an argv prefix (never a shell string); the adapter's own flags follow it.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    product: str
+    command: tuple[str, ...] = Field(min_length=1)
+
+    @field_validator("command")
+    @classmethod
+    def _no_empty_words(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not word for word in value):
+            raise ValueError("every word of command must be non-empty")
+        return value
+
+
+class Prefs(BaseModel):
+    """The user's reviewer preferences.
+
+    Attributes:
+        order: reviewer preference order, most preferred first.
+        skipHost: drop the host product from ``order`` when picking reviewers.
+        peerCommands: alias name -> the product and launcher it stands for.
+        timeoutMs: the deadline of one attempt.
+        graceMs: time between SIGTERM and SIGKILL of a stopped session's process group.
+        livenessMs: interval of the ``status=active`` line on stderr.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    order: tuple[str, ...] = DEFAULT_ORDER
+    skipHost: bool = False  # noqa: N815 - the seed's key name
+    peerCommands: dict[str, PeerCommand] = Field(default_factory=dict)  # noqa: N815
+    timeoutMs: int = Field(default=DEFAULT_TIMEOUT_MS, gt=0)  # noqa: N815
+    graceMs: int = Field(default=DEFAULT_GRACE_MS, ge=0)  # noqa: N815
+    livenessMs: int = Field(default=DEFAULT_LIVENESS_MS, gt=0)  # noqa: N815
+
+    @field_validator("order")
+    @classmethod
+    def _order_unique(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("order must name at least one product")
+        if len(set(value)) != len(value):
+            raise ValueError("order must not repeat a product")
+        return value
+
+    @field_validator("peerCommands")
+    @classmethod
+    def _alias_names(cls, value: dict[str, PeerCommand]) -> dict[str, PeerCommand]:
+        for name in value:
+            if not ALIAS_RE.match(name):
+                raise ValueError(f"alias {name!r} must match {ALIAS_RE.pattern}")
+        return value
+
+    def check_products(self, known: Iterable[str], *, source: str) -> Prefs:
+        """Refuse product names no adapter answers to; returns ``self``."""
+        known_set = set(known)
+        accepted = ", ".join(sorted(known_set))
+        for index, product in enumerate(self.order):
+            if product not in known_set:
+                raise PrefsError(
+                    f"{source}: order[{index}]", f"unknown product {product!r}", accepted
+                )
+        for alias, peer in self.peerCommands.items():
+            if peer.product not in known_set:
+                raise PrefsError(
+                    f"{source}: peerCommands.{alias}.product",
+                    f"unknown product {peer.product!r}",
+                    accepted,
+                )
+            if alias in known_set:
+                raise PrefsError(
+                    f"{source}: peerCommands.{alias}",
+                    "an alias must not shadow a product name",
+                    "a new name such as codex002",
+                )
+        return self
+
+    def reviewers_for(self, host: str | None, *, skip_host: bool | None = None) -> list[str]:
+        """The order with the host removed when skipping it (``skip_host`` overrides prefs)."""
+        skip = self.skipHost if skip_host is None else skip_host
+        return [p for p in self.order if not (skip and host is not None and p == host)]

@@ -1,0 +1,108 @@
+"""Reading and writing the prefs file; the one env var that relocates user state."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from review_loop.agents.errors import PrefsError
+from review_loop.prefs.model import Prefs
+
+HOME_ENV = "REVIEW_LOOP_HOME"
+TIMEOUT_ENV = "REVIEW_LOOP_TIMEOUT_MS"
+
+
+def state_home(env: Mapping[str, str] | None = None) -> Path:
+    """The directory for all user state: ``$REVIEW_LOOP_HOME`` or the XDG config dir."""
+    env = os.environ if env is None else env
+    if env.get(HOME_ENV):
+        return Path(env[HOME_ENV]).expanduser()
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
+    return Path(base).expanduser() / "review-loop"
+
+
+def prefs_path(env: Mapping[str, str] | None = None) -> Path:
+    """Where the prefs file lives."""
+    return state_home(env) / "prefs.toml"
+
+
+def _describe(error: ValidationError, source: str) -> PrefsError:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    accepted = {
+        "extra_forbidden": "order, skipHost, peerCommands, timeoutMs, graceMs, livenessMs",
+    }.get(first["type"])
+    return PrefsError(f"{source}: {where}", first["msg"], accepted)
+
+
+def parse_prefs(data: Mapping[str, Any], *, source: str, known: Iterable[str]) -> Prefs:
+    """Validate a prefs mapping; errors name ``source`` and the key."""
+    try:
+        prefs = Prefs.model_validate(dict(data))
+    except ValidationError as error:
+        raise _describe(error, source) from None
+    return prefs.check_products(known, source=source)
+
+
+def load_prefs(
+    known: Iterable[str],
+    *,
+    path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Prefs:
+    """Load prefs from ``path`` (default :func:`prefs_path`) with env overrides applied.
+
+    A missing file means the defaults. ``REVIEW_LOOP_TIMEOUT_MS`` overrides ``timeoutMs``
+    and must be a positive integer.
+
+    Raises:
+        PrefsError: the file is unreadable, not TOML, or fails validation; or the env
+            override is not a positive integer.
+    """
+    env = os.environ if env is None else env
+    path = prefs_path(env) if path is None else path
+    known = tuple(known)
+    data: dict[str, Any] = {}
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raw = None
+    except OSError as error:
+        raise PrefsError(str(path), f"cannot read prefs file: {error.strerror}") from None
+    if raw is not None:
+        try:
+            data = tomllib.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+            raise PrefsError(str(path), f"not valid TOML: {error}", "a TOML table") from None
+    prefs = parse_prefs(data, source=str(path), known=known)
+    override = env.get("REVIEW_LOOP_TIMEOUT_MS")
+    if override is not None and override != "":
+        try:
+            value = int(override)
+        except ValueError:
+            value = 0
+        if value <= 0:
+            raise PrefsError(
+                TIMEOUT_ENV, f"must be a positive integer of milliseconds, got {override!r}"
+            )
+        prefs = prefs.model_copy(update={"timeoutMs": value})
+    return prefs
+
+
+def save_prefs(prefs: Prefs, *, path: Path | None = None) -> Path:
+    """Write ``prefs`` atomically (temp file + rename); returns the path."""
+    import tomli_w
+
+    path = prefs_path() if path is None else path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = prefs.model_dump(mode="json")
+    text = tomli_w.dumps(data)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+    return path

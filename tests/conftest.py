@@ -1,0 +1,70 @@
+"""Shared fixtures: both async backends, isolated user state, and the no-orphan guarantee.
+
+Every test runs with a unique ``REVIEW_LOOP_TEST_TOKEN`` in the environment. Every
+process a test starts inherits it, including grandchildren that called ``setsid`` to leave
+the group, so after the test we can find any survivor by that token alone and fail loudly.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+TOKEN_ENV = "REVIEW_LOOP_TEST_TOKEN"
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """Every async test runs on asyncio and on trio."""
+    return str(request.param)
+
+
+def processes_with_token(token: str) -> list[psutil.Process]:
+    """Live processes whose environment carries ``token`` (zombies excluded)."""
+    found = []
+    me = os.getpid()
+    for proc in psutil.process_iter(["pid", "status"]):
+        if proc.pid == me or proc.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        try:
+            if proc.environ().get(TOKEN_ENV) == token:
+                found.append(proc)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+@pytest.fixture(autouse=True)
+def no_process_left_behind(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Fail the test if any process it started outlives it (checked by env token)."""
+    token = uuid.uuid4().hex
+    monkeypatch.setenv(TOKEN_ENV, token)
+    yield token
+    deadline = time.monotonic() + 3.0
+    survivors = processes_with_token(token)
+    while survivors and time.monotonic() < deadline:
+        time.sleep(0.05)
+        survivors = processes_with_token(token)
+    if survivors:
+        described = [(p.pid, " ".join(p.cmdline())[:120]) for p in survivors]
+        for proc in survivors:  # only processes this test started: they carry its token
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+        pytest.fail(f"processes outlived the test: {described}")
+
+
+@pytest.fixture(autouse=True)
+def user_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point all user state (prefs, records) at a fresh directory."""
+    home = tmp_path_factory.mktemp("review-loop-home")
+    monkeypatch.setenv("REVIEW_LOOP_HOME", str(home))
+    monkeypatch.delenv("REVIEW_LOOP_TIMEOUT_MS", raising=False)
+    return home
