@@ -1,0 +1,59 @@
+"""Test doubles of the outside world: fake reviewer CLIs and (in model_api) a fake model API."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
+PRODUCTS = ("claude", "codex", "gemini", "grok")
+
+
+def install_fake_clis(bin_dir: Path, products: tuple[str, ...] = PRODUCTS) -> Path:
+    """Write executables named after ``products`` into ``bin_dir`` that run the fake agent."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for product in products:
+        exe = bin_dir / product
+        exe.write_text(
+            f"#!{sys.executable}\n"
+            "import runpy, sys\n"
+            f"sys.argv[0:1] = [{str(FAKE_AGENT)!r}, '--as={product}']\n"
+            f"runpy.run_path({str(FAKE_AGENT)!r}, run_name='__main__')\n"
+        )
+        exe.chmod(0o755)
+    return bin_dir
+
+
+class FakeCLIs:
+    """Fake CLIs on a PATH, a script of their answers, and the log of their calls."""
+
+    def __init__(self, root: Path, products: tuple[str, ...] = PRODUCTS) -> None:
+        self.root = root
+        self.bin = install_fake_clis(root / "bin", products)
+        self.script_path = root / "script.json"
+        self.log_path = root / "calls.jsonl"
+
+    def env(self, base: dict[str, str] | None = None, *, path_only: bool = False) -> dict[str, str]:
+        """Environment with the fakes first on PATH (or only the fakes and system dirs)."""
+        env = dict(os.environ if base is None else base)
+        rest = "/usr/bin:/bin" if path_only else env.get("PATH", "")
+        env["PATH"] = f"{self.bin}:{rest}"
+        env["FAKE_AGENT_SCRIPT"] = str(self.script_path)
+        env["FAKE_AGENT_LOG"] = str(self.log_path)
+        return env
+
+    def script(self, **steps: list[dict[str, Any]]) -> None:
+        """Set the steps per product (``claude=[{"mode": "hang"}]``); ``any_`` means ``*``."""
+        data = {("*" if k == "any_" else k): v for k, v in steps.items()}
+        self.script_path.write_text(json.dumps(data))
+        for counter in self.root.glob("script.json.*.count"):
+            counter.unlink()
+
+    def calls(self) -> list[dict[str, Any]]:
+        """Every logged invocation, in order."""
+        if not self.log_path.exists():
+            return []
+        return [json.loads(line) for line in self.log_path.read_text().splitlines() if line]

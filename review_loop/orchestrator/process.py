@@ -1,0 +1,354 @@
+"""One supervised subprocess: spawn, drain, deadline, TERM→grace→KILL, reap.
+
+The invariants, coded once here:
+
+- The child starts in its own session and process group (``start_new_session=True``).
+- ``run_process`` never returns or raises before the child has been reaped, and no
+  descendant it started survives: on deadline, STOP or cancellation the whole group, every
+  descendant seen while it ran (also one that called ``setsid`` to leave the group) and
+  every process carrying this run's marker in its environment get SIGTERM, then SIGKILL
+  after ``grace`` seconds. All of that is shielded from cancellation.
+- stdout and stderr are drained concurrently with bounded memory: past the cap the middle
+  of the stream goes to a spill file, and the head and the tail stay in memory.
+- A descendant that keeps the output pipe open does not hang the call: once the child has
+  exited (or been stopped) and ``grace`` has passed, strays are killed and the pipe is
+  abandoned.
+- Silence is not failure: nothing here kills a child for being quiet.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import anyio.abc
+import psutil
+
+from review_loop.agents.models import Completed, Invocation
+
+MARKER_ENV = "REVIEW_LOOP_SESSION_MARKER"
+STOP_POLL_S = 0.2
+TRACK_POLL_S = 0.25
+DEFAULT_HEAD_CAP = 4 * 1024 * 1024
+DEFAULT_TAIL_CAP = 4 * 1024 * 1024
+STDERR_CAP = 256 * 1024
+CHUNK = 65536
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """What is known once the child is running, handed to ``on_started`` before stdin."""
+
+    pid: int
+    pgid: int
+    marker: str
+    argv: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class BoundedCapture:
+    """Keeps the head and the tail of a stream in memory; spills the rest to a file."""
+
+    head_cap: int
+    tail_cap: int
+    spill_dir: Path | None = None
+    head: bytearray = field(default_factory=bytearray)
+    tail: bytearray = field(default_factory=bytearray)
+    total: int = 0
+    spill_path: Path | None = None
+    _spill: object | None = None
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.head_cap - len(self.head)
+        if room > 0 and self._spill is None:
+            self.head += data[:room]
+            data = data[room:]
+            if not data:
+                return
+        if self._spill is None:
+            self._open_spill()
+        # Synchronous on purpose: one page-cache write of at most CHUNK bytes.
+        self._spill.write(data)  # type: ignore[attr-defined]
+        self.tail += data
+        if len(self.tail) > self.tail_cap:
+            del self.tail[: len(self.tail) - self.tail_cap]
+
+    def _open_spill(self) -> None:
+        directory = self.spill_dir or Path(tempfile.gettempdir())
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix="stdout-", suffix=".spill", dir=directory)
+        handle = os.fdopen(fd, "wb")
+        handle.write(self.head)
+        self._spill = handle
+        self.spill_path = Path(name)
+
+    def close(self) -> None:
+        if self._spill is not None:
+            self._spill.close()  # type: ignore[attr-defined]
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self.head) + len(self.tail)
+
+    def value(self) -> bytes:
+        return bytes(self.head) + bytes(self.tail)
+
+
+class ProcessTree:
+    """Every process that belongs to one session: its group, its descendants, its marker."""
+
+    def __init__(self, pid: int, marker: str) -> None:
+        self.pid = pid
+        self.pgid = pid  # start_new_session: the child leads its own group
+        self.marker = marker
+        self.seen: dict[int, float] = {}
+        self.escalated = False
+
+    def track(self) -> None:
+        """Remember the current descendants (pid and start time, to survive pid reuse)."""
+        with suppress(psutil.Error):
+            for child in psutil.Process(self.pid).children(recursive=True):
+                with suppress(psutil.Error):
+                    self.seen.setdefault(child.pid, child.create_time())
+
+    def _members(self) -> list[psutil.Process]:
+        found: dict[int, psutil.Process] = {}
+        for pid, created in list(self.seen.items()):
+            with suppress(psutil.Error):
+                proc = psutil.Process(pid)
+                if proc.create_time() == created:
+                    found[pid] = proc
+        me = os.getpid()
+        for proc in psutil.process_iter(["pid", "status"]):
+            if proc.pid in found or proc.pid == me:
+                continue
+            try:
+                if proc.info["status"] == psutil.STATUS_ZOMBIE:
+                    continue
+                in_group = os.getpgid(proc.pid) == self.pgid
+                if in_group or proc.environ().get(MARKER_ENV) == self.marker:
+                    found[proc.pid] = proc
+            except (psutil.Error, OSError):
+                continue
+        return [p for p in found.values() if p.pid != self.pid]
+
+    def signal_all(self, sig: signal.Signals) -> int:
+        """Send ``sig`` to the group and every live member; returns how many got it."""
+        count = 0
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pgid, sig)
+            count += 1
+        for proc in self._members():
+            with suppress(psutil.Error):
+                proc.send_signal(sig)
+                count += 1
+        return count
+
+    def alive(self) -> bool:
+        """Whether any member other than a reaped leader is still running."""
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pgid, 0)
+            # killpg(0) succeeds for zombies too; look closer before calling it alive.
+            for proc in psutil.process_iter(["pid", "status"]):
+                with suppress(psutil.Error, OSError):
+                    if (
+                        proc.info["status"] != psutil.STATUS_ZOMBIE
+                        and os.getpgid(proc.pid) == self.pgid
+                    ):
+                        return True
+        return bool([p for p in self._members() if p.status() != psutil.STATUS_ZOMBIE])
+
+
+async def _terminate(process: anyio.abc.Process | None, tree: ProcessTree, grace: float) -> None:
+    """SIGTERM everything in the tree, SIGKILL what is left after ``grace``, reap the child."""
+    with anyio.CancelScope(shield=True):
+        await anyio.to_thread.run_sync(tree.signal_all, signal.SIGTERM)
+        with anyio.move_on_after(grace):
+            if process is not None:
+                await process.wait()
+            while await anyio.to_thread.run_sync(tree.alive):
+                await anyio.sleep(0.05)
+        if await anyio.to_thread.run_sync(tree.alive) or (
+            process is not None and process.returncode is None
+        ):
+            tree.escalated = True
+            await anyio.to_thread.run_sync(tree.signal_all, signal.SIGKILL)
+        if process is not None:
+            await process.wait()
+
+
+async def _drain(
+    stream: anyio.abc.ByteReceiveStream | None, sink: BoundedCapture, done: anyio.Event
+) -> None:
+    try:
+        if stream is None:
+            return
+        while True:
+            try:
+                data = await stream.receive(CHUNK)
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return
+            sink.feed(data)
+    finally:
+        done.set()
+
+
+async def _feed(stream: anyio.abc.ByteSendStream | None, data: bytes | None) -> None:
+    if stream is None:
+        return
+    try:
+        if data:
+            await stream.send(data)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        pass  # the child exited or closed stdin; what it did is judged from its output
+    finally:
+        with suppress(Exception):
+            await stream.aclose()
+
+
+def resolve_executable(argv0: str, env: dict[str, str]) -> str | None:
+    """The path ``argv0`` runs as under ``env``'s PATH, or ``None`` if it is not there."""
+    if os.sep in argv0:
+        return argv0 if os.access(argv0, os.X_OK) and os.path.isfile(argv0) else None
+    return shutil.which(argv0, path=env.get("PATH", os.defpath))
+
+
+def child_env(invocation: Invocation, marker: str) -> dict[str, str]:
+    """The inherited environment with the invocation's changes and this run's marker."""
+    env = {k: v for k, v in os.environ.items() if k not in invocation.unset_env}
+    env.update(invocation.env)
+    env[MARKER_ENV] = marker
+    return env
+
+
+async def run_process(
+    invocation: Invocation,
+    *,
+    deadline: float | None,
+    grace: float,
+    stop_files: Sequence[Path] = (),
+    on_started: Callable[[Started], Awaitable[None]] | None = None,
+    spill_dir: Path | None = None,
+    head_cap: int = DEFAULT_HEAD_CAP,
+    tail_cap: int = DEFAULT_TAIL_CAP,
+) -> Completed:
+    """Run ``invocation`` to completion under a deadline and return what it left.
+
+    Args:
+        invocation: argv, env, stdin and cwd, as an adapter built them.
+        deadline: seconds from start after which the child is stopped (``None``: none).
+        grace: seconds between SIGTERM and SIGKILL, and how long a stray descendant may
+            keep the output pipe open after the child exited.
+        stop_files: paths polled every 200 ms; when one appears the child is stopped.
+        on_started: awaited with the pid and group once the child runs, before any byte
+            of stdin is written (the session record is written here).
+        spill_dir: where output past the in-memory cap is spilled.
+
+    Never raises for the child's own failures (they are in the result). Cancellation is
+    re-raised after the tree has been ended and the child reaped.
+    """
+    start = anyio.current_time()
+    marker = uuid.uuid4().hex
+    env = child_env(invocation, marker)
+    executable = resolve_executable(invocation.argv[0], env)
+    if executable is None:
+        return Completed(returncode=None, spawn_error=f"executable not found: {invocation.argv[0]}")
+    try:
+        process = await anyio.open_process(
+            [executable, *invocation.argv[1:]],
+            stdin=subprocess.PIPE if invocation.stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=str(invocation.cwd),
+            env=env,
+            start_new_session=True,
+        )
+    except OSError as error:
+        return Completed(returncode=None, spawn_error=f"spawn failed: {error}")
+
+    tree = ProcessTree(process.pid, marker)
+    out = BoundedCapture(head_cap, tail_cap, spill_dir)
+    err = BoundedCapture(STDERR_CAP, STDERR_CAP, spill_dir)
+    out_done, err_done = anyio.Event(), anyio.Event()
+    timed_out = stopped = False
+
+    async def track() -> None:
+        while True:
+            await anyio.to_thread.run_sync(tree.track)
+            await anyio.sleep(TRACK_POLL_S)
+
+    async def wait_exit_or_stop() -> bool:
+        hit = False
+        async with anyio.create_task_group() as inner:
+
+            async def watch_stop() -> None:
+                nonlocal hit
+                while True:
+                    if any(path.exists() for path in stop_files):
+                        hit = True
+                        inner.cancel_scope.cancel()
+                        return
+                    await anyio.sleep(STOP_POLL_S)
+
+            if stop_files:
+                inner.start_soon(watch_stop)
+            await process.wait()
+            inner.cancel_scope.cancel()
+        return hit
+
+    try:
+        if on_started is not None:
+            await on_started(Started(process.pid, process.pid, marker, invocation.argv))
+        async with anyio.create_task_group() as group:
+            group.start_soon(_drain, process.stdout, out, out_done)
+            group.start_soon(_drain, process.stderr, err, err_done)
+            group.start_soon(_feed, process.stdin, invocation.stdin)
+            group.start_soon(track)
+            with anyio.move_on_after(deadline if deadline is not None else float("inf")) as scope:
+                stopped = await wait_exit_or_stop()
+            timed_out = scope.cancelled_caught
+            if timed_out or stopped or await anyio.to_thread.run_sync(tree.alive):
+                await _terminate(process, tree, grace)
+            with anyio.move_on_after(grace):
+                await out_done.wait()
+                await err_done.wait()
+            if not (out_done.is_set() and err_done.is_set()):
+                # A stray descendant holds the pipe: end it, then stop reading.
+                await _terminate(None, tree, grace)
+                with anyio.move_on_after(grace):
+                    await out_done.wait()
+                    await err_done.wait()
+            group.cancel_scope.cancel()
+    except BaseException:
+        await _terminate(process, tree, grace)
+        raise
+    finally:
+        out.close()
+        err.close()
+        with anyio.CancelScope(shield=True):
+            for stream in (process.stdout, process.stderr):
+                if stream is not None:
+                    with suppress(Exception):
+                        await stream.aclose()
+
+    return Completed(
+        returncode=process.returncode,
+        stdout=out.value(),
+        stderr=err.value(),
+        stdout_truncated=out.truncated,
+        stdout_bytes=out.total,
+        stdout_spill=out.spill_path,
+        elapsed_ms=int((anyio.current_time() - start) * 1000),
+        timed_out=timed_out,
+        stopped=stopped,
+    )

@@ -1,0 +1,290 @@
+"""A scriptable fake of the four reviewer CLIs, run through the real process layer.
+
+Installed by :func:`tests.fakes.install_fake_clis` as executables named ``claude``,
+``codex``, ``gemini`` and ``grok`` on a temporary PATH. Each invocation:
+
+- logs ``{product, argv, stdin, cwd, pid, env}`` as one JSON line to ``$FAKE_AGENT_LOG``;
+- takes the next step of ``$FAKE_AGENT_SCRIPT`` (JSON ``{product or "*": [step, ...]}``;
+  the last step repeats) — or answers ``ok`` when there is no script;
+- prints what that product prints for the step, in the product's own output format.
+
+A step is ``{"mode": M, ...}`` with ``M`` one of: ``ok`` (``text``), ``fail`` (an API error
+after the request left), ``not-logged-in`` (credential refusal before any request),
+``session-not-found``, ``bad-args`` (argument refusal), ``hang``, ``stubborn`` (ignores
+SIGTERM), ``grandchild`` (answers, leaving a sleeping grandchild that holds stdout),
+``setsid-grandchild`` (a grandchild in its own session holding stdout, then hang),
+``garbage``, ``non-utf8``, ``huge`` (``bytes``), ``slow-stream`` (``lines``, ``interval``),
+``empty``. Any step may carry ``delay`` (seconds before output), ``write`` (a path,
+relative to the cwd, the fake writes to — to prove read-only isolation), and ``exit``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+GROK_BUILD_HELP = """Usage: grok [options]
+  -p, --prompt <prompt>        run one prompt headless
+  --prompt-file <file>         read the prompt from a file
+  --output-format <format>     text | json | streaming-json
+  --sandbox <mode>             read-only | workspace-write
+  -r, --resume <id>            resume a session
+  --permission-mode <mode>     default | dontAsk
+"""
+GROK_VIBE_HELP = """Usage: grok [options] [command] [message...]
+Options:
+  -V, --version               output the version number
+  -d, --directory <dir>       set working directory
+  -p, --prompt <prompt>       process a single prompt and exit (headless mode)
+  --max-tool-rounds <rounds>  maximum number of tool execution rounds (default: 400)
+"""
+
+
+def _next_step(product: str) -> dict[str, Any]:
+    script_path = os.environ.get("FAKE_AGENT_SCRIPT")
+    if not script_path or not Path(script_path).exists():
+        return {"mode": "ok"}
+    script = json.loads(Path(script_path).read_text())
+    steps = script.get(product) or script.get("*") or [{"mode": "ok"}]
+    counter = Path(f"{script_path}.{product}.count")
+    with open(f"{script_path}.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        index = int(counter.read_text()) if counter.exists() else 0
+        counter.write_text(str(index + 1))
+    return dict(steps[min(index, len(steps) - 1)])
+
+
+def _log(product: str, argv: list[str], stdin: str) -> None:
+    log = os.environ.get("FAKE_AGENT_LOG")
+    if not log:
+        return
+    entry = {
+        "product": product,
+        "argv": argv,
+        "stdin": stdin,
+        "cwd": os.getcwd(),
+        "pid": os.getpid(),
+        "pgid": os.getpgid(0),
+        "env": {k: v for k, v in os.environ.items() if k.startswith(("CLAUDE", "GEMINI", "FAKE"))},
+    }
+    with open(log, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.write(json.dumps(entry) + "\n")
+
+
+def _flag(argv: list[str], *names: str) -> str | None:
+    for i, word in enumerate(argv):
+        if word in names and i + 1 < len(argv):
+            return argv[i + 1]
+    return None
+
+
+def _session_id(product: str, argv: list[str]) -> str:
+    if product == "codex" and "resume" in argv:
+        return argv[argv.index("resume") + 1]
+    resumed = _flag(argv, "--resume", "-r")
+    return resumed or _flag(argv, "--session-id") or str(uuid.uuid4())
+
+
+def _read_prompt(product: str, argv: list[str]) -> str:
+    if product == "grok":
+        return _flag(argv, "-p", "--prompt") or ""
+    if sys.stdin is None or sys.stdin.isatty():
+        return ""
+    try:
+        return sys.stdin.read()
+    except (OSError, ValueError):
+        return ""
+
+
+def _print(text: str = "", *, err: bool = False) -> None:
+    stream = sys.stderr if err else sys.stdout
+    stream.write(text + "\n")
+    stream.flush()
+
+
+def _ok(product: str, sid: str, text: str, grok_variant: str) -> None:
+    if product == "claude":
+        _print(json.dumps({
+            "type": "result", "subtype": "success", "is_error": False,
+            "api_error_status": None, "result": text, "session_id": sid, "num_turns": 1,
+            "total_cost_usd": 0.0125,
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        }))
+    elif product == "codex":
+        for event in (
+            {"type": "thread.started", "thread_id": sid},
+            {"type": "turn.started"},
+            {"type": "item.completed", "item": {"id": "item_0", "type": "error",
+                                                "message": "Model metadata not found"}},
+            {"type": "item.completed", "item": {"id": "item_1", "type": "agent_message",
+                                                "text": text}},
+            {"type": "turn.completed", "usage": {"input_tokens": 10, "cached_input_tokens": 0,
+                                                 "output_tokens": 5}},
+        ):
+            _print(json.dumps(event))
+    elif product == "gemini":
+        _print(json.dumps({"session_id": sid, "response": text, "stats": {
+            "models": {"gemini-fake": {"tokens": {"prompt": 10, "candidates": 5}}}}}))
+    elif grok_variant == "vibe":
+        _print(json.dumps({"role": "user", "content": "question"}))
+        _print(json.dumps({"role": "assistant", "content": text}))
+    else:
+        _print(json.dumps({"text": text, "stopReason": "EndTurn", "sessionId": sid}))
+
+
+def _fail(product: str, sid: str, grok_variant: str) -> int:
+    if product == "claude":
+        _print(json.dumps({"type": "result", "subtype": "success", "is_error": True,
+                           "api_error_status": 500, "session_id": sid,
+                           "result": "API Error: 500 internal server error"}))
+        return 1
+    if product == "codex":
+        _print(json.dumps({"type": "thread.started", "thread_id": sid}))
+        _print(json.dumps({"type": "turn.failed", "error": {"message": "unexpected status 500"}}))
+        return 1
+    if product == "gemini":
+        _print(json.dumps({"session_id": sid, "error": {"type": "Error",
+                           "message": "[API Error: 500]", "code": 500}}), err=True)
+        return 1
+    if grok_variant == "vibe":
+        _print(json.dumps({"role": "assistant",
+                           "content": "Sorry, I encountered an error: Grok API error: 500"}))
+        return 0
+    _print(json.dumps({"error": "API error 500"}), err=True)
+    return 1
+
+
+def _not_logged_in(product: str, sid: str) -> int:
+    if product == "claude":
+        _print(json.dumps({"type": "result", "subtype": "success", "is_error": True,
+                           "api_error_status": None, "session_id": sid,
+                           "result": "Not logged in · Please run /login"}))
+        return 1
+    if product == "codex":
+        _print("Missing environment variable: 'FAKE_API_KEY'.", err=True)
+        return 1
+    if product == "gemini":
+        _print(json.dumps({"session_id": sid, "error": {
+            "type": "Error", "message": "Please set an Auth method", "code": 41}}), err=True)
+        return 41
+    _print("❌ Error: API key required. Set GROK_API_KEY environment variable", err=True)
+    return 1
+
+
+def _session_not_found(product: str, sid: str) -> int:
+    if product == "claude":
+        _print(f"No conversation found with session ID: {sid}", err=True)
+    elif product == "codex":
+        _print(f"Error: thread/resume: thread/resume failed: no rollout found for thread id "
+               f"{sid} (code -32600)", err=True)
+    elif product == "gemini":
+        _print(f'Error resuming session: Invalid session identifier "{sid}".', err=True)
+    else:
+        _print(f"Session not found: {sid}", err=True)
+    return 1
+
+
+def _spawn_sleeper(*, new_session: bool) -> None:
+    code = (
+        "import os, time\n"
+        f"{'os.setsid()' if new_session else ''}\n"
+        "time.sleep(3600)\n"
+    )
+    # stdout/stderr are inherited on purpose: the grandchild keeps the pipes open.
+    subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL)
+
+
+def main(product: str) -> int:
+    argv = sys.argv[1:]
+    grok_variant = os.environ.get("FAKE_GROK_VARIANT", "build")
+    if "--help" in argv or "-h" in argv:
+        if product == "grok":
+            _print(GROK_VIBE_HELP if grok_variant == "vibe" else GROK_BUILD_HELP)
+        else:
+            _print(f"Usage: {product} [options]")
+        return 0
+    if "--version" in argv or "-V" in argv:
+        _print("1.0.1" if product == "grok" and grok_variant == "vibe" else f"{product} 9.9.9")
+        return 0
+    prompt = _read_prompt(product, argv)
+    step = _next_step(product)
+    _log(product, argv, prompt)
+    sid = _session_id(product, argv)
+    mode = step.get("mode", "ok")
+    if step.get("write"):
+        Path(step["write"]).write_text("written by a fake reviewer\n")
+    if step.get("delay"):
+        time.sleep(float(step["delay"]))
+    first_line = prompt.strip().splitlines()[-1] if prompt.strip() else ""
+    text = step.get("text", f"FAKE-ANSWER from {product}: {first_line[:60]}")
+    exit_code = step.get("exit")
+    if mode == "ok":
+        _ok(product, sid, text, grok_variant)
+        return int(exit_code or 0)
+    if mode == "fail":
+        return _fail(product, sid, grok_variant)
+    if mode == "not-logged-in":
+        return _not_logged_in(product, sid)
+    if mode == "session-not-found":
+        return _session_not_found(product, sid)
+    if mode == "bad-args":
+        _print("error: unexpected argument '--bogus' found", err=True)
+        return int(exit_code or 2)
+    if mode == "empty":
+        return int(exit_code or 0)
+    if mode == "garbage":
+        _print("this is not json {{{ at all")
+        return int(exit_code or 0)
+    if mode == "non-utf8":
+        sys.stdout.buffer.write(b"\xff\xfe\xfa not utf-8 \x80\n")
+        sys.stdout.flush()
+        return int(exit_code or 0)
+    if mode == "huge":
+        chunk = b"x" * 65536 + b"\n"
+        for _ in range(int(step.get("bytes", 100 * 1024 * 1024)) // len(chunk)):
+            sys.stdout.buffer.write(chunk)
+        sys.stdout.flush()
+        return int(exit_code or 0)
+    if mode == "slow-stream":
+        for i in range(int(step.get("lines", 5))):
+            _print(f"progress {i}", err=True)
+            time.sleep(float(step.get("interval", 0.2)))
+        _ok(product, sid, text, grok_variant)
+        return 0
+    if mode == "grandchild":
+        _spawn_sleeper(new_session=False)
+        _ok(product, sid, text, grok_variant)
+        return 0
+    if mode == "setsid-grandchild":
+        _spawn_sleeper(new_session=True)
+        time.sleep(3600)
+        return 0
+    if mode == "stubborn":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        time.sleep(3600)
+        return 0
+    if mode == "hang":
+        if product == "codex":
+            _print(json.dumps({"type": "thread.started", "thread_id": sid}))
+        time.sleep(3600)
+        return 0
+    _print(f"fake_agent: unknown mode {mode!r}", err=True)
+    return 99
+
+
+if __name__ == "__main__":
+    match = re.match(r"--as=(\w+)", sys.argv[1] if len(sys.argv) > 1 else "")
+    if not match:
+        sys.exit("usage: fake_agent.py --as=PRODUCT [args...]")
+    del sys.argv[1]
+    sys.exit(main(match.group(1)))
