@@ -156,7 +156,9 @@ def generic_failure(completed: Completed) -> Failure | None:
         )
     if completed.stopped:
         return Failure(
-            state=DeliveryState.DELIVERY_UNKNOWN, reason="STOP interrupt", detail=detail_of(completed)
+            state=DeliveryState.DELIVERY_UNKNOWN,
+            reason="STOP interrupt",
+            detail=detail_of(completed),
         )
     if completed.cancelled:
         return Failure(

@@ -50,11 +50,11 @@ class Prefs(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     order: tuple[str, ...] = DEFAULT_ORDER
-    skipHost: bool = False  # noqa: N815 - the seed's key name
-    peerCommands: dict[str, PeerCommand] = Field(default_factory=dict)  # noqa: N815
-    timeoutMs: int = Field(default=DEFAULT_TIMEOUT_MS, gt=0)  # noqa: N815
-    graceMs: int = Field(default=DEFAULT_GRACE_MS, ge=0)  # noqa: N815
-    livenessMs: int = Field(default=DEFAULT_LIVENESS_MS, gt=0)  # noqa: N815
+    skipHost: bool = False
+    peerCommands: dict[str, PeerCommand] = Field(default_factory=dict)
+    timeoutMs: int = Field(default=DEFAULT_TIMEOUT_MS, gt=0)
+    graceMs: int = Field(default=DEFAULT_GRACE_MS, ge=0)
+    livenessMs: int = Field(default=DEFAULT_LIVENESS_MS, gt=0)
 
     @field_validator("order")
     @classmethod

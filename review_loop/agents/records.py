@@ -1,0 +1,103 @@
+"""Shapes of what the dispatcher records: session records, attempts, deliveries."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from review_loop.agents.models import DeliveryState, Reply, Usage
+
+SessionStatus = Literal["starting", "running", "finished", "orphaned", "lost"]
+
+
+class SessionRecord(BaseModel):
+    """``reviewer-session.json``: written before the prompt is sent, updated as it runs.
+
+    ``product``, ``sessionId`` and ``updated`` are the original tool's fields; the rest
+    lets a later call (or the start-up reaper) see what is still running and where.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    product: str
+    sessionId: str | None = None
+    updated: str
+    cwd: str
+    peer: str
+    command: list[str] = Field(default_factory=list)
+    status: SessionStatus = "starting"
+    state: DeliveryState | None = None
+    reason: str | None = None
+    pid: int | None = None
+    pgid: int | None = None
+    marker: str | None = None
+    procStart: float | None = None
+    ownerPid: int
+    ownerStart: float | None = None
+    startedAt: str
+    finishedAt: str | None = None
+    attempt: int = 1
+
+
+class Fallback(BaseModel):
+    """One product swap: ``{from, to, reason}``."""
+
+    model_config = ConfigDict(populate_by_name=True, frozen=True)
+
+    from_: str = Field(alias="from")
+    to: str
+    reason: str
+
+
+class Attempt(BaseModel):
+    """One launch of one product, and what became of it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    product: str
+    peer: str
+    command: list[str]
+    state: DeliveryState
+    reason: str | None = None
+    detail: str = ""
+    exitCode: int | None = None
+    timedOut: bool = False
+    stopped: bool = False
+    elapsedMs: int = 0
+    sessionId: str | None = None
+    resumed: bool = False
+    escalatedToKill: bool = False
+
+
+class Delivery(BaseModel):
+    """The dispatcher's answer for one request: the last attempt decides ``state``.
+
+    Attributes:
+        degraded: a resume fell back to a new session; ``degradedReason`` says why
+            (``no_session_id``, ``resume_unsupported`` or ``session_not_found``).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    state: DeliveryState
+    peer: str
+    product: str
+    reply: Reply | None = None
+    sessionId: str | None = None
+    reason: str | None = None
+    detail: str = ""
+    attempts: list[Attempt]
+    fallbacks: list[Fallback] = Field(default_factory=list)
+    elapsedMs: int = 0
+    cost: float | None = None
+    usage: Usage | None = None
+    recordPath: str | None = None
+    cwd: str
+    degraded: bool = False
+    degradedReason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether a reply was parsed."""
+        return self.state is DeliveryState.DELIVERED

@@ -1,0 +1,103 @@
+"""``review-loop consult``: ask one or more peers, read-only; advisory answers as JSON."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from typing import Any
+
+USAGE = [
+    "review-loop consult --repo R --peer P [--peer P2 ...] [--fallback F|auto] "
+    "(--question-file Q | --question T) [--peer-command NAME] [--host H --skip-host] "
+    "[--timeout SECONDS] [--resume SESSION_ID]",
+]
+OUTPUT = "json"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Declare consult's options."""
+    from review_loop.orchestrator.cli.common import add_repo_option
+
+    add_repo_option(parser)
+    parser.add_argument("--peer", "--reviewer", dest="peers", action="append", default=[])
+    parser.add_argument("--fallback", action="append", default=[])
+    parser.add_argument("--question-file", "--questionFile", dest="question_file")
+    parser.add_argument("--question")
+    parser.add_argument("--peer-command", dest="peer_command")
+    parser.add_argument("--host")
+    parser.add_argument("--skip-host", dest="skip_host", nargs="?", const="true", default=None)
+    parser.add_argument("--timeout")
+    parser.add_argument("--resume", dest="resume")
+
+
+def execute(args: argparse.Namespace) -> Mapping[str, Any]:
+    """Validate everything first (nothing is written on bad input), then consult."""
+    import shutil
+
+    import anyio
+
+    from review_loop.agents.errors import InputError
+    from review_loop.orchestrator.cli.common import (
+        load_user_prefs,
+        parse_bool,
+        positive_seconds,
+        read_text_file,
+        repo_from,
+    )
+    from review_loop.orchestrator.dispatcher import open_dispatcher, resolve_peer
+    from review_loop.orchestrator.git import ensure_layout
+    from review_loop.orchestrator.workflows.consult import (
+        ConsultPlan,
+        resolve_fallbacks,
+        run_consult,
+        select_peers,
+        with_peer_command,
+    )
+
+    if args.question_file is not None and args.question is not None:
+        raise InputError("--question", "give --question-file or --question, not both")
+    if args.question_file is not None:
+        question = read_text_file(args.question_file, "--question-file")
+    elif args.question is not None:
+        question = args.question
+    else:
+        raise InputError(
+            "--question-file", "no question given", "--question-file Q or --question T"
+        )
+    if not question.strip():
+        raise InputError(
+            "--question-file" if args.question_file is not None else "--question",
+            "the question is empty",
+            "non-blank text",
+        )
+    repo = repo_from(args)
+    prefs = load_user_prefs()
+    skip_host = parse_bool(args.skip_host, "--skip-host")
+    if args.host is not None:
+        resolve_peer(args.host, prefs, field="--host")
+    peers = [p.strip() for value in args.peers for p in value.split(",") if p.strip()]
+    peers = select_peers(prefs, peers, args.host, skip_host)
+    if len(set(peers)) != len(peers):
+        raise InputError("--peer", f"the same peer is named twice: {peers}", "distinct peers")
+    if args.peer_command is not None:
+        prefs, peers = with_peer_command(prefs, peers, args.peer_command, shutil.which)
+    resolved = [resolve_peer(p, prefs) for p in peers]
+    if args.host is not None and any(r.product == args.host for r in resolved):
+        raise InputError("--peer", f"the host product {args.host!r} cannot be its own peer")
+    if args.resume is not None and len(resolved) != 1:
+        raise InputError("--resume", "resumes one peer's session", "exactly one --peer")
+    plan = ConsultPlan(
+        peers=tuple(peers),
+        question=question,
+        fallback=resolve_fallbacks(prefs, args.fallback),
+        host=args.host,
+        timeout_ms=positive_seconds(args.timeout, "--timeout") if args.timeout else None,
+        resume_session_id=args.resume,
+    )
+    ensure_layout(repo)
+
+    async def main() -> Mapping[str, Any]:
+        async with open_dispatcher(repo=repo, prefs=prefs) as dispatcher:
+            return await run_consult(dispatcher, plan)
+
+    return anyio.run(main)

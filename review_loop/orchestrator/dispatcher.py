@@ -1,0 +1,446 @@
+"""Policy over the process layer: peers, retry, fallback, resume, fan-out, records.
+
+Usage::
+
+    async with open_dispatcher(repo=repo, prefs=prefs) as dispatcher:
+        delivery = await dispatcher.consult(PeerRequest(peer="codex", prompt=text,
+                                                        record_dir=run_dir))
+        a, b = await dispatcher.fan_out([request_a, request_b])
+
+Rules (DESIGN.md, "The dispatcher"):
+
+- Each attempt is one supervised process (:func:`~.process.run_process`) with its own full
+  deadline. Its session record is written before spawn and updated with the pid before a
+  byte of the prompt is sent.
+- Only a proven ``NOT_SUBMITTED`` is retried, once, with the same parameters.
+  ``DELIVERY_UNKNOWN`` is never re-sent to the same product.
+- Fallback: on a timeout or a proven ``NOT_SUBMITTED``, swap in the next installed product
+  from the request's fallback list that neither another peer nor the host uses, and record
+  ``{from, to, reason}``. The first attempt is dead (reaped) before the fallback starts.
+- Resume: continue the stored session; start a new one only when there is no id, the CLI
+  cannot resume, or it said "session not found" within 5 s (origins.md §3.5).
+- The dispatcher never names a product: everything product-specific is the adapter's.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import psutil
+
+from review_loop.adapters import Adapter, get_adapter, is_product, product_names
+from review_loop.agents.errors import AdapterRefusalError, InputError
+from review_loop.agents.models import (
+    AgentRequest,
+    Capabilities,
+    Completed,
+    DeliveryState,
+    Failure,
+    Invocation,
+    Reply,
+)
+from review_loop.agents.records import Attempt, Delivery, Fallback, SessionRecord
+from review_loop.orchestrator.files import append_line, atomic_write_json, utc_now
+from review_loop.orchestrator.process import Started, resolve_executable, run_process
+from review_loop.prefs import Prefs
+
+SESSION_FILE = "reviewer-session.json"
+RESUME_NOT_FOUND_WINDOW_MS = 5000
+PROBE_DEADLINE_S = 15.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PeerRequest:
+    """One question for one peer.
+
+    Attributes:
+        peer: a product name or a peer-command alias from prefs.
+        prompt: the full prompt; never passes through a shell.
+        record_dir: the directory for this request's ``reviewer-session.json`` and events.
+        resume_session_id: continue this session of the same product.
+        fallback: products to swap in on timeout or proven non-submission, in order.
+        avoid: products that must not be swapped in (the host, the other peers).
+        timeout_ms: this request's per-attempt deadline (default: prefs).
+        stop_files: extra STOP files (a run's own) polled besides the global one.
+    """
+
+    peer: str
+    prompt: str
+    record_dir: Path
+    resume_session_id: str | None = None
+    fallback: tuple[str, ...] = ()
+    avoid: tuple[str, ...] = ()
+    timeout_ms: int | None = None
+    stop_files: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedPeer:
+    """A peer name resolved to its product, adapter and launch command."""
+
+    name: str
+    product: str
+    adapter: Adapter
+    command: tuple[str, ...]
+
+
+def resolve_peer(name: str, prefs: Prefs, *, field: str = "--peer") -> ResolvedPeer:
+    """Resolve a product name or alias.
+
+    Raises:
+        InputError: neither a registered product nor an alias in prefs.
+    """
+    alias = prefs.peerCommands.get(name)
+    if alias is not None:
+        return ResolvedPeer(name, alias.product, get_adapter(alias.product), alias.command)
+    if is_product(name):
+        adapter = get_adapter(name, field=field)
+        return ResolvedPeer(name, name, adapter, (adapter.default_executable,))
+    accepted = ", ".join([*product_names(), *sorted(prefs.peerCommands)])
+    raise InputError(field, f"unknown product or peer-command {name!r}", accepted)
+
+
+def is_installed(peer: ResolvedPeer, env: dict[str, str] | None = None) -> bool:
+    """Whether the peer's executable (or launcher) is on PATH."""
+    return resolve_executable(peer.command[0], dict(os.environ if env is None else env)) is not None
+
+
+def _clock(seconds: float) -> str:
+    whole = int(seconds)
+    return f"{whole // 60:02d}:{whole % 60:02d}"
+
+
+def _process_start(pid: int) -> float | None:
+    with suppress(psutil.Error):
+        return psutil.Process(pid).create_time()
+    return None
+
+
+@dataclass
+class Dispatcher:
+    """Runs peer requests. Create with :func:`open_dispatcher`."""
+
+    repo: Path
+    prefs: Prefs
+    progress: Callable[[str], None]
+    reaped: list[SessionRecord] = field(default_factory=list)
+    _capabilities: dict[tuple[str, ...], Capabilities] = field(default_factory=dict)
+    _claimed: set[str] = field(default_factory=set)
+
+    @property
+    def global_stop_file(self) -> Path:
+        """``.review-handoff/STOP``: stops every session of this repository."""
+        return self.repo / ".review-handoff" / "STOP"
+
+    async def consult(self, request: PeerRequest) -> Delivery:
+        """Ask one peer; returns the delivery with every attempt and fallback recorded."""
+        return await self._deliver(request, claimed=set())
+
+    async def fan_out(self, requests: Sequence[PeerRequest]) -> list[Delivery]:
+        """Ask several peers at once in one task group; results keep the request order.
+
+        A fallback never swaps in a product another request of this fan-out uses.
+        """
+        results: list[Delivery | None] = [None] * len(requests)
+        claimed = {resolve_peer(r.peer, self.prefs).product for r in requests}
+
+        async def run(index: int, request: PeerRequest) -> None:
+            results[index] = await self._deliver(request, claimed=claimed)
+
+        async with anyio.create_task_group() as group:
+            for index, request in enumerate(requests):
+                group.start_soon(run, index, request)
+        return [r for r in results if r is not None]
+
+    # -- internals ---------------------------------------------------------------------
+
+    async def _capabilities_of(self, peer: ResolvedPeer) -> Capabilities:
+        key = peer.command
+        if key in self._capabilities:
+            return self._capabilities[key]
+        args = peer.adapter.probe_args()
+        output: str | None = None
+        if args is not None:
+            probe = Invocation(argv=(*peer.command, *args), cwd=self.repo)
+            done = await run_process(probe, deadline=PROBE_DEADLINE_S, grace=1.0)
+            output = (done.stdout + b"\n" + done.stderr).decode("utf-8", "replace")
+        capabilities = peer.adapter.capabilities(output)
+        self._capabilities[key] = capabilities
+        return capabilities
+
+    def _pick_fallback(
+        self, request: PeerRequest, tried: set[str], claimed: set[str]
+    ) -> ResolvedPeer | None:
+        blocked = set(request.avoid) | tried | claimed
+        for name in request.fallback:
+            try:
+                candidate = resolve_peer(name, self.prefs, field="--fallback")
+            except InputError:
+                continue
+            if candidate.product in blocked or not is_installed(candidate):
+                continue
+            return candidate
+        return None
+
+    async def _deliver(self, request: PeerRequest, *, claimed: set[str]) -> Delivery:
+        started = anyio.current_time()
+        peer = resolve_peer(request.peer, self.prefs)
+        attempts: list[Attempt] = []
+        fallbacks: list[Fallback] = []
+        tried: set[str] = set()
+        resume = request.resume_session_id
+        degraded_reason: str | None = None
+        current = peer
+        retried = False
+        while True:
+            tried.add(current.product)
+            outcome, attempt, resume_failed_fast = await self._attempt(
+                request, current, resume, number=len(attempts) + 1
+            )
+            attempts.append(attempt)
+            if isinstance(outcome, Reply):
+                return self._delivery(
+                    request, current, attempts, fallbacks, started, outcome, degraded_reason
+                )
+            if resume is not None and outcome.session_not_found and resume_failed_fast:
+                resume = None
+                degraded_reason = "session_not_found"
+                continue
+            if outcome.state is DeliveryState.NOT_SUBMITTED and not retried:
+                retried = True
+                continue
+            if outcome.state is DeliveryState.NOT_SUBMITTED or attempt.timedOut:
+                fallback = self._pick_fallback(request, tried, claimed - {peer.product})
+                if fallback is not None:
+                    claimed.add(fallback.product)
+                    fallbacks.append(
+                        Fallback(
+                            **{"from": current.name},
+                            to=fallback.name,
+                            reason="timeout" if attempt.timedOut else "not_submitted",
+                        )
+                    )
+                    current, resume, retried = fallback, None, False
+                    continue
+            return self._delivery(
+                request, current, attempts, fallbacks, started, outcome, degraded_reason
+            )
+
+    def _delivery(
+        self,
+        request: PeerRequest,
+        peer: ResolvedPeer,
+        attempts: list[Attempt],
+        fallbacks: list[Fallback],
+        started: float,
+        outcome: Reply | Failure,
+        degraded_reason: str | None,
+    ) -> Delivery:
+        last = attempts[-1]
+        is_reply = isinstance(outcome, Reply)
+        return Delivery(
+            state=DeliveryState.DELIVERED if is_reply else outcome.state,  # type: ignore[union-attr]
+            peer=request.peer,
+            product=peer.product,
+            reply=outcome if isinstance(outcome, Reply) else None,
+            sessionId=last.sessionId,
+            reason=None if is_reply else last.reason,
+            detail="" if is_reply else last.detail,
+            attempts=attempts,
+            fallbacks=fallbacks,
+            elapsedMs=int((anyio.current_time() - started) * 1000),
+            cost=outcome.cost_usd if isinstance(outcome, Reply) else None,
+            usage=outcome.usage if isinstance(outcome, Reply) else None,
+            recordPath=str(request.record_dir / SESSION_FILE),
+            cwd=str(self.repo),
+            degraded=degraded_reason is not None,
+            degradedReason=degraded_reason,
+        )
+
+    async def _attempt(
+        self, request: PeerRequest, peer: ResolvedPeer, resume: str | None, *, number: int
+    ) -> tuple[Reply | Failure, Attempt, bool]:
+        record_path = request.record_dir / SESSION_FILE
+        stop_files = (self.global_stop_file, *request.stop_files)
+        deadline_ms = request.timeout_ms or self.prefs.timeoutMs
+        record = SessionRecord(
+            product=peer.product,
+            sessionId=resume,
+            updated=utc_now(),
+            cwd=str(self.repo),
+            peer=peer.name,
+            command=list(peer.command),
+            ownerPid=os.getpid(),
+            ownerStart=_process_start(os.getpid()),
+            startedAt=utc_now(),
+            attempt=number,
+        )
+
+        def finish(
+            outcome: Reply | Failure, completed: Completed | None
+        ) -> tuple[Reply | Failure, Attempt, bool]:
+            session_id = outcome.session_id or record.sessionId
+            state = DeliveryState.DELIVERED if isinstance(outcome, Reply) else outcome.state
+            reason = None if isinstance(outcome, Reply) else outcome.reason
+            final = record.model_copy(
+                update={
+                    "sessionId": session_id,
+                    "status": "finished",
+                    "state": state,
+                    "reason": reason,
+                    "updated": utc_now(),
+                    "finishedAt": utc_now(),
+                }
+            )
+            atomic_write_json(record_path, final.model_dump(mode="json"))
+            attempt = Attempt(
+                product=peer.product,
+                peer=peer.name,
+                command=list(peer.command),
+                state=state,
+                reason=reason,
+                detail="" if isinstance(outcome, Reply) else outcome.detail,
+                exitCode=completed.returncode if completed else None,
+                timedOut=completed.timed_out if completed else False,
+                stopped=completed.stopped if completed else False,
+                elapsedMs=completed.elapsed_ms if completed else 0,
+                sessionId=session_id,
+                resumed=resume is not None,
+            )
+            append_line(
+                request.record_dir / "events.jsonl",
+                {"event": "attempt", "at": utc_now(), **attempt.model_dump(mode="json")},
+            )
+            fast = completed is not None and completed.elapsed_ms <= RESUME_NOT_FOUND_WINDOW_MS
+            return outcome, attempt, fast
+
+        if any(path.exists() for path in stop_files):
+            atomic_write_json(record_path, record.model_dump(mode="json"))
+            return finish(
+                Failure(state=DeliveryState.NOT_SUBMITTED, reason="STOP interrupt (pre-spawn)"),
+                None,
+            )
+        try:
+            capabilities = await self._capabilities_of(peer)
+            if resume is not None and not capabilities.resumable:
+                raise AdapterRefusalError(peer.product, "this CLI version cannot resume sessions")
+            agent_request = AgentRequest(
+                prompt=request.prompt, cwd=self.repo, resume_session_id=resume
+            )
+            invocation = peer.adapter.build(
+                agent_request, command=peer.command, capabilities=capabilities
+            )
+        except AdapterRefusalError as refusal:
+            atomic_write_json(record_path, record.model_dump(mode="json"))
+            return finish(
+                Failure(state=DeliveryState.NOT_SUBMITTED, reason="refused", detail=str(refusal)),
+                None,
+            )
+        if invocation.session_id is not None:
+            record = record.model_copy(update={"sessionId": invocation.session_id})
+        atomic_write_json(record_path, record.model_dump(mode="json"))
+
+        async def on_started(info: Started) -> None:
+            nonlocal record
+            record = record.model_copy(
+                update={
+                    "status": "running",
+                    "pid": info.pid,
+                    "pgid": info.pgid,
+                    "marker": info.marker,
+                    "procStart": _process_start(info.pid),
+                    "updated": utc_now(),
+                }
+            )
+            await anyio.to_thread.run_sync(
+                atomic_write_json, record_path, record.model_dump(mode="json")
+            )
+
+        async with self._isolated(invocation) as runnable, anyio.create_task_group() as group:
+            group.start_soon(self._liveness, peer.name, deadline_ms / 1000)
+            completed = await run_process(
+                runnable,
+                deadline=deadline_ms / 1000,
+                grace=self.prefs.graceMs / 1000,
+                stop_files=stop_files,
+                on_started=on_started,
+                spill_dir=request.record_dir,
+            )
+            group.cancel_scope.cancel()
+        outcome = peer.adapter.interpret(runnable, completed)
+        return finish(outcome, completed)
+
+    async def _liveness(self, name: str, timeout_s: float) -> None:
+        start = anyio.current_time()
+        interval = self.prefs.livenessMs / 1000
+        while True:
+            elapsed = anyio.current_time() - start
+            self.progress(
+                f"[review-loop] reviewer={name} status=active elapsed={_clock(elapsed)} "
+                f"timeout={_clock(timeout_s)}"
+            )
+            await anyio.sleep(interval)
+
+    @asynccontextmanager
+    async def _isolated(self, invocation: Invocation) -> AsyncIterator[Invocation]:
+        """Run CLIs without a read-only mode in a throw-away copy of the repository."""
+        if not invocation.isolate_in_copy:
+            yield invocation
+            return
+        scratch = Path(tempfile.mkdtemp(prefix="review-loop-isolated-"))
+        copy = scratch / self.repo.name
+        await anyio.to_thread.run_sync(
+            lambda: shutil.copytree(
+                self.repo,
+                copy,
+                symlinks=True,
+                ignore=shutil.ignore_patterns(".review-handoff"),
+            )
+        )
+        argv = tuple(str(copy) if word == str(invocation.cwd) else word for word in invocation.argv)
+        try:
+            yield invocation.model_copy(update={"cwd": copy, "argv": argv})
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(lambda: shutil.rmtree(scratch, ignore_errors=True))
+
+
+def _stderr_line(text: str) -> None:
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+@asynccontextmanager
+async def open_dispatcher(
+    *,
+    repo: Path,
+    prefs: Prefs,
+    progress: Callable[[str], None] | None = None,
+    reap: bool = True,
+) -> AsyncIterator[Dispatcher]:
+    """Open a dispatcher for ``repo``.
+
+    Args:
+        repo: the repository root; every session runs there (read-only).
+        prefs: deadlines, grace, liveness interval and peer-command aliases.
+        progress: receives the liveness lines (default: stderr).
+        reap: first find sessions of this repository whose recorded process is gone or
+            whose owner died, end orphans, and mark their records (``Dispatcher.reaped``).
+    """
+    from review_loop.orchestrator.reaper import reap_sessions
+
+    dispatcher = Dispatcher(repo=repo, prefs=prefs, progress=progress or _stderr_line)
+    if reap:
+        dispatcher.reaped = await reap_sessions(repo, grace=prefs.graceMs / 1000)
+    yield dispatcher
+
+
+__all__ = ["Dispatcher", "PeerRequest", "ResolvedPeer", "open_dispatcher", "resolve_peer"]

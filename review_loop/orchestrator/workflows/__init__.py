@@ -1,0 +1,1 @@
+"""The review workflows, each a client of the dispatcher (and the journal), not of each other."""

@@ -1,0 +1,214 @@
+"""``consult``: ask one or more peers a question, read-only, in parallel; record it all.
+
+Peer selection: the named ``--peer`` values; otherwise the prefs order with the host
+removed (``--host H --skip-host``), first two. ``--peer-command NAME`` launches the peer
+of NAME's product through that alias or executable. Each peer's session is recorded under
+``.review-handoff/runtime/consult-sessions/<stamp>-<peer>/`` before its prompt is sent, so
+``sessions`` lists it, and each answer is written to ``runtime/consults/<stamp>-<peer>.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from review_loop.agents.errors import InputError
+from review_loop.agents.prompts import consult_prompt
+from review_loop.agents.records import Delivery
+from review_loop.orchestrator.dispatcher import (
+    Dispatcher,
+    PeerRequest,
+    ResolvedPeer,
+    resolve_peer,
+)
+from review_loop.orchestrator.files import atomic_write_bytes, file_stamp, utc_now
+from review_loop.prefs import PeerCommand, Prefs
+
+ADVISORY_MESSAGE = (
+    "Advisory only: weigh this stance, do not adopt it automatically unless the user "
+    "authorised adopting when the peers agree (一致即采纳)."
+)
+CONSULT_SESSIONS_DIR = "consult-sessions"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsultPlan:
+    """A validated consult: who is asked what, with which fallbacks."""
+
+    peers: tuple[str, ...]
+    question: str
+    fallback: tuple[str, ...] = ()
+    host: str | None = None
+    timeout_ms: int | None = None
+    resume_session_id: str | None = None
+
+
+def with_peer_command(
+    prefs: Prefs, peers: list[str], name: str, which: Any
+) -> tuple[Prefs, list[str]]:
+    """Route the peer of ``name``'s product through the alias or executable ``name``.
+
+    ``which(name)`` finds an executable on PATH (injected for tests). Returns prefs that
+    know the alias and the peer list with the matching product replaced by it.
+
+    Raises:
+        InputError: ``name`` is neither a prefs alias nor an executable on PATH, or no
+            named peer has its product.
+    """
+    alias = prefs.peerCommands.get(name)
+    if alias is None:
+        if which(name) is None:
+            raise InputError(
+                "--peer-command",
+                f"{name!r} is neither a peer-command alias in prefs nor an executable on PATH",
+                "an alias set with `review-loop prefs alias NAME PRODUCT COMMAND...` "
+                "or a launcher on PATH",
+            )
+        product = next((p for p in peers if name.startswith(p)), None)
+        if product is None:
+            raise InputError(
+                "--peer-command",
+                f"cannot tell which peer {name!r} launches",
+                "a name starting with the peer's product (codex002 for --peer codex), "
+                "or an alias in prefs that names its product",
+            )
+        alias = PeerCommand(product=product, command=(name,))
+        prefs = prefs.model_copy(update={"peerCommands": {**prefs.peerCommands, name: alias}})
+    if alias.product not in peers:
+        raise InputError(
+            "--peer-command",
+            f"{name!r} launches {alias.product}, which is not among the peers {peers}",
+            f"--peer {alias.product}",
+        )
+    return prefs, [name if p == alias.product else p for p in peers]
+
+
+def select_peers(
+    prefs: Prefs, named: list[str], host: str | None, skip_host: bool | None
+) -> list[str]:
+    """The named peers, else the first two of the prefs order without the host."""
+    if named:
+        return named
+    if host is None and skip_host is None:
+        raise InputError(
+            "--peer", "no peer named", "--peer P (repeatable), or --host H --skip-host"
+        )
+    chosen = prefs.reviewers_for(host, skip_host=True if skip_host is None else skip_host)
+    if not chosen:
+        raise InputError("--host", f"removing {host!r} leaves no reviewer in prefs order")
+    return chosen[:2]
+
+
+def resolve_fallbacks(prefs: Prefs, values: list[str]) -> tuple[str, ...]:
+    """``--fallback`` values in order; ``auto`` expands to the prefs order."""
+    out: list[str] = []
+    for value in values:
+        for name in (part.strip() for part in value.split(",")):
+            if not name:
+                continue
+            names = list(prefs.order) if name == "auto" else [name]
+            for item in names:
+                resolve_peer(item, prefs, field="--fallback")
+                if item not in out:
+                    out.append(item)
+    return tuple(out)
+
+
+def _record_text(peer: ResolvedPeer, delivery: Delivery, question: str, created: str) -> str:
+    reply = delivery.reply.text if delivery.reply else ""
+    return (
+        "# DecisionConsult\n\n"
+        f"- peer: {delivery.peer}\n"
+        f"- product: {delivery.product}\n"
+        f"- sessionId: {delivery.sessionId or 'none'}\n"
+        "- advisory: true\n"
+        f"- created: {created}\n"
+        + (
+            "- fallbacks: "
+            + ", ".join(f"{f.from_} -> {f.to} ({f.reason})" for f in delivery.fallbacks)
+            + "\n"
+            if delivery.fallbacks
+            else ""
+        )
+        + f"\n## Question\n\n{question.strip()}\n\n## Peer response\n\n{reply.strip()}\n"
+    )
+
+
+def consult_result(delivery: Delivery, record_path: Path | None) -> dict[str, Any]:
+    """The per-peer JSON document (success or failure) the skill parses."""
+    common: dict[str, Any] = {
+        "peer": delivery.peer,
+        "product": delivery.product,
+        "sessionId": delivery.sessionId,
+        "cwd": delivery.cwd,
+        "sessionRecordPath": delivery.recordPath,
+        "fallbacks": [f.model_dump(by_alias=True) for f in delivery.fallbacks],
+        "elapsedMs": delivery.elapsedMs,
+    }
+    if delivery.degraded:
+        common["degraded"] = True
+        common["degradedReason"] = delivery.degradedReason
+    if delivery.ok and delivery.reply is not None:
+        return {
+            "ok": True,
+            "status": "advisory",
+            **common,
+            "recordPath": str(record_path) if record_path else None,
+            "text": delivery.reply.text,
+            "cost": delivery.cost,
+            "usage": delivery.usage.model_dump() if delivery.usage else None,
+            "message": ADVISORY_MESSAGE,
+        }
+    return {
+        "ok": False,
+        "status": "DELIVERY_UNKNOWN",
+        "delivery": delivery.state.value,
+        "code": delivery.reason,
+        **common,
+        "recordPath": None,
+        "message": f"consult peer invoke failed: {delivery.reason}",
+        "error": delivery.detail or delivery.reason,
+        "attempts": [a.model_dump(mode="json") for a in delivery.attempts],
+    }
+
+
+async def run_consult(dispatcher: Dispatcher, plan: ConsultPlan) -> dict[str, Any]:
+    """Ask every peer of ``plan`` in parallel and write the records.
+
+    Returns one peer's document when one peer was asked, else
+    ``{ok, status, results: [...]}`` with ``ok`` true only when every peer answered.
+    """
+    repo = dispatcher.repo
+    runtime = repo / ".review-handoff" / "runtime"
+    prompt = consult_prompt(plan.question)
+    created = utc_now()
+    stamp = file_stamp(created)
+    resolved = [resolve_peer(p, dispatcher.prefs) for p in plan.peers]
+    avoid = tuple({r.product for r in resolved} | ({plan.host} if plan.host else set()))
+    requests = [
+        PeerRequest(
+            peer=peer.name,
+            prompt=prompt,
+            record_dir=runtime / CONSULT_SESSIONS_DIR / f"{stamp}-{peer.name}",
+            resume_session_id=plan.resume_session_id,
+            fallback=plan.fallback,
+            avoid=avoid,
+            timeout_ms=plan.timeout_ms,
+        )
+        for peer in resolved
+    ]
+    deliveries = await dispatcher.fan_out(requests)
+    results = []
+    for peer, delivery in zip(resolved, deliveries, strict=True):
+        record_path: Path | None = None
+        if delivery.ok:
+            record_path = runtime / "consults" / f"{stamp}-{peer.name}.md"
+            atomic_write_bytes(
+                record_path, _record_text(peer, delivery, plan.question, created).encode()
+            )
+        results.append(consult_result(delivery, record_path))
+    if len(results) == 1:
+        return results[0]
+    ok = all(r["ok"] for r in results)
+    return {"ok": ok, "status": "advisory" if ok else "DELIVERY_UNKNOWN", "results": results}
