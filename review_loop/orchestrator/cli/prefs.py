@@ -1,0 +1,96 @@
+"""``review-loop prefs``: show, set and reset the reviewer preferences."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from typing import Any
+
+USAGE = [
+    "review-loop prefs [show]",
+    "review-loop prefs set order claude,codex,grok",
+    "review-loop prefs set skipHost true|false",
+    "review-loop prefs set timeoutMs|graceMs|livenessMs N",
+    "review-loop prefs alias NAME PRODUCT COMMAND [ARG ...]",
+    "review-loop prefs unalias NAME",
+    "review-loop prefs reset",
+]
+OUTPUT = "json"
+SETTABLE = ("order", "skipHost", "timeoutMs", "graceMs", "livenessMs")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """``prefs ACTION [ARGS...]``."""
+    parser.add_argument("action", nargs="?", default="show")
+    parser.add_argument("values", nargs=argparse.REMAINDER)
+
+
+def _coerce(key: str, value: str) -> Any:
+    from review_loop.agents.errors import InputError
+    from review_loop.orchestrator.cli.common import parse_bool
+
+    if key == "order":
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if key == "skipHost":
+        return parse_bool(value, "skipHost")
+    try:
+        return int(value)
+    except ValueError:
+        raise InputError(key, f"{value!r} is not an integer", "milliseconds, e.g. 600000") from None
+
+
+def execute(args: argparse.Namespace) -> Mapping[str, Any]:
+    """Apply the action; every write is validated first and written atomically."""
+    from review_loop.adapters import product_names
+    from review_loop.agents.errors import InputError
+    from review_loop.prefs import Prefs, load_prefs, prefs_path, save_prefs
+    from review_loop.prefs.store import parse_prefs
+
+    path = prefs_path()
+    known = product_names()
+    action, values = args.action, list(args.values)
+    current = load_prefs(known)
+    stored = load_prefs(known, path=path, env={})  # without env overrides, for writing
+    if action == "show":
+        if values:
+            raise InputError("prefs show", f"unexpected arguments {values}")
+        changed = None
+    elif action == "reset":
+        changed = Prefs()
+    elif action == "set":
+        if len(values) != 2 or values[0] not in SETTABLE:
+            raise InputError(
+                "prefs set", f"got {values}", f"KEY VALUE with KEY one of {', '.join(SETTABLE)}"
+            )
+        data = stored.model_dump(mode="json")
+        data[values[0]] = _coerce(values[0], values[1])
+        changed = parse_prefs(data, source="prefs set", known=known)
+    elif action == "alias":
+        if len(values) < 3:
+            raise InputError("prefs alias", f"got {values}", "NAME PRODUCT COMMAND [ARG ...]")
+        name, product, command = values[0], values[1], values[2:]
+        data = stored.model_dump(mode="json")
+        data["peerCommands"][name] = {"product": product, "command": command}
+        changed = parse_prefs(data, source="prefs alias", known=known)
+    elif action == "unalias":
+        if len(values) != 1 or values[0] not in stored.peerCommands:
+            raise InputError(
+                "prefs unalias",
+                f"no alias {values}",
+                ", ".join(stored.peerCommands) or "none defined",
+            )
+        data = stored.model_dump(mode="json")
+        del data["peerCommands"][values[0]]
+        changed = parse_prefs(data, source="prefs unalias", known=known)
+    else:
+        raise InputError("prefs", f"unknown action {action!r}", "show, set, alias, unalias, reset")
+    if changed is not None:
+        save_prefs(changed, path=path)
+        current = load_prefs(known)
+    return {
+        "ok": True,
+        "path": str(path),
+        "prefs": current.model_dump(mode="json"),
+        "defaults": Prefs().model_dump(mode="json"),
+        "changed": changed is not None,
+    }

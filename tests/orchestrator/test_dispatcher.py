@@ -1,0 +1,270 @@
+"""Collaboration tests: the dispatcher's policy over real processes of fake CLIs.
+
+Retry only a proven NOT_SUBMITTED, fallback on timeout, never re-send DELIVERY_UNKNOWN,
+the narrow resume fallback, fan-out in one task group, records before the prompt, the
+reaper. Every test runs on asyncio and trio; no process may outlive a test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from review_loop.agents.models import DeliveryState
+from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
+from review_loop.orchestrator.reaper import reap_sync
+from review_loop.prefs import PeerCommand, Prefs
+from tests.fakes import FakeCLIs
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo with space"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "a.txt").write_text("hello\n")
+    return repo
+
+
+@pytest.fixture
+def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeCLIs:
+    fakes = FakeCLIs(tmp_path / "fakes")
+    for key, value in fakes.env(path_only=True).items():
+        monkeypatch.setenv(key, value)
+    return fakes
+
+
+def prefs(**changes: object) -> Prefs:
+    base = {"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000}
+    base.update(changes)
+    return Prefs.model_validate(base)
+
+
+def request(repo: Path, peer: str = "claude", **kw: object) -> PeerRequest:
+    return PeerRequest(
+        peer=peer,
+        prompt="Is this right?",
+        record_dir=repo / ".review-handoff" / "runtime" / "t" / peer,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+async def test_delivered_reply_and_record(repo: Path, fakes: FakeCLIs) -> None:
+    fakes.script(claude=[{"mode": "ok", "text": "looks right"}])
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        delivery = await d.consult(request(repo))
+    assert delivery.state is DeliveryState.DELIVERED
+    assert delivery.reply is not None and delivery.reply.text == "looks right"
+    assert delivery.cost == 0.0125
+    record = json.loads(Path(delivery.recordPath or "").read_text())
+    assert record["product"] == "claude"
+    assert record["sessionId"] == delivery.sessionId
+    assert record["status"] == "finished" and record["state"] == "DELIVERED"
+    assert record["cwd"] == str(repo)
+    # the session id was chosen before launch and passed to the CLI
+    assert delivery.sessionId in fakes.calls()[0]["argv"]
+
+
+async def test_record_holds_pid_before_prompt_is_sent(repo: Path, fakes: FakeCLIs) -> None:
+    fakes.script(claude=[{"mode": "hang"}])
+    req = request(repo, timeout_ms=60_000)
+    record_path = req.record_dir / "reviewer-session.json"
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        async with anyio.create_task_group() as group:
+            group.start_soon(d.consult, req)
+            with anyio.fail_after(20):
+                while not (record_path.exists() and fakes.calls()):
+                    await anyio.sleep(0.05)
+            record = json.loads(record_path.read_text())
+            assert record["status"] == "running"
+            assert record["pid"] == fakes.calls()[0]["pid"]
+            assert record["sessionId"] is not None
+            group.cancel_scope.cancel()
+
+
+async def test_not_submitted_is_retried_once_then_reported(repo: Path, fakes: FakeCLIs) -> None:
+    fakes.script(claude=[{"mode": "not-logged-in"}])
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        delivery = await d.consult(request(repo))
+    assert delivery.state is DeliveryState.NOT_SUBMITTED
+    assert len(delivery.attempts) == 2
+    assert len(fakes.calls()) == 2
+
+
+async def test_not_submitted_then_success_on_retry(repo: Path, fakes: FakeCLIs) -> None:
+    fakes.script(codex=[{"mode": "not-logged-in"}, {"mode": "ok", "text": "second try"}])
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        delivery = await d.consult(request(repo, "codex"))
+    assert delivery.state is DeliveryState.DELIVERED
+    assert [a.state for a in delivery.attempts] == ["NOT_SUBMITTED", "DELIVERED"]
+
+
+async def test_delivery_unknown_is_never_resent(repo: Path, fakes: FakeCLIs) -> None:
+    fakes.script(claude=[{"mode": "fail"}])
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        delivery = await d.consult(request(repo, fallback=("codex",)))
+    assert delivery.state is DeliveryState.DELIVERY_UNKNOWN
+    assert len(fakes.calls()) == 1  # no retry, and a crash is not a reason to fall back
+    assert delivery.fallbacks == []
+
+
+async def test_garbage_output_is_delivery_unknown(repo: Path, fakes: FakeCLIs) -> None:
+    fakes.script(claude=[{"mode": "garbage"}])
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        delivery = await d.consult(request(repo))
+    assert delivery.state is DeliveryState.DELIVERY_UNKNOWN
+    assert len(fakes.calls()) == 1
+
+
+async def test_timeout_falls_back_with_a_full_budget(repo: Path, fakes: FakeCLIs) -> None:
+    fakes.script(claude=[{"mode": "hang"}], codex=[{"mode": "ok", "delay": 1.5, "text": "B"}])
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        delivery = await d.consult(request(repo, timeout_ms=2000, fallback=("codex",)))
+    assert delivery.state is DeliveryState.DELIVERED
+    assert delivery.product == "codex"
+    assert [f.model_dump(by_alias=True) for f in delivery.fallbacks] == [
+        {"from": "claude", "to": "codex", "reason": "timeout"}
+    ]
+    assert delivery.attempts[0].timedOut
+    # the first attempt was dead before the fallback started
+    first, second = fakes.calls()
+    assert second["product"] == "codex"
+
+
+async def test_timeout_without_fallback_is_delivery_unknown(repo: Path, fakes: FakeCLIs) -> None:
+    fakes.script(claude=[{"mode": "hang"}])
+    started = time.monotonic()
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        delivery = await d.consult(request(repo, timeout_ms=1000))
+    assert delivery.state is DeliveryState.DELIVERY_UNKNOWN
+    assert delivery.reason == "timeout"
+    assert time.monotonic() - started < 1 + 0.3 + 10  # generous: catches hangs only
+
+
+async def test_fallback_never_takes_an_avoided_product(repo: Path, fakes: FakeCLIs) -> None:
+    fakes.script(claude=[{"mode": "hang"}])
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        delivery = await d.consult(
+            request(repo, timeout_ms=1000, fallback=("codex",), avoid=("codex",))
+        )
+    assert delivery.state is DeliveryState.DELIVERY_UNKNOWN
+    assert delivery.fallbacks == []
+
+
+async def test_resume_passes_the_session_and_keeps_it(repo: Path, fakes: FakeCLIs) -> None:
+    sid = "11111111-2222-3333-4444-555555555555"
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        delivery = await d.consult(request(repo, resume_session_id=sid))
+    assert delivery.sessionId == sid
+    assert not delivery.degraded
+    argv = fakes.calls()[0]["argv"]
+    assert argv[argv.index("--resume") + 1] == sid
+
+
+async def test_resume_not_found_fast_starts_a_new_session(repo: Path, fakes: FakeCLIs) -> None:
+    sid = "11111111-2222-3333-4444-555555555555"
+    fakes.script(claude=[{"mode": "session-not-found"}, {"mode": "ok", "text": "fresh"}])
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        delivery = await d.consult(request(repo, resume_session_id=sid))
+    assert delivery.state is DeliveryState.DELIVERED
+    assert delivery.degraded and delivery.degradedReason == "session_not_found"
+    assert delivery.sessionId != sid
+    assert "--resume" not in fakes.calls()[1]["argv"]
+
+
+async def test_fan_out_runs_peers_in_parallel(repo: Path, fakes: FakeCLIs) -> None:
+    fakes.script(any_=[{"mode": "ok", "delay": 2.0}])
+    started = time.monotonic()
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        a, b = await d.fan_out([request(repo, "claude"), request(repo, "codex")])
+    assert a.ok and b.ok and a.product == "claude" and b.product == "codex"
+    assert time.monotonic() - started < 2 * 2.0 + 1.5  # overlapping, not back to back
+
+
+async def test_stop_file_before_spawn_is_not_submitted(repo: Path, fakes: FakeCLIs) -> None:
+    (repo / ".review-handoff").mkdir()
+    (repo / ".review-handoff" / "STOP").write_text("")
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        delivery = await d.consult(request(repo))
+    assert delivery.state is DeliveryState.NOT_SUBMITTED
+    assert fakes.calls() == []
+
+
+async def test_stop_file_during_run_is_delivery_unknown(repo: Path, fakes: FakeCLIs) -> None:
+    fakes.script(claude=[{"mode": "hang"}])
+    stop = repo / "run-STOP"
+    req = request(repo, stop_files=(stop,))
+
+    async def press_stop() -> None:
+        while not fakes.calls():
+            await anyio.sleep(0.05)
+        stop.write_text("")
+
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        async with anyio.create_task_group() as group:
+            group.start_soon(press_stop)
+            delivery = await d.consult(req)
+    assert delivery.state is DeliveryState.DELIVERY_UNKNOWN
+    assert delivery.reason == "STOP interrupt"
+
+
+async def test_missing_executable_is_not_submitted(repo: Path, fakes: FakeCLIs) -> None:
+    p = prefs(peerCommands={"codex002": PeerCommand(product="codex", command=("nope-codex",))})
+    async with open_dispatcher(repo=repo, prefs=p, progress=lambda _: None) as d:
+        delivery = await d.consult(request(repo, "codex002"))
+    assert delivery.state is DeliveryState.NOT_SUBMITTED
+    assert delivery.reason == "spawn failed"
+
+
+async def test_liveness_line_is_printed(repo: Path, fakes: FakeCLIs) -> None:
+    fakes.script(claude=[{"mode": "ok", "delay": 1.0}])
+    lines: list[str] = []
+    async with open_dispatcher(repo=repo, prefs=prefs(livenessMs=300), progress=lines.append) as d:
+        await d.consult(request(repo))
+    assert len(lines) >= 2
+    assert lines[0] == "[review-loop] reviewer=claude status=active elapsed=00:00 timeout=00:20"
+
+
+async def test_reaper_ends_an_orphan_of_a_dead_owner(repo: Path, fakes: FakeCLIs) -> None:
+    """A review-loop process killed mid-consult leaves a running CLI; the next call ends it."""
+    fakes.script(claude=[{"mode": "hang"}])
+    script = (
+        "import anyio, sys\n"
+        "from pathlib import Path\n"
+        "from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher\n"
+        "from review_loop.prefs import Prefs\n"
+        "async def main():\n"
+        "    async with open_dispatcher(repo=Path(sys.argv[1]), prefs=Prefs()) as d:\n"
+        "        await d.consult(PeerRequest(peer='claude', prompt='x', record_dir=Path(sys.argv[2])))\n"
+        "anyio.run(main)\n"
+    )
+    record_dir = repo / ".review-handoff" / "runtime" / "t" / "orphan"
+    owner = subprocess.Popen(
+        [sys.executable, "-c", script, str(repo), str(record_dir)],
+        env=os.environ | {"PYTHONPATH": str(Path(__file__).parents[2])},
+    )
+    record_path = record_dir / "reviewer-session.json"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if record_path.exists() and json.loads(record_path.read_text()).get("status") == "running":
+            break
+        time.sleep(0.05)
+    pid = json.loads(record_path.read_text())["pid"]
+    owner.kill()  # SIGKILL: no cleanup runs in the owner
+    owner.wait()
+    reaped = reap_sync(repo, grace=0.5)
+    assert [r.status for r in reaped] == ["orphaned"]
+    assert json.loads(record_path.read_text())["state"] == "DELIVERY_UNKNOWN"
+    with pytest.raises(ProcessLookupError):
+        for _ in range(100):
+            os.kill(pid, 0)
+            time.sleep(0.02)
