@@ -7,6 +7,7 @@ the group, so after the test we can find any survivor by that token alone and fa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import uuid
@@ -54,10 +55,8 @@ def no_process_left_behind(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     if survivors:
         described = [(p.pid, " ".join(p.cmdline())[:120]) for p in survivors]
         for proc in survivors:  # only processes this test started: they carry its token
-            try:
+            with contextlib.suppress(psutil.Error):
                 proc.kill()
-            except psutil.Error:
-                pass
         pytest.fail(f"processes outlived the test: {described}")
 
 

@@ -103,6 +103,8 @@ class Completed(Frozen):
     timed_out: bool = False
     stopped: bool = False
     cancelled: bool = False
+    killed_after_grace: bool = False
+    """The process tree ignored SIGTERM for the whole grace period and got SIGKILL."""
     spawn_error: str | None = None
 
 

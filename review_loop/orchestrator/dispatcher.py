@@ -314,6 +314,7 @@ class Dispatcher:
                 elapsedMs=completed.elapsed_ms if completed else 0,
                 sessionId=session_id,
                 resumed=resume is not None,
+                escalatedToKill=completed.killed_after_grace if completed else False,
             )
             append_line(
                 request.record_dir / "events.jsonl",

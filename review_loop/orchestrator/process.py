@@ -351,4 +351,5 @@ async def run_process(
         elapsed_ms=int((anyio.current_time() - start) * 1000),
         timed_out=timed_out,
         stopped=stopped,
+        killed_after_grace=tree.escalated,
     )

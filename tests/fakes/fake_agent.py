@@ -114,27 +114,51 @@ def _print(text: str = "", *, err: bool = False) -> None:
 
 def _ok(product: str, sid: str, text: str, grok_variant: str) -> None:
     if product == "claude":
-        _print(json.dumps({
-            "type": "result", "subtype": "success", "is_error": False,
-            "api_error_status": None, "result": text, "session_id": sid, "num_turns": 1,
-            "total_cost_usd": 0.0125,
-            "usage": {"input_tokens": 10, "output_tokens": 5},
-        }))
+        _print(
+            json.dumps(
+                {
+                    "type": "result",
+                    "subtype": "success",
+                    "is_error": False,
+                    "api_error_status": None,
+                    "result": text,
+                    "session_id": sid,
+                    "num_turns": 1,
+                    "total_cost_usd": 0.0125,
+                    "usage": {"input_tokens": 10, "output_tokens": 5},
+                }
+            )
+        )
     elif product == "codex":
         for event in (
             {"type": "thread.started", "thread_id": sid},
             {"type": "turn.started"},
-            {"type": "item.completed", "item": {"id": "item_0", "type": "error",
-                                                "message": "Model metadata not found"}},
-            {"type": "item.completed", "item": {"id": "item_1", "type": "agent_message",
-                                                "text": text}},
-            {"type": "turn.completed", "usage": {"input_tokens": 10, "cached_input_tokens": 0,
-                                                 "output_tokens": 5}},
+            {
+                "type": "item.completed",
+                "item": {"id": "item_0", "type": "error", "message": "Model metadata not found"},
+            },
+            {
+                "type": "item.completed",
+                "item": {"id": "item_1", "type": "agent_message", "text": text},
+            },
+            {
+                "type": "turn.completed",
+                "usage": {"input_tokens": 10, "cached_input_tokens": 0, "output_tokens": 5},
+            },
         ):
             _print(json.dumps(event))
     elif product == "gemini":
-        _print(json.dumps({"session_id": sid, "response": text, "stats": {
-            "models": {"gemini-fake": {"tokens": {"prompt": 10, "candidates": 5}}}}}))
+        _print(
+            json.dumps(
+                {
+                    "session_id": sid,
+                    "response": text,
+                    "stats": {
+                        "models": {"gemini-fake": {"tokens": {"prompt": 10, "candidates": 5}}}
+                    },
+                }
+            )
+        )
     elif grok_variant == "vibe":
         _print(json.dumps({"role": "user", "content": "question"}))
         _print(json.dumps({"role": "assistant", "content": text}))
@@ -144,21 +168,43 @@ def _ok(product: str, sid: str, text: str, grok_variant: str) -> None:
 
 def _fail(product: str, sid: str, grok_variant: str) -> int:
     if product == "claude":
-        _print(json.dumps({"type": "result", "subtype": "success", "is_error": True,
-                           "api_error_status": 500, "session_id": sid,
-                           "result": "API Error: 500 internal server error"}))
+        _print(
+            json.dumps(
+                {
+                    "type": "result",
+                    "subtype": "success",
+                    "is_error": True,
+                    "api_error_status": 500,
+                    "session_id": sid,
+                    "result": "API Error: 500 internal server error",
+                }
+            )
+        )
         return 1
     if product == "codex":
         _print(json.dumps({"type": "thread.started", "thread_id": sid}))
         _print(json.dumps({"type": "turn.failed", "error": {"message": "unexpected status 500"}}))
         return 1
     if product == "gemini":
-        _print(json.dumps({"session_id": sid, "error": {"type": "Error",
-                           "message": "[API Error: 500]", "code": 500}}), err=True)
+        _print(
+            json.dumps(
+                {
+                    "session_id": sid,
+                    "error": {"type": "Error", "message": "[API Error: 500]", "code": 500},
+                }
+            ),
+            err=True,
+        )
         return 1
     if grok_variant == "vibe":
-        _print(json.dumps({"role": "assistant",
-                           "content": "Sorry, I encountered an error: Grok API error: 500"}))
+        _print(
+            json.dumps(
+                {
+                    "role": "assistant",
+                    "content": "Sorry, I encountered an error: Grok API error: 500",
+                }
+            )
+        )
         return 0
     _print(json.dumps({"error": "API error 500"}), err=True)
     return 1
@@ -166,16 +212,32 @@ def _fail(product: str, sid: str, grok_variant: str) -> int:
 
 def _not_logged_in(product: str, sid: str) -> int:
     if product == "claude":
-        _print(json.dumps({"type": "result", "subtype": "success", "is_error": True,
-                           "api_error_status": None, "session_id": sid,
-                           "result": "Not logged in · Please run /login"}))
+        _print(
+            json.dumps(
+                {
+                    "type": "result",
+                    "subtype": "success",
+                    "is_error": True,
+                    "api_error_status": None,
+                    "session_id": sid,
+                    "result": "Not logged in · Please run /login",
+                }
+            )
+        )
         return 1
     if product == "codex":
         _print("Missing environment variable: 'FAKE_API_KEY'.", err=True)
         return 1
     if product == "gemini":
-        _print(json.dumps({"session_id": sid, "error": {
-            "type": "Error", "message": "Please set an Auth method", "code": 41}}), err=True)
+        _print(
+            json.dumps(
+                {
+                    "session_id": sid,
+                    "error": {"type": "Error", "message": "Please set an Auth method", "code": 41},
+                }
+            ),
+            err=True,
+        )
         return 41
     _print("❌ Error: API key required. Set GROK_API_KEY environment variable", err=True)
     return 1
@@ -185,8 +247,11 @@ def _session_not_found(product: str, sid: str) -> int:
     if product == "claude":
         _print(f"No conversation found with session ID: {sid}", err=True)
     elif product == "codex":
-        _print(f"Error: thread/resume: thread/resume failed: no rollout found for thread id "
-               f"{sid} (code -32600)", err=True)
+        _print(
+            f"Error: thread/resume: thread/resume failed: no rollout found for thread id "
+            f"{sid} (code -32600)",
+            err=True,
+        )
     elif product == "gemini":
         _print(f'Error resuming session: Invalid session identifier "{sid}".', err=True)
     else:
@@ -195,11 +260,7 @@ def _session_not_found(product: str, sid: str) -> int:
 
 
 def _spawn_sleeper(*, new_session: bool) -> None:
-    code = (
-        "import os, time\n"
-        f"{'os.setsid()' if new_session else ''}\n"
-        "time.sleep(3600)\n"
-    )
+    code = f"import os, time\n{'os.setsid()' if new_session else ''}\ntime.sleep(3600)\n"
     # stdout/stderr are inherited on purpose: the grandchild keeps the pipes open.
     subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL)
 

@@ -90,9 +90,7 @@ async def test_grandchild_in_the_group_does_not_survive(fakes: FakeCLIs, tmp_pat
     # the autouse fixture proves the sleeping grandchild is gone
 
 
-async def test_setsid_grandchild_holding_the_pipe_is_ended(
-    fakes: FakeCLIs, tmp_path: Path
-) -> None:
+async def test_setsid_grandchild_holding_the_pipe_is_ended(fakes: FakeCLIs, tmp_path: Path) -> None:
     fakes.script(claude=[{"mode": "setsid-grandchild"}])
     started = time.monotonic()
     done = await run_process(claude(tmp_path), deadline=1.5, grace=GRACE)
@@ -151,3 +149,12 @@ async def test_garbage_and_non_utf8_come_back_as_bytes(fakes: FakeCLIs, tmp_path
     done = await run_process(claude(tmp_path), deadline=30, grace=GRACE)
     assert done.returncode == 0
     assert b"\xff\xfe" in done.stdout
+
+
+async def test_escalation_to_sigkill_is_reported(fakes: FakeCLIs, tmp_path: Path) -> None:
+    fakes.script(claude=[{"mode": "stubborn"}])
+    done = await run_process(claude(tmp_path), deadline=0.5, grace=GRACE)
+    assert done.killed_after_grace
+    fakes.script(claude=[{"mode": "hang"}])
+    done = await run_process(claude(tmp_path), deadline=0.5, grace=GRACE)
+    assert not done.killed_after_grace
