@@ -69,8 +69,12 @@ class Adapter(Protocol):
         default_executable: the command looked up on ``PATH`` when no alias is given.
     """
 
-    name: str
-    default_executable: str
+    # Read-only properties, so frozen dataclasses and plain attributes both satisfy them.
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def default_executable(self) -> str: ...
 
     def probe_args(self) -> tuple[str, ...] | None:
         """Arguments that make the CLI describe itself (``("--version",)``), or ``None``.

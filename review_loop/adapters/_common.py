@@ -1,0 +1,326 @@
+"""Pure helpers the built-in adapters share: argument checks, parsing, failure shapes.
+
+Nothing here performs I/O. Generating a UUID and reading the clock of a given ``mtime``
+are the only things that are not plain string work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from review_loop.adapters.base import DETAIL_LIMIT, detail_of, json_lines, shell_join
+from review_loop.agents.errors import AdapterRefusalError
+from review_loop.agents.models import (
+    Completed,
+    DeliveryState,
+    Failure,
+    ResumeCommands,
+    Usage,
+)
+
+# -- request checks --------------------------------------------------------------------------
+
+# A session handle goes into argv right after a flag. One that starts with "-" could be
+# read as a flag of its own (commander treats `--resume --x` as two options), so handles
+# are restricted to what the CLIs actually issue: UUIDs and similar tokens.
+_SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
+_UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
+
+MAX_ARG_BYTES = 131072 - 1
+"""Linux ``MAX_ARG_STRLEN`` (32 pages, terminating NUL included) for one argv element."""
+
+PROMPT_PLACEHOLDER = '"<prompt>"'
+"""The literal placeholder the original tool prints in headless resume commands."""
+
+
+def require_command(product: str, command: Sequence[str]) -> tuple[str, ...]:
+    """The launcher prefix as a tuple; refuse an empty one (there is nothing to run)."""
+    words = tuple(command)
+    if not words or not words[0]:
+        raise AdapterRefusalError(product, "the command to launch is empty")
+    return words
+
+
+def checked_session_id(product: str, value: str) -> str:
+    """A session handle that cannot be mistaken for a flag, or :class:`AdapterRefusalError`."""
+    if not is_plain_token(value):
+        raise AdapterRefusalError(
+            product,
+            f"session id {value[:80]!r} is not a plain token (letters, digits, '._:-', "
+            "not starting with '-')",
+        )
+    return value
+
+
+def is_plain_token(value: str) -> bool:
+    """Whether ``value`` is safe as a session handle in argv (see :func:`checked_session_id`)."""
+    return bool(_SESSION_ID_RE.fullmatch(value))
+
+
+def is_uuid(value: str) -> bool:
+    """Whether ``value`` is a UUID in the canonical 8-4-4-4-12 form."""
+    return bool(_UUID_RE.fullmatch(value))
+
+
+def preassigned_uuid(product: str, value: str | None) -> str:
+    """``value`` if it is a UUID, a fresh uuid4 when ``None``; refuse anything else."""
+    if value is None:
+        return str(uuid.uuid4())
+    if not is_uuid(value):
+        raise AdapterRefusalError(product, f"session id {value[:80]!r} is not a UUID")
+    return value
+
+
+def prompt_bytes(product: str, prompt: str) -> bytes:
+    """The prompt as UTF-8 for stdin; refuse a blank prompt or one that is not text."""
+    if not prompt.strip():
+        raise AdapterRefusalError(product, "the prompt is empty")
+    try:
+        return prompt.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise AdapterRefusalError(product, f"the prompt is not valid Unicode text ({exc})") from exc
+
+
+def prompt_argument(product: str, prompt: str) -> str:
+    """The prompt as one argv element; refuse what the kernel or the CLI cannot take.
+
+    Some CLIs have no stdin input, so the prompt becomes one argument (never a shell
+    string). Linux caps one argument at 128 KiB and argv cannot carry NUL bytes.
+    """
+    size = len(prompt_bytes(product, prompt))
+    if "\x00" in prompt:
+        raise AdapterRefusalError(product, "the prompt contains a NUL byte")
+    if size > MAX_ARG_BYTES:
+        raise AdapterRefusalError(
+            product,
+            f"the prompt is {size} bytes; this CLI takes it as one argument, "
+            f"limited to {MAX_ARG_BYTES} bytes",
+        )
+    return prompt
+
+
+def directory_argument(product: str, cwd: Path) -> str:
+    """``cwd`` as the value of a directory flag; refuse one that could read as a flag."""
+    text = str(cwd)
+    if text.startswith("-"):
+        raise AdapterRefusalError(product, f"working directory {text!r} starts with '-'")
+    return text
+
+
+# -- parsing ---------------------------------------------------------------------------------
+
+
+def text_of(data: bytes) -> str:
+    """Lenient decode for diagnostics and pattern matching (never for replies)."""
+    return data.decode("utf-8", "replace")
+
+
+def parse_json_object(text: str) -> dict[str, Any] | None:
+    """The JSON object in ``text``: the whole text, else the first ``{`` to the last ``}``."""
+    stripped = text.strip()
+    if not stripped:
+        return None
+    candidates = [stripped]
+    start, end = stripped.find("{"), stripped.rfind("}")
+    if 0 <= start < end and (start, end) != (0, len(stripped) - 1):
+        candidates.append(stripped[start : end + 1])
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def tail_json_lines(text: str) -> Iterator[dict[str, Any] | None]:
+    """Non-empty lines from the end backwards: each a JSON object, or ``None`` if not one."""
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if not line:
+            continue
+        value: object = None
+        if line.startswith("{"):
+            try:
+                value = json.loads(line)
+            except ValueError:
+                value = None
+        yield value if isinstance(value, dict) else None
+
+
+def as_str(value: object) -> str | None:
+    """``value`` if it is a string."""
+    return value if isinstance(value, str) else None
+
+
+def as_int(value: object) -> int | None:
+    """``value`` if it is an integer (booleans excluded)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value
+
+
+def as_float(value: object) -> float | None:
+    """``value`` as a float if it is a number (booleans excluded)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def as_dict(value: object) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty dict."""
+    return value if isinstance(value, dict) else {}
+
+
+def usage_of(data: object, *, input_key: str, output_key: str, cached_key: str) -> Usage | None:
+    """A :class:`Usage` from a token-count object, or ``None`` when it has no counts."""
+    counts = as_dict(data)
+    usage = Usage(
+        input_tokens=as_int(counts.get(input_key)),
+        output_tokens=as_int(counts.get(output_key)),
+        cached_input_tokens=as_int(counts.get(cached_key)),
+    )
+    if usage == Usage():
+        return None
+    return usage
+
+
+def version_in(text: str | None) -> str | None:
+    """The first ``N.N.N`` version number in a probe's output."""
+    if not text:
+        return None
+    found = re.search(r"\b(\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?)\b", text)
+    return found.group(1) if found else None
+
+
+# -- failures --------------------------------------------------------------------------------
+
+
+def not_submitted(reason: str, detail: str, *, session_not_found: bool = False) -> Failure:
+    """A failure that provably happened before any request left this machine."""
+    return Failure(
+        state=DeliveryState.NOT_SUBMITTED,
+        reason=reason,
+        detail=detail[:DETAIL_LIMIT],
+        session_not_found=session_not_found,
+    )
+
+
+def unknown(
+    reason: str, detail: str, *, session_id: str | None = None, session_not_found: bool = False
+) -> Failure:
+    """A failure after which nobody can say whether the model got the request."""
+    return Failure(
+        state=DeliveryState.DELIVERY_UNKNOWN,
+        reason=reason,
+        detail=detail[:DETAIL_LIMIT],
+        session_id=session_id,
+        session_not_found=session_not_found,
+    )
+
+
+def exit_reason(completed: Completed) -> str:
+    """``non-zero exit N`` (or ``no exit status``) for an unexplained failed run."""
+    if completed.returncode is None:
+        return "no exit status"
+    return f"non-zero exit {completed.returncode}"
+
+
+def no_answer(completed: Completed, stdout: str, *, session_id: str | None = None) -> Failure:
+    """The run gave no parsable answer: empty output, garbage, or an unexplained exit."""
+    if completed.returncode != 0:
+        return unknown(exit_reason(completed), detail_of(completed), session_id=session_id)
+    if not stdout.strip():
+        return unknown("empty output", detail_of(completed), session_id=session_id)
+    return unknown("parse failed", detail_of(completed), session_id=session_id)
+
+
+# -- session files ---------------------------------------------------------------------------
+
+
+def iso_utc(mtime: float) -> str:
+    """``mtime`` as ISO-8601 UTC with milliseconds and ``Z`` (like JS ``toISOString``)."""
+    moment = datetime.fromtimestamp(mtime, tz=UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def same_path(recorded: str, repo: Path) -> bool:
+    """Whether a path a CLI recorded names ``repo`` (lexically; no filesystem access)."""
+    return os.path.normpath(recorded) == os.path.normpath(str(repo))
+
+
+def title_of(text: str | None, limit: int = 80) -> str | None:
+    """One line of at most ``limit`` characters, ``…`` marking a cut; ``None`` if blank."""
+    if text is None:
+        return None
+    line = " ".join(text.split())
+    if not line:
+        return None
+    if len(line) > limit:
+        return line[: limit - 1].rstrip() + "…"
+    return line
+
+
+def head_objects(head: bytes) -> list[dict[str, Any]]:
+    """Every complete JSON-object line in the first bytes of a JSONL file."""
+    return list(json_lines(text_of(head)))
+
+
+def string_field(text: str, key: str, *, start: int = 0) -> str | None:
+    """The first ``"key": "value"`` string in raw JSON text, even in a cut-off line.
+
+    Used when a file's first line is longer than what was read. A key inside a JSON string
+    has its quotes escaped, so it cannot match ``"key"`` followed by ``:``.
+    """
+    pattern = re.compile(r'(?<!\\)"' + re.escape(key) + r'"\s*:\s*"((?:[^"\\]|\\.)*)"')
+    found = pattern.search(text, start)
+    if found is None:
+        return None
+    try:
+        value = json.loads('"' + found.group(1) + '"')
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def content_text(content: object) -> str | None:
+    """The text of a chat ``content``: a string, or the text parts of a list of blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [
+            block["text"]
+            for block in content
+            if isinstance(block, dict) and isinstance(block.get("text"), str)
+        ]
+        return "\n".join(parts) if parts else None
+    return None
+
+
+# -- resume commands -------------------------------------------------------------------------
+
+
+def resume_pair(
+    command: Sequence[str],
+    default_executable: str,
+    interactive: Sequence[str],
+    headless: Sequence[str],
+) -> ResumeCommands:
+    """Copy-ready commands: ``command`` (or the product name) then each argument list.
+
+    The headless form ends with the literal ``"<prompt>"`` placeholder, unquoted, exactly
+    as the original tool prints it.
+    """
+    prefix = list(command) or [default_executable]
+    return ResumeCommands(
+        interactive=shell_join([*prefix, *interactive]),
+        headless=f"{shell_join([*prefix, *headless])} {PROMPT_PLACEHOLDER}",
+    )

@@ -1,0 +1,301 @@
+"""Codex CLI (``codex exec`` 0.17x): JSONL events on stdout, the prompt on stdin.
+
+Read-only by construction: ``-s read-only`` plus the same policy as config overrides
+(``sandbox_mode``, ``approval_policy``), so a profile or ``config.toml`` cannot widen it.
+``codex exec resume`` rejects ``-s``, so every exec-level flag goes before ``resume``
+(cli-adapters.md §2). ``--disable unbounded_connection_retries`` makes an offline run fail
+instead of reconnecting forever.
+
+The thread id (= session id) is only known from the first event, ``thread.started``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, final
+
+from review_loop.adapters._common import (
+    as_dict,
+    as_str,
+    checked_session_id,
+    directory_argument,
+    exit_reason,
+    iso_utc,
+    no_answer,
+    not_submitted,
+    prompt_bytes,
+    require_command,
+    resume_pair,
+    same_path,
+    string_field,
+    tail_json_lines,
+    text_of,
+    unknown,
+    usage_of,
+    version_in,
+)
+from review_loop.adapters.base import (
+    SessionFile,
+    SessionStore,
+    decode_utf8,
+    detail_of,
+    generic_failure,
+    json_lines,
+)
+from review_loop.agents.models import (
+    AgentRequest,
+    Capabilities,
+    Completed,
+    Failure,
+    Invocation,
+    Outcome,
+    Reply,
+    ResumeCommands,
+    StoredSession,
+)
+
+if TYPE_CHECKING:
+    from review_loop.adapters.base import Adapter
+
+PRODUCT: Final = "codex"
+
+READ_ONLY_FLAGS: Final = (
+    "-s",
+    "read-only",
+    "-c",
+    'sandbox_mode="read-only"',
+    "-c",
+    'approval_policy="never"',
+)
+"""Present in every argv ``build`` returns, before any subcommand."""
+
+SOURCE: Final = "cli-store"
+
+# Refusals that happen before any request: a missing credential is detected when the
+# provider is set up; clap rejects arguments (rc 2); the trust check runs before the turn.
+_MISSING_KEY = "Missing environment variable"
+_UNTRUSTED = "Not inside a trusted directory"
+_NOT_FOUND = "no rollout found for thread id"
+_CLAP_ERROR = re.compile(r"(?m)^error: ")
+_ROLLOUT_ID = re.compile(r"-([0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12})\.jsonl$")
+
+
+@dataclass(frozen=True, slots=True)
+class _Events:
+    """What a run's JSONL says, for classification."""
+
+    thread_id: str | None
+    answer: str | None
+    usage: Mapping[str, Any] | None
+    turn_failed: str | None
+    model_items: bool
+    """Any item other than a warning: proof that the model was reached."""
+    errors: tuple[str, ...]
+
+
+def _events(text: str, *, truncated: bool) -> _Events:
+    thread_id: str | None = None
+    answer: str | None = None
+    usage: Mapping[str, Any] | None = None
+    turn_failed: str | None = None
+    model_items = False
+    errors: list[str] = []
+    for event in json_lines(text):
+        kind = event.get("type")
+        item = as_dict(event.get("item"))
+        if kind == "thread.started" and thread_id is None:
+            thread_id = as_str(event.get("thread_id"))
+        elif kind == "item.completed" and item.get("type") == "agent_message":
+            answer = as_str(item.get("text"))
+            model_items = True
+        elif kind in ("item.started", "item.updated", "item.completed"):
+            if item.get("type") == "error":
+                errors.append(as_str(item.get("message")) or "")
+            else:
+                model_items = True
+        elif kind == "turn.completed":
+            usage = as_dict(event.get("usage"))
+        elif kind == "turn.failed":
+            turn_failed = as_str(as_dict(event.get("error")).get("message")) or "turn failed"
+        elif kind == "error":
+            errors.append(as_str(event.get("message")) or "")
+    if truncated:
+        answer = _tail_answer(text)
+    return _Events(thread_id, answer, usage, turn_failed, model_items, tuple(errors))
+
+
+def _tail_answer(text: str) -> str | None:
+    """The final answer of a stream whose middle was cut out, or ``None``.
+
+    Only lines after the cut are trusted: walking back from the end, every line must be a
+    whole JSON event until the last ``agent_message`` is reached. The line that straddles
+    the cut is never valid JSON, so an answer from before the cut is never taken.
+    """
+    for event in tail_json_lines(text):
+        if event is None:
+            return None
+        item = as_dict(event.get("item"))
+        if event.get("type") == "item.completed" and item.get("type") == "agent_message":
+            return as_str(item.get("text"))
+    return None
+
+
+def _refusal(stderr: str, events: _Events, returncode: int | None) -> Failure | None:
+    """A failure that proves no request reached the model, or ``None``."""
+    if events.model_items:
+        return None
+    said = "\n".join([stderr, events.turn_failed or "", *events.errors])
+    if _NOT_FOUND in said:
+        return not_submitted("session not found", stderr or said, session_not_found=True)
+    if _MISSING_KEY in said:
+        return not_submitted("missing credentials", said.strip())
+    if _UNTRUSTED in said:
+        return not_submitted("untrusted directory", said.strip())
+    if returncode == 2 and _CLAP_ERROR.search(stderr):
+        return not_submitted("argument error", stderr)
+    return None
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class CodexAdapter:
+    """``codex exec --json`` in the read-only sandbox, resuming with ``exec … resume``."""
+
+    name: str = PRODUCT
+    default_executable: str = "codex"
+
+    def probe_args(self) -> tuple[str, ...] | None:
+        """``codex --version`` prints ``codex-cli 0.171.0`` (after a warning, sometimes)."""
+        return ("--version",)
+
+    def capabilities(self, probe_output: str | None) -> Capabilities:
+        """Every supported version is read-only and resumable; only the version is read."""
+        found = re.search(r"codex-cli\s+(\S+)", probe_output or "")
+        return Capabilities(version=found.group(1) if found else version_in(probe_output))
+
+    def build(
+        self, request: AgentRequest, *, command: Sequence[str], capabilities: Capabilities
+    ) -> Invocation:
+        """``codex exec --json <read-only> … -C <cwd> [resume <id>] -``; prompt on stdin."""
+        argv = [*require_command(PRODUCT, command), "exec", "--json", *READ_ONLY_FLAGS]
+        argv += ["--skip-git-repo-check", "--disable", "unbounded_connection_retries"]
+        argv += ["-C", directory_argument(PRODUCT, request.cwd)]
+        session_id: str | None = None
+        if request.resume_session_id is not None:
+            session_id = checked_session_id(PRODUCT, request.resume_session_id)
+            argv += ["resume", session_id]
+        argv.append("-")
+        return Invocation(
+            argv=tuple(argv),
+            stdin=prompt_bytes(PRODUCT, request.prompt),
+            cwd=request.cwd,
+            session_id=session_id,
+        )
+
+    def interpret(self, invocation: Invocation, completed: Completed) -> Outcome:
+        """Read the event stream; warnings (``error`` items and events) are not failures."""
+        failure = generic_failure(completed)
+        if failure is not None:
+            return failure
+        if completed.stdout_truncated:
+            stdout = text_of(completed.stdout)  # the cut may split a character
+        else:
+            decoded = decode_utf8(completed.stdout)
+            if decoded is None:
+                return unknown(
+                    "parse failed", "stdout is not UTF-8", session_id=invocation.session_id
+                )
+            stdout = decoded
+        events = _events(stdout, truncated=completed.stdout_truncated)
+        session_id = events.thread_id or invocation.session_id
+        stderr = text_of(completed.stderr)
+        if events.turn_failed is not None or completed.returncode != 0 or events.answer is None:
+            refusal = _refusal(stderr, events, completed.returncode)
+            if refusal is not None:
+                return refusal
+        if events.turn_failed is not None:
+            return unknown("turn failed", events.turn_failed, session_id=session_id)
+        if completed.returncode != 0:
+            return unknown(exit_reason(completed), detail_of(completed), session_id=session_id)
+        if events.answer is None:
+            if completed.stdout_truncated:
+                return unknown("output too large", detail_of(completed), session_id=session_id)
+            if events.thread_id is not None:
+                return unknown("empty output", detail_of(completed), session_id=session_id)
+            return no_answer(completed, stdout, session_id=session_id)
+        if not events.answer.strip():
+            return unknown("empty output", detail_of(completed), session_id=session_id)
+        return Reply(
+            text=events.answer,
+            session_id=session_id,
+            usage=usage_of(
+                events.usage,
+                input_key="input_tokens",
+                output_key="output_tokens",
+                cached_key="cached_input_tokens",
+            ),
+        )
+
+    def session_stores(self, env: Mapping[str, str], home: Path, repo: Path) -> list[SessionStore]:
+        """``${CODEX_HOME:-~/.codex}/sessions/YYYY/MM/DD/rollout-*.jsonl`` (all repos).
+
+        Line 1 (``session_meta``) can be ~30 KB; its ``id`` and ``cwd`` come first, so
+        8 KiB is enough even when the line is cut.
+        """
+        root = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
+        return [SessionStore(root=root, pattern="sessions/*/*/*/rollout-*.jsonl", head_bytes=8192)]
+
+    def parse_session(self, file: SessionFile, repo: Path) -> StoredSession | None:
+        """Line 1's ``payload.id`` and ``payload.cwd``; only sessions of ``repo``."""
+        raw = text_of(file.head)
+        first = raw.split("\n", 1)[0]
+        session_id: str | None = None
+        cwd: str | None = None
+        try:
+            meta: object = json.loads(first)
+        except ValueError:
+            meta = None
+        if isinstance(meta, dict):
+            if meta.get("type") != "session_meta":
+                return None
+            payload = as_dict(meta.get("payload"))
+            session_id = as_str(payload.get("id"))
+            cwd = as_str(payload.get("cwd"))
+        else:  # line 1 longer than the head: read the leading fields from the raw text
+            if '"session_meta"' not in first:
+                return None
+            start = first.find('"payload"')
+            if start < 0:
+                return None
+            session_id = string_field(first, "id", start=start)
+            cwd = string_field(first, "cwd", start=start)
+        if session_id is None:
+            found = _ROLLOUT_ID.search(file.path.name)
+            session_id = found.group(1) if found else None
+        if session_id is None or cwd is None or not same_path(cwd, repo):
+            return None
+        return StoredSession(
+            product=PRODUCT,
+            session_id=session_id,
+            cwd=cwd,
+            updated=iso_utc(file.mtime),
+            title=None,
+            source=SOURCE,
+        )
+
+    def resume_commands(self, session_id: str, command: Sequence[str]) -> ResumeCommands:
+        """``codex resume <id>`` and ``codex exec resume <id> "<prompt>"``."""
+        return resume_pair(
+            command, self.default_executable, ["resume", session_id], ["exec", "resume", session_id]
+        )
+
+
+ADAPTER: Final = CodexAdapter()
+"""The instance the registry loads."""
+
+if TYPE_CHECKING:
+    _conforms: Adapter = ADAPTER

@@ -1,0 +1,284 @@
+"""Gemini CLI (``gemini`` 0.61): one JSON object on stdout, errors as JSON on stderr.
+
+Read-only by construction: ``--approval-mode plan`` lets the agent read but denies writes
+outside its own plans directory (cli-adapters.md §4). ``--skip-trust`` and
+``GEMINI_CLI_TRUST_WORKSPACE=true`` keep a headless run from stopping at the trust check.
+The prompt goes on stdin; ``-p ""`` selects headless mode and appends nothing.
+
+The session id is chosen before launch (``--session-id <uuid>``); a resume passes
+``--resume <id>`` (the two flags are mutually exclusive).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, final
+
+from review_loop.adapters._common import (
+    as_dict,
+    as_int,
+    as_str,
+    checked_session_id,
+    content_text,
+    head_objects,
+    iso_utc,
+    no_answer,
+    not_submitted,
+    parse_json_object,
+    preassigned_uuid,
+    prompt_bytes,
+    require_command,
+    resume_pair,
+    same_path,
+    text_of,
+    title_of,
+    unknown,
+    version_in,
+)
+from review_loop.adapters.base import (
+    SessionFile,
+    SessionStore,
+    decode_utf8,
+    detail_of,
+    generic_failure,
+    json_lines,
+)
+from review_loop.agents.models import (
+    AgentRequest,
+    Capabilities,
+    Completed,
+    Failure,
+    Invocation,
+    Outcome,
+    Reply,
+    ResumeCommands,
+    StoredSession,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from review_loop.adapters.base import Adapter
+
+PRODUCT: Final = "gemini"
+
+READ_ONLY_FLAGS: Final = ("--approval-mode", "plan")
+"""Present in every argv ``build`` returns."""
+
+ENV: Final = {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+SOURCE: Final = "cli-store"
+PROJECT_ROOT_SIDECAR: Final = "../.project_root"
+"""Beside ``chats/``: the directory the project slug stands for."""
+
+# Exit codes that come before the first request (packages/core/src/utils/exitCodes.ts and
+# cli-adapters.md §4): 41 auth not configured, 42 bad input (session id taken or not
+# found), 55 untrusted directory. 41 and 42 are also reachable later in a run, so each is
+# trusted only together with the message printed for the up-front case.
+_AUTH = 41
+_INPUT = 42
+_UNTRUSTED = 55
+_AUTH_SETUP = re.compile(r"(?i)auth method")
+_SESSION_NOT_FOUND = re.compile(r"Error resuming session|Invalid session identifier")
+_SESSION_TAKEN = re.compile(r"Session ID .* already exists")
+# yargs validation, printed with the usage text and exit 1 before anything runs.
+_ARGUMENT_ERROR = re.compile(
+    r"Unknown arguments?:|Not enough arguments following|Invalid values:"
+    r"|Missing required argument|mutually exclusive|Invalid session ID"
+    r"|option cannot be empty|Cannot use both"
+)
+
+
+def _error_object(stderr: str) -> dict[str, Any] | None:
+    """The ``{"session_id", "error": {...}}`` object gemini prints on stderr, if any."""
+    data = parse_json_object(stderr)
+    if data is not None and isinstance(data.get("error"), dict):
+        return data
+    for line in json_lines(stderr):
+        if isinstance(line.get("error"), dict):
+            return line
+    return None
+
+
+def _refusal(stderr: str, error: Mapping[str, Any], returncode: int | None) -> Failure | None:
+    """A failure that proves no request was sent, or ``None``."""
+    message = as_str(error.get("message")) or ""
+    code = as_int(error.get("code"))
+    said = f"{message}\n{stderr}"
+    if returncode == _UNTRUSTED or code == _UNTRUSTED:
+        return not_submitted("untrusted directory", said.strip())
+    if (returncode == _AUTH or code == _AUTH) and _AUTH_SETUP.search(said):
+        return not_submitted("auth not configured", said.strip())
+    if returncode == _INPUT or code == _INPUT:
+        if _SESSION_NOT_FOUND.search(said):
+            return not_submitted("session not found", said.strip(), session_not_found=True)
+        if _SESSION_TAKEN.search(said):
+            return not_submitted("argument error", said.strip())
+    if returncode == 1 and not error and _ARGUMENT_ERROR.search(stderr):
+        return not_submitted("argument error", stderr)
+    return None
+
+
+def _usage(stats: object) -> Usage | None:
+    """Token counts summed over ``stats.models.*.tokens``."""
+    totals: dict[str, int] = {}
+    for model in as_dict(as_dict(stats).get("models")).values():
+        tokens = as_dict(as_dict(model).get("tokens"))
+        for key in ("prompt", "candidates", "cached"):
+            count = as_int(tokens.get(key))
+            if count is not None:
+                totals[key] = totals.get(key, 0) + count
+    if not totals:
+        return None
+    return Usage(
+        input_tokens=totals.get("prompt"),
+        output_tokens=totals.get("candidates"),
+        cached_input_tokens=totals.get("cached"),
+    )
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class GeminiAdapter:
+    """``gemini -o json --approval-mode plan -p ""`` with the prompt on stdin."""
+
+    name: str = PRODUCT
+    default_executable: str = "gemini"
+
+    def probe_args(self) -> tuple[str, ...] | None:
+        """``gemini --version`` prints ``0.61.0``."""
+        return ("--version",)
+
+    def capabilities(self, probe_output: str | None) -> Capabilities:
+        """Every supported version is read-only and resumable; only the version is read."""
+        return Capabilities(version=version_in(probe_output))
+
+    def build(
+        self, request: AgentRequest, *, command: Sequence[str], capabilities: Capabilities
+    ) -> Invocation:
+        """``gemini -o json --approval-mode plan --skip-trust -p "" --session-id|--resume``."""
+        argv = [*require_command(PRODUCT, command), "-o", "json", *READ_ONLY_FLAGS]
+        argv += ["--skip-trust", "-p", ""]
+        if request.resume_session_id is not None:
+            session_id = checked_session_id(PRODUCT, request.resume_session_id)
+            argv += ["--resume", session_id]
+        else:
+            session_id = preassigned_uuid(PRODUCT, request.session_id)
+            argv += ["--session-id", session_id]
+        return Invocation(
+            argv=tuple(argv),
+            env=dict(ENV),
+            stdin=prompt_bytes(PRODUCT, request.prompt),
+            cwd=request.cwd,
+            session_id=session_id,
+        )
+
+    def interpret(self, invocation: Invocation, completed: Completed) -> Outcome:
+        """Read ``{session_id, response, stats}``; classify the JSON error on stderr."""
+        failure = generic_failure(completed)
+        if failure is not None:
+            return failure
+        known_id = invocation.session_id
+        stderr = text_of(completed.stderr)
+        error_data = _error_object(stderr)
+        error = as_dict(error_data.get("error")) if error_data is not None else {}
+        if completed.returncode != 0 or error:
+            refusal = _refusal(stderr, error, completed.returncode)
+            if refusal is not None:
+                return refusal
+        if completed.stdout_truncated:
+            return unknown("output too large", detail_of(completed), session_id=known_id)
+        stdout = decode_utf8(completed.stdout)
+        if stdout is None:
+            return unknown("parse failed", "stdout is not UTF-8", session_id=known_id)
+        data = parse_json_object(stdout)
+        if data is not None and isinstance(data.get("error"), dict):
+            error = as_dict(data.get("error"))
+        if error:
+            session_id = (as_str(error_data.get("session_id")) if error_data else None) or known_id
+            code = error.get("code")
+            reason = f"api error {code}" if code is not None else "api error"
+            message = as_str(error.get("message")) or detail_of(completed)
+            return unknown(reason, message, session_id=session_id)
+        if data is None or "response" not in data:
+            return no_answer(completed, stdout, session_id=known_id)
+        session_id = as_str(data.get("session_id")) or known_id
+        if completed.returncode != 0:
+            return no_answer(completed, stdout, session_id=session_id)
+        text = as_str(data.get("response")) or ""
+        if not text.strip():
+            return unknown("empty output", detail_of(completed), session_id=session_id)
+        return Reply(text=text, session_id=session_id, usage=_usage(data.get("stats")))
+
+    def session_stores(self, env: Mapping[str, str], home: Path, repo: Path) -> list[SessionStore]:
+        """``${GEMINI_CLI_HOME:-~}/.gemini/tmp/<slug>/chats/session-*.jsonl``.
+
+        The slug for ``repo`` is in ``~/.gemini/projects.json``; rather than read it, every
+        slug is matched and each chat is kept only if the slug's ``.project_root``
+        sidecar names ``repo`` (:meth:`parse_session`).
+        """
+        base = Path(env["GEMINI_CLI_HOME"]) if env.get("GEMINI_CLI_HOME") else home
+        return [
+            SessionStore(
+                root=base / ".gemini" / "tmp",
+                pattern="*/chats/session-*.jsonl",
+                head_bytes=8192,
+                sidecars=(PROJECT_ROOT_SIDECAR,),
+            )
+        ]
+
+    def parse_session(self, file: SessionFile, repo: Path) -> StoredSession | None:
+        """Line 1's ``sessionId``; the project from ``.project_root`` or ``projectHash``."""
+        objects = head_objects(file.head)
+        if not objects:
+            return None
+        meta = objects[0]
+        session_id = as_str(meta.get("sessionId"))
+        if session_id is None or meta.get("kind") == "subagent":
+            return None
+        root_bytes = file.sidecars.get(PROJECT_ROOT_SIDECAR)
+        if root_bytes is not None:
+            cwd = text_of(root_bytes).strip()
+            if not same_path(cwd, repo):
+                return None
+        else:  # older layout: the directory is sha256(project root)
+            project_hash = hashlib.sha256(str(repo).encode("utf-8")).hexdigest()
+            if meta.get("projectHash") != project_hash:
+                return None
+            cwd = str(repo)
+        return StoredSession(
+            product=PRODUCT,
+            session_id=session_id,
+            cwd=cwd,
+            updated=iso_utc(file.mtime),
+            title=_title(objects),
+            source=SOURCE,
+        )
+
+    def resume_commands(self, session_id: str, command: Sequence[str]) -> ResumeCommands:
+        """``gemini --resume <id>`` and ``gemini --resume <id> -p "<prompt>"``."""
+        return resume_pair(
+            command,
+            self.default_executable,
+            ["--resume", session_id],
+            ["--resume", session_id, "-p"],
+        )
+
+
+def _title(objects: list[dict[str, Any]]) -> str | None:
+    """The session summary if recorded, else the first user message."""
+    if summary := as_str(objects[0].get("summary")):
+        return title_of(summary)
+    for obj in objects[1:]:
+        if obj.get("type") == "user" and (text := content_text(obj.get("content"))):
+            return title_of(text)
+    return None
+
+
+ADAPTER: Final = GeminiAdapter()
+"""The instance the registry loads."""
+
+if TYPE_CHECKING:
+    _conforms: Adapter = ADAPTER

@@ -1,0 +1,342 @@
+"""Grok: two different CLIs answer to ``grok``; the ``--help`` probe tells them apart.
+
+- **Grok Build** (xAI; help lists ``--sandbox`` and ``--output-format``): read-only by
+  construction with ``--sandbox read-only``, a read-only tool list, ``--deny MCPTool`` and
+  ``--permission-mode dontAsk`` (origins.md §3.4, peers.md appendix A). One JSON object
+  on stdout with ``text``, ``stopReason`` and ``sessionId``; resumable with ``-r <id>``.
+- **npm ``@vibe-kit/grok-cli`` 0.0.34** (help lists ``--max-tool-rounds``, no
+  ``--sandbox``): headless mode auto-approves every tool, writes included, and it keeps no
+  sessions (cli-adapters.md §3). It is never given the user's tree: the invocation says
+  ``isolate_in_copy`` so the orchestrator runs it in a throw-away copy. It cannot resume.
+
+Any other help text is treated like the npm CLI: never assume read-only. So is a
+``Capabilities`` that did not come from the probe (its default variant).
+
+Neither variant reads the prompt from stdin, so it is one argv element (never a shell
+string), limited to 128 KiB by the kernel.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, final
+from urllib.parse import unquote
+
+from review_loop.adapters._common import (
+    as_dict,
+    as_str,
+    checked_session_id,
+    directory_argument,
+    exit_reason,
+    is_plain_token,
+    iso_utc,
+    no_answer,
+    not_submitted,
+    parse_json_object,
+    prompt_argument,
+    require_command,
+    resume_pair,
+    same_path,
+    string_field,
+    tail_json_lines,
+    text_of,
+    title_of,
+    unknown,
+    usage_of,
+    version_in,
+)
+from review_loop.adapters.base import (
+    SessionFile,
+    SessionStore,
+    decode_utf8,
+    detail_of,
+    generic_failure,
+    json_lines,
+)
+from review_loop.agents.errors import AdapterRefusalError
+from review_loop.agents.models import (
+    AgentRequest,
+    Capabilities,
+    Completed,
+    Failure,
+    Invocation,
+    Outcome,
+    Reply,
+    ResumeCommands,
+    StoredSession,
+)
+
+if TYPE_CHECKING:
+    from review_loop.adapters.base import Adapter
+
+PRODUCT: Final = "grok"
+
+BUILD: Final = "grok-build"
+"""Variant: xAI Grok Build, read-only sandbox and sessions."""
+VIBE: Final = "vibe-0.0.34"
+"""Variant: npm ``@vibe-kit/grok-cli`` 0.0.34, no read-only mode, no sessions."""
+UNKNOWN: Final = "unknown"
+"""Variant: help text we do not recognise; handled like :data:`VIBE`."""
+
+READ_ONLY_FLAGS: Final = (
+    "--output-format",
+    "json",
+    "--sandbox",
+    "read-only",
+    "--tools",
+    "read_file,grep,list_dir",
+    "--disallowed-tools",
+    "search_tool,use_tool",
+    "--deny",
+    "MCPTool",
+    "--permission-mode",
+    "dontAsk",
+    "--no-subagents",
+    "--disable-web-search",
+    "--no-auto-update",
+)
+"""Follow the prompt in every Grok Build argv ``build`` returns."""
+
+SOURCE: Final = "cli-store"
+
+_ERROR_REPLY = "Sorry, I encountered an error:"
+_MISSING_KEY = "API key required"
+# Parser errors come before anything runs: commander ("error: unknown option '--x'") and
+# clap ("error: unexpected argument '--x' found", exit 2).
+_ARGUMENT_ERROR = re.compile(
+    r"(?m)^error: (?:unknown option|unexpected argument|too many arguments"
+    r"|missing required argument|option '.*' argument missing|invalid value)"
+)
+_SESSION_NOT_FOUND = re.compile(r"(?i)session\b.*\bnot found|no such session|unknown session")
+
+
+def _is_build(capabilities: Capabilities) -> bool:
+    return capabilities.variant == BUILD
+
+
+def _single_argument(prompt: str) -> str:
+    """The prompt for ``-p``; a leading newline keeps a prompt like ``-x`` from reading
+    as a flag to parsers that reject option values starting with ``-``."""
+    return "\n" + prompt if prompt.startswith("-") else prompt
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class GrokAdapter:
+    """Grok Build read-only, or the npm grok-cli isolated in a copy of the repository."""
+
+    name: str = PRODUCT
+    default_executable: str = "grok"
+
+    def probe_args(self) -> tuple[str, ...] | None:
+        """``grok --help``: its flags tell the variants apart."""
+        return ("--help",)
+
+    def capabilities(self, probe_output: str | None) -> Capabilities:
+        """Grok Build if the help lists ``--sandbox`` and ``--output-format``; else unsafe."""
+        text = probe_output or ""
+        if "--sandbox" in text and "--output-format" in text:
+            return Capabilities(variant=BUILD, version=version_in(text))
+        variant = VIBE if "--max-tool-rounds" in text else UNKNOWN
+        return Capabilities(variant=variant, read_only=False, resumable=False, isolate_in_copy=True)
+
+    def build(
+        self, request: AgentRequest, *, command: Sequence[str], capabilities: Capabilities
+    ) -> Invocation:
+        """Grok Build: ``grok [-r <id>] -p <prompt> <read-only flags>``.
+
+        Otherwise ``grok -d <cwd> -p <prompt>`` with ``isolate_in_copy`` (never ``-k`` or
+        ``-u``: the npm CLI saves those into ``~/.grok/user-settings.json``).
+
+        Raises:
+            AdapterRefusalError: a resume for a CLI without sessions; a prompt too large
+                for one argument.
+        """
+        prefix = require_command(PRODUCT, command)
+        prompt = prompt_argument(PRODUCT, request.prompt)
+        if not _is_build(capabilities):
+            if request.resume_session_id is not None:
+                raise AdapterRefusalError(
+                    PRODUCT,
+                    f"this grok CLI ({capabilities.variant}) keeps no sessions, so "
+                    f"{request.resume_session_id!r} cannot be resumed",
+                )
+            return Invocation(
+                argv=(*prefix, "-d", directory_argument(PRODUCT, request.cwd), "-p", prompt),
+                cwd=request.cwd,
+                isolate_in_copy=True,
+            )
+        argv = list(prefix)
+        session_id: str | None = None
+        if request.resume_session_id is not None:
+            session_id = checked_session_id(PRODUCT, request.resume_session_id)
+            argv += ["-r", session_id]
+        argv += ["-p", _single_argument(prompt), *READ_ONLY_FLAGS]
+        return Invocation(argv=tuple(argv), cwd=request.cwd, session_id=session_id)
+
+    def interpret(self, invocation: Invocation, completed: Completed) -> Outcome:
+        """Parse per variant; the variant is the one ``build`` chose."""
+        failure = generic_failure(completed)
+        if failure is not None:
+            return failure
+        stderr = text_of(completed.stderr)
+        if completed.returncode != 0:
+            if invocation.isolate_in_copy and _MISSING_KEY in stderr:
+                return not_submitted("missing credentials", stderr)
+            if _ARGUMENT_ERROR.search(stderr) or (
+                completed.returncode == 2 and re.search(r"(?m)^error: ", stderr)
+            ):
+                return not_submitted("argument error", stderr)
+        if invocation.isolate_in_copy:
+            return _interpret_vibe(completed)
+        return _interpret_build(invocation, completed, stderr)
+
+    def session_stores(self, env: Mapping[str, str], home: Path, repo: Path) -> list[SessionStore]:
+        """Grok Build: ``${GROK_HOME:-~/.grok}/sessions/<encoded cwd>/<id>/summary.json``.
+
+        Best effort: this layout comes from third-party readers of the store, not from a
+        measurement here. Every project directory is matched and :meth:`parse_session`
+        keeps the sessions whose recorded ``cwd`` is ``repo``. The npm CLI keeps no
+        sessions, so it simply has nothing there.
+        """
+        root = Path(env["GROK_HOME"]) if env.get("GROK_HOME") else home / ".grok"
+        return [SessionStore(root=root / "sessions", pattern="*/*/summary.json", head_bytes=65536)]
+
+    def parse_session(self, file: SessionFile, repo: Path) -> StoredSession | None:
+        """``summary.json``: id and cwd from ``info`` (or the top level, or the path)."""
+        raw = text_of(file.head)
+        data = parse_json_object(raw) or {}
+        info = as_dict(data.get("info"))
+        session_id = _first_str(info, data, keys=("id", "session_id", "sessionId"))
+        if session_id is None:
+            session_id = string_field(raw, "id") or file.path.parent.name
+        cwd = _first_str(info, data, keys=("cwd", "working_directory"))
+        if cwd is None:
+            cwd = string_field(raw, "cwd") or unquote(file.path.parent.parent.name)
+        if not is_plain_token(session_id) or not same_path(cwd, repo):
+            return None
+        title = _first_str(data, info, keys=("generated_title", "title", "session_summary"))
+        return StoredSession(
+            product=PRODUCT,
+            session_id=session_id,
+            cwd=cwd,
+            updated=iso_utc(file.mtime),
+            title=title_of(title),
+            source=SOURCE,
+        )
+
+    def resume_commands(
+        self,
+        session_id: str,
+        command: Sequence[str],
+        *,
+        capabilities: Capabilities | None = None,
+    ) -> ResumeCommands:
+        """``grok -r <id>`` and ``grok -r <id> -p "<prompt>"``.
+
+        Given the probed ``capabilities`` of a CLI without sessions (the npm variant), both
+        are ``None``. Without them, Grok Build is assumed: only it ever reports a session id.
+        """
+        if capabilities is not None and not _is_build(capabilities):
+            return ResumeCommands(interactive=None, headless=None)
+        return resume_pair(
+            command, self.default_executable, ["-r", session_id], ["-r", session_id, "-p"]
+        )
+
+
+def _first_str(*sources: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    for source in sources:
+        for key in keys:
+            if value := as_str(source.get(key)):
+                return value
+    return None
+
+
+def _interpret_build(invocation: Invocation, completed: Completed, stderr: str) -> Outcome:
+    """One JSON object: ``text``/``result``/``output`` and ``sessionId``/``session_id``."""
+    known_id = invocation.session_id
+    not_found = invocation.session_id is not None and bool(_SESSION_NOT_FOUND.search(stderr))
+    if completed.stdout_truncated:
+        return unknown("output too large", detail_of(completed), session_id=known_id)
+    stdout = decode_utf8(completed.stdout)
+    if stdout is None:
+        return unknown("parse failed", "stdout is not UTF-8", session_id=known_id)
+    data = parse_json_object(stdout)
+    if data is None:
+        if not_found and completed.returncode != 0:
+            return _session_not_found(completed)
+        return no_answer(completed, stdout, session_id=known_id)
+    text = _first_str(data, keys=("text", "result", "output")) or ""
+    session_id = _first_str(data, keys=("sessionId", "session_id")) or known_id
+    if completed.returncode != 0 or data.get("error") or data.get("is_error") is True:
+        if not_found and not text:
+            return _session_not_found(completed)
+        error = data.get("error")
+        detail = as_str(as_dict(error).get("message")) or as_str(error) or detail_of(completed)
+        reason = exit_reason(completed) if completed.returncode != 0 else "error"
+        return unknown(reason, detail, session_id=session_id)
+    if not text.strip():
+        if data.get("stopReason") == "Cancelled":
+            return unknown(
+                "cancelled at a permission gate", detail_of(completed), session_id=session_id
+            )
+        return unknown("empty output", detail_of(completed), session_id=session_id)
+    return Reply(
+        text=text,
+        session_id=session_id,
+        usage=usage_of(
+            data.get("usage"),
+            input_key="input_tokens",
+            output_key="output_tokens",
+            cached_key="cached_input_tokens",
+        ),
+    )
+
+
+def _session_not_found(completed: Completed) -> Failure:
+    # Unmeasured wording, so delivery stays unknown; the flag lets the dispatcher start a
+    # new session when this came back fast (origins.md §3.5 (c)).
+    return unknown("session not found", detail_of(completed), session_not_found=True)
+
+
+def _interpret_vibe(completed: Completed) -> Outcome:
+    """JSONL chat messages; the answer is the last ``assistant`` message's ``content``.
+
+    API errors exit 0 with ``Sorry, I encountered an error: …`` as that content.
+    """
+    final: dict[str, Any] | None
+    if completed.stdout_truncated:
+        # Only the end is whole: the last line must be a complete message.
+        stdout = text_of(completed.stdout)
+        final = next(tail_json_lines(stdout), None)
+    else:
+        decoded = decode_utf8(completed.stdout)
+        if decoded is None:
+            return unknown("parse failed", "stdout is not UTF-8")
+        stdout = decoded
+        messages = [line for line in json_lines(stdout) if "role" in line]
+        final = messages[-1] if messages else None
+    if final is None:
+        if completed.stdout_truncated:
+            return unknown("output too large", detail_of(completed))
+        return no_answer(completed, stdout)
+    content = as_str(final.get("content")) or ""
+    if final.get("role") != "assistant" or final.get("tool_calls"):
+        return unknown("no final answer", content or detail_of(completed))
+    if content.startswith(_ERROR_REPLY):
+        return unknown("api error", content)
+    if completed.returncode != 0:
+        return unknown(exit_reason(completed), content or detail_of(completed))
+    if not content.strip():
+        return unknown("empty output", detail_of(completed))
+    return Reply(text=content)
+
+
+ADAPTER: Final = GrokAdapter()
+"""The instance the registry loads."""
+
+if TYPE_CHECKING:
+    _conforms: Adapter = ADAPTER

@@ -1,0 +1,229 @@
+"""Golden cases: recorded CLI output (``samples/<product>/``) and what it must mean.
+
+Each sample reproduces a shape measured against the real CLI (cli-adapters.md); the
+table below is the single place that says which outcome each one documents. The contract
+tests run every row; the per-product tests add the details.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from review_loop.adapters import Adapter, get_adapter
+from review_loop.agents.models import (
+    AgentRequest,
+    Capabilities,
+    Completed,
+    DeliveryState,
+    Invocation,
+)
+
+SAMPLES = Path(__file__).parent / "samples"
+REPO = Path("/work/repo")
+PROMPT = "Review the change in src/app.py for thread safety."
+RESUME_ID = "0f0e0d0c-0b0a-4908-8706-050403020100"
+
+CLAUDE_SID = "6f1c2b7e-3a4d-4e5f-9a8b-1c2d3e4f5a6b"
+CODEX_TID = "01a228a5-31e8-78a0-b0d8-2bbde8cbff29"
+GEMINI_SID = "3c9b1f2e-7d4a-4b6c-9e8f-0a1b2c3d4e5f"
+GROK_SID = "019f470d-3e02-7601-b726-1133cc72ef76"
+
+DELIVERED = DeliveryState.DELIVERED
+NOT_SUBMITTED = DeliveryState.NOT_SUBMITTED
+UNKNOWN = DeliveryState.DELIVERY_UNKNOWN
+
+
+def sample(product: str, name: str) -> bytes:
+    """The bytes of ``samples/<product>/<name>``."""
+    return (SAMPLES / product / name).read_bytes()
+
+
+@dataclass(frozen=True)
+class Golden:
+    """One recorded run and its documented meaning.
+
+    Attributes:
+        stdout / stderr: sample file names (``None``: the stream was empty).
+        probe: sample file with the probe's output, for adapters with variants.
+        resume: the run resumed this session id.
+        state: the documented delivery state; ``DELIVERED`` means a reply.
+        text / session_id / reason / session_not_found: what the outcome must carry.
+    """
+
+    product: str
+    name: str
+    state: DeliveryState
+    stdout: str | None = None
+    stderr: str | None = None
+    returncode: int = 0
+    probe: str | None = None
+    resume: str | None = None
+    text: str | None = None
+    session_id: str | None = None
+    reason: str | None = None
+    session_not_found: bool = False
+
+    @property
+    def id(self) -> str:
+        return f"{self.product}/{self.name}"
+
+    def adapter(self) -> Adapter:
+        return get_adapter(self.product)
+
+    def capabilities(self) -> Capabilities:
+        adapter = self.adapter()
+        probe = sample(self.product, self.probe).decode() if self.probe else None
+        return adapter.capabilities(probe)
+
+    def invocation(self) -> Invocation:
+        adapter = self.adapter()
+        request = AgentRequest(prompt=PROMPT, cwd=REPO, resume_session_id=self.resume)
+        return adapter.build(
+            request, command=(adapter.default_executable,), capabilities=self.capabilities()
+        )
+
+    def completed(self, **changes: object) -> Completed:
+        stdout = sample(self.product, self.stdout) if self.stdout else b""
+        stderr = sample(self.product, self.stderr) if self.stderr else b""
+        return finished(stdout, stderr, **{"returncode": self.returncode, **changes})
+
+
+VIBE = "help-vibe-0.0.34.txt"
+BUILD = "help-build-synthetic.txt"
+
+# fmt: off
+CASES: tuple[Golden, ...] = (
+    # -- claude -------------------------------------------------------------------------
+    Golden("claude", "success", DELIVERED, stdout="success.json",
+           text="FAKE-ANSWER #1", session_id=CLAUDE_SID),
+    Golden("claude", "success-with-denial", DELIVERED, stdout="success-with-denial.json",
+           text="I could not write the file while in plan mode. FAKE-ANSWER #2",
+           session_id=CLAUDE_SID),
+    Golden("claude", "not-logged-in", NOT_SUBMITTED, stdout="not-logged-in.json",
+           returncode=1, reason="not logged in"),
+    Golden("claude", "api-401", UNKNOWN, stdout="api-401.json", returncode=1,
+           reason="api error 401", session_id=CLAUDE_SID),
+    Golden("claude", "api-500", UNKNOWN, stdout="api-500.json", returncode=1,
+           reason="api error 500", session_id=CLAUDE_SID),
+    Golden("claude", "connection-refused", UNKNOWN, stdout="connection-refused.json",
+           returncode=1, reason="connection failed", session_id=CLAUDE_SID),
+    Golden("claude", "session-not-found", NOT_SUBMITTED, stderr="session-not-found.stderr.txt",
+           returncode=1, resume=RESUME_ID, reason="session not found", session_not_found=True),
+    Golden("claude", "invalid-session-id", NOT_SUBMITTED,
+           stderr="invalid-session-id.stderr.txt", returncode=1, reason="argument error"),
+    Golden("claude", "session-in-use", NOT_SUBMITTED, stderr="session-in-use.stderr.txt",
+           returncode=1, reason="argument error"),
+    Golden("claude", "resume-not-a-uuid", NOT_SUBMITTED,
+           stderr="resume-not-a-uuid.stderr.txt", returncode=1, resume="my-title",
+           reason="argument error"),
+    Golden("claude", "unknown-option", NOT_SUBMITTED, stderr="unknown-option.stderr.txt",
+           returncode=1, reason="argument error"),
+    Golden("claude", "garbage", UNKNOWN, stdout="garbage.txt", reason="parse failed"),
+    Golden("claude", "empty", UNKNOWN, reason="empty output"),
+    Golden("claude", "empty-non-zero", UNKNOWN, returncode=3, reason="non-zero exit 3"),
+    # -- codex --------------------------------------------------------------------------
+    Golden("codex", "success", DELIVERED, stdout="success.jsonl",
+           text="FAKE-ANSWER #1", session_id=CODEX_TID),
+    Golden("codex", "success-after-reconnect", DELIVERED, stdout="success-after-reconnect.jsonl",
+           text="FAKE-ANSWER #2", session_id=CODEX_TID),
+    Golden("codex", "turn-failed-401", UNKNOWN, stdout="turn-failed-401.jsonl", returncode=1,
+           reason="turn failed", session_id=CODEX_TID),
+    Golden("codex", "turn-failed-500", UNKNOWN, stdout="turn-failed-500.jsonl", returncode=1,
+           reason="turn failed", session_id=CODEX_TID),
+    Golden("codex", "connection-failed", UNKNOWN, stdout="connection-failed.jsonl",
+           returncode=1, reason="turn failed", session_id=CODEX_TID),
+    Golden("codex", "missing-key-event", NOT_SUBMITTED, stdout="missing-key.jsonl",
+           returncode=1, reason="missing credentials"),
+    Golden("codex", "missing-key-stderr", NOT_SUBMITTED, stderr="missing-key.stderr.txt",
+           returncode=1, reason="missing credentials"),
+    Golden("codex", "session-not-found", NOT_SUBMITTED, stderr="session-not-found.stderr.txt",
+           returncode=1, resume=RESUME_ID, reason="session not found", session_not_found=True),
+    Golden("codex", "unexpected-argument", NOT_SUBMITTED,
+           stderr="unexpected-argument.stderr.txt", returncode=2, reason="argument error"),
+    Golden("codex", "untrusted-directory", NOT_SUBMITTED,
+           stderr="untrusted-directory.stderr.txt", returncode=1, reason="untrusted directory"),
+    Golden("codex", "garbage", UNKNOWN, stdout="garbage.txt", reason="parse failed"),
+    Golden("codex", "empty", UNKNOWN, reason="empty output"),
+    # -- gemini -------------------------------------------------------------------------
+    Golden("gemini", "success", DELIVERED, stdout="success.json",
+           text="FAKE-ANSWER #1", session_id=GEMINI_SID),
+    Golden("gemini", "auth-not-configured", NOT_SUBMITTED,
+           stderr="auth-not-configured.stderr.json", returncode=41,
+           reason="auth not configured"),
+    Golden("gemini", "invalid-auth-method", NOT_SUBMITTED,
+           stderr="invalid-auth-method.stderr.json", returncode=41,
+           reason="auth not configured"),
+    Golden("gemini", "untrusted-directory", NOT_SUBMITTED,
+           stderr="untrusted-directory.stderr.txt", returncode=55, reason="untrusted directory"),
+    Golden("gemini", "session-not-found", NOT_SUBMITTED, stderr="session-not-found.stderr.txt",
+           returncode=42, resume=RESUME_ID, reason="session not found", session_not_found=True),
+    Golden("gemini", "unknown-argument", NOT_SUBMITTED, stderr="unknown-argument.stderr.txt",
+           returncode=1, reason="argument error"),
+    Golden("gemini", "api-401", UNKNOWN, stderr="api-401.stderr.json", returncode=145,
+           reason="api error 401", session_id=GEMINI_SID),
+    Golden("gemini", "api-500", UNKNOWN, stderr="api-500.stderr.json", returncode=1,
+           reason="api error 500", session_id=GEMINI_SID),
+    Golden("gemini", "garbage", UNKNOWN, stdout="garbage.txt", reason="parse failed"),
+    Golden("gemini", "empty", UNKNOWN, reason="empty output"),
+    # -- grok (Grok Build) --------------------------------------------------------------
+    Golden("grok", "build-success", DELIVERED, stdout="build-success.json", probe=BUILD,
+           text="FAKE-ANSWER #1", session_id=GROK_SID),
+    Golden("grok", "build-garbage-around-json", DELIVERED,
+           stdout="build-garbage-around-json.txt", probe=BUILD, text="FAKE-ANSWER #2",
+           session_id=GROK_SID),
+    Golden("grok", "build-cancelled", UNKNOWN, stdout="build-cancelled.json", probe=BUILD,
+           reason="cancelled at a permission gate", session_id=GROK_SID),
+    Golden("grok", "build-unknown-option", NOT_SUBMITTED, stderr="unknown-option.stderr.txt",
+           returncode=2, probe=BUILD, reason="argument error"),
+    Golden("grok", "build-garbage", UNKNOWN, stdout="garbage.txt", probe=BUILD,
+           reason="parse failed"),
+    Golden("grok", "build-empty", UNKNOWN, probe=BUILD, reason="empty output"),
+    # -- grok (npm @vibe-kit/grok-cli 0.0.34) -------------------------------------------
+    Golden("grok", "vibe-success", DELIVERED, stdout="vibe-success.jsonl", probe=VIBE,
+           text="FAKE-ANSWER #1"),
+    Golden("grok", "vibe-api-401", UNKNOWN, stdout="vibe-api-401.jsonl", probe=VIBE,
+           reason="api error"),
+    Golden("grok", "vibe-api-500", UNKNOWN, stdout="vibe-api-500.jsonl", probe=VIBE,
+           reason="api error"),
+    Golden("grok", "vibe-connection-error", UNKNOWN, stdout="vibe-connection-error.jsonl",
+           probe=VIBE, reason="api error"),
+    Golden("grok", "vibe-tool-rounds-exhausted", UNKNOWN,
+           stdout="vibe-tool-rounds-exhausted.jsonl", probe=VIBE, reason="no final answer"),
+    Golden("grok", "vibe-no-key", NOT_SUBMITTED, stderr="vibe-no-key.stderr.txt",
+           returncode=1, probe=VIBE, reason="missing credentials"),
+    Golden("grok", "vibe-unknown-option", NOT_SUBMITTED, stderr="unknown-option.stderr.txt",
+           returncode=1, probe=VIBE, reason="argument error"),
+    Golden("grok", "vibe-garbage", UNKNOWN, stdout="garbage.txt", probe=VIBE,
+           reason="parse failed"),
+    Golden("grok", "vibe-empty", UNKNOWN, probe=VIBE, reason="empty output"),
+)
+# fmt: on
+
+
+def cases_for(product: str) -> tuple[Golden, ...]:
+    """The golden rows of one product."""
+    return tuple(case for case in CASES if case.product == product)
+
+
+def success_for(product: str) -> Golden | None:
+    """The first golden success of ``product``, if it has one."""
+    return next((c for c in cases_for(product) if c.state is DELIVERED), None)
+
+
+def finished(stdout: bytes = b"", stderr: bytes = b"", **changes: object) -> Completed:
+    """A :class:`Completed` for hand-written output (``returncode`` 0 unless changed)."""
+    fields: dict[str, object] = {
+        "returncode": 0,
+        "stdout": stdout,
+        "stderr": stderr,
+        "stdout_bytes": len(stdout),
+        "elapsed_ms": 1500,
+    }
+    fields.update(changes)
+    return Completed.model_validate(fields)
+
+
+def cut_middle(data: bytes, head: int, tail: int) -> bytes:
+    """What a capped reader keeps of ``data``: the first and the last bytes, joined."""
+    return data[:head] + data[-tail:]

@@ -1,0 +1,279 @@
+"""Contract tests: the behaviour every registered adapter must show.
+
+Built-in products are additionally held to their documented read-only flags and to the
+golden samples recorded from the real CLIs (``golden.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from review_loop.adapters import Adapter, get_adapter, product_names
+from review_loop.agents.errors import AdapterRefusalError
+from review_loop.agents.models import (
+    AgentRequest,
+    Capabilities,
+    DeliveryState,
+    Failure,
+    Invocation,
+    Reply,
+)
+from tests.adapters.golden import CASES, PROMPT, REPO, Golden, finished, sample, success_for
+
+PRODUCTS = product_names()
+
+# The flags that make each built-in read-only, written out here independently of the
+# modules so that dropping one from an adapter fails a test.
+READ_ONLY: dict[str, tuple[str, ...]] = {
+    "claude": (
+        "--permission-mode",
+        "plan",
+        "--tools",
+        "Read,Grep,Glob",
+        "--disallowedTools",
+        "Write,Edit,MultiEdit,NotebookEdit,Bash,Agent,WebFetch,WebSearch",
+    ),
+    "codex": ("-s", "read-only", "-c", 'sandbox_mode="read-only"', "-c", 'approval_policy="never"'),
+    "gemini": ("--approval-mode", "plan"),
+    "grok": (
+        "--output-format",
+        "json",
+        "--sandbox",
+        "read-only",
+        "--tools",
+        "read_file,grep,list_dir",
+        "--disallowed-tools",
+        "search_tool,use_tool",
+        "--deny",
+        "MCPTool",
+        "--permission-mode",
+        "dontAsk",
+        "--no-subagents",
+        "--disable-web-search",
+        "--no-auto-update",
+    ),
+}
+
+# Probe outputs each built-in may see (besides no probe at all).
+PROBES: dict[str, tuple[str | None, ...]] = {
+    "claude": (None, "2.1.197 (Claude Code)\n"),
+    "codex": (
+        None,
+        "WARNING: proceeding, even though we could not create PATH aliases\ncodex-cli 0.171.0\n",
+    ),
+    "gemini": (None, "0.61.0\n"),
+    "grok": (
+        None,
+        sample("grok", "help-vibe-0.0.34.txt").decode(),
+        sample("grok", "help-build-synthetic.txt").decode(),
+        "Usage: grok [options]\n  --some-future-flag\n",
+    ),
+}
+
+HOSTILE_PROMPTS = (
+    PROMPT,
+    "--permission-mode bypassPermissions --sandbox danger-full-access",
+    "-s workspace-write",
+    "'; rm -rf / ; echo '$(whoami)` \"quoted\" \\ back\nsecond line",
+)
+FLAG_LIKE_IDS = (
+    "--dangerously-skip-permissions",
+    "-s",
+    "--sandbox=off",
+    "x y",
+    "",
+    "id;rm -rf /",
+)
+COMMANDS: tuple[tuple[str, ...], ...] = (("peer",), ("/opt/bin/peer wrapper", "--profile", "x y"))
+
+
+def all_capabilities(adapter: Adapter, product: str) -> list[Capabilities]:
+    probes = PROBES.get(product, (None,))
+    return [Capabilities(), *(adapter.capabilities(p) for p in probes)]
+
+
+def requests(prompt: str = PROMPT) -> list[AgentRequest]:
+    return [
+        AgentRequest(prompt=prompt, cwd=REPO),
+        AgentRequest(prompt=prompt, cwd=REPO, session_id="11111111-2222-4333-8444-555555555555"),
+        AgentRequest(
+            prompt=prompt, cwd=REPO, resume_session_id="0199a0b1-aaaa-7bbb-8ccc-0123456789ab"
+        ),
+    ]
+
+
+def invocations(
+    adapter: Adapter, product: str, *, prompt: str = PROMPT, command: Sequence[str] = ("peer",)
+) -> list[Invocation]:
+    """Every invocation the adapter agrees to build for the standard requests."""
+    built = []
+    for capabilities in all_capabilities(adapter, product):
+        for request in requests(prompt):
+            try:
+                built.append(adapter.build(request, command=command, capabilities=capabilities))
+            except AdapterRefusalError:
+                assert request.resume_session_id is not None  # only resumes may be refused
+    assert built
+    return built
+
+
+def contains_run(argv: Sequence[str], flags: Sequence[str]) -> bool:
+    """Whether ``flags`` appear in ``argv`` in order and next to each other."""
+    size = len(flags)
+    return any(tuple(argv[i : i + size]) == tuple(flags) for i in range(len(argv) - size + 1))
+
+
+@pytest.mark.parametrize("product", PRODUCTS, ids=PRODUCTS)
+def test_registered_adapter_satisfies_protocol(product: str) -> None:
+    adapter = get_adapter(product)
+    assert isinstance(adapter, Adapter)
+    assert adapter.name == product
+    assert adapter.default_executable
+
+
+@pytest.mark.parametrize("product", PRODUCTS, ids=PRODUCTS)
+@pytest.mark.parametrize("command", COMMANDS, ids=["bare", "alias"])
+def test_argv_starts_with_command(product: str, command: tuple[str, ...]) -> None:
+    adapter = get_adapter(product)
+    for invocation in invocations(adapter, product, command=command):
+        assert invocation.argv[: len(command)] == command
+        assert invocation.cwd == REPO
+
+
+@pytest.mark.parametrize("product", PRODUCTS, ids=PRODUCTS)
+@pytest.mark.parametrize("prompt", HOSTILE_PROMPTS, ids=["plain", "flags", "short-flag", "shell"])
+def test_prompt_never_inside_a_shell_string(product: str, prompt: str) -> None:
+    adapter = get_adapter(product)
+    for invocation in invocations(adapter, product, prompt=prompt):
+        for word in invocation.argv:
+            if prompt in word:
+                assert word in (prompt, "\n" + prompt), word
+        if invocation.stdin is not None:
+            assert invocation.stdin == prompt.encode()
+        else:
+            assert sum(prompt in word for word in invocation.argv) == 1
+
+
+@pytest.mark.parametrize("product", PRODUCTS, ids=PRODUCTS)
+@pytest.mark.parametrize("prompt", HOSTILE_PROMPTS, ids=["plain", "flags", "short-flag", "shell"])
+def test_read_only_flags_always_present(product: str, prompt: str) -> None:
+    if product not in READ_ONLY:
+        pytest.skip(f"no documented read-only flags for third-party product {product}")
+    adapter = get_adapter(product)
+    for invocation in invocations(adapter, product, prompt=prompt):
+        if invocation.isolate_in_copy:
+            assert product == "grok"  # the only CLI without a read-only mode
+            continue
+        assert contains_run(invocation.argv, READ_ONLY[product]), invocation.argv
+
+
+@pytest.mark.parametrize("product", PRODUCTS, ids=PRODUCTS)
+def test_capabilities_never_claim_safety_they_lack(product: str) -> None:
+    adapter = get_adapter(product)
+    for capabilities in all_capabilities(adapter, product)[1:]:
+        assert capabilities.read_only or capabilities.isolate_in_copy
+
+
+@pytest.mark.parametrize("product", PRODUCTS, ids=PRODUCTS)
+@pytest.mark.parametrize("session_id", FLAG_LIKE_IDS)
+def test_flag_like_session_ids_are_refused(product: str, session_id: str) -> None:
+    adapter = get_adapter(product)
+    for capabilities in all_capabilities(adapter, product):
+        resume = AgentRequest(prompt=PROMPT, cwd=REPO, resume_session_id=session_id)
+        with pytest.raises(AdapterRefusalError):
+            adapter.build(resume, command=("peer",), capabilities=capabilities)
+        preassigned = AgentRequest(prompt=PROMPT, cwd=REPO, session_id=session_id)
+        try:
+            invocation = adapter.build(preassigned, command=("peer",), capabilities=capabilities)
+        except AdapterRefusalError:
+            continue
+        assert invocation.session_id != session_id  # ignored, never passed on
+
+
+@pytest.mark.parametrize("product", PRODUCTS, ids=PRODUCTS)
+@pytest.mark.parametrize(
+    ("change", "state"),
+    [
+        ({"timed_out": True, "returncode": None}, DeliveryState.DELIVERY_UNKNOWN),
+        ({"stopped": True, "returncode": -15}, DeliveryState.DELIVERY_UNKNOWN),
+        ({"cancelled": True, "returncode": -9}, DeliveryState.DELIVERY_UNKNOWN),
+        (
+            {"spawn_error": "No such file or directory", "returncode": None},
+            DeliveryState.NOT_SUBMITTED,
+        ),
+    ],
+    ids=["timeout", "stopped", "cancelled", "spawn-error"],
+)
+def test_interrupted_run_never_yields_a_reply(
+    product: str, change: dict[str, object], state: DeliveryState
+) -> None:
+    golden = success_for(product)
+    if golden is None:
+        pytest.skip(f"no golden success for {product}")
+    outcome = golden.adapter().interpret(golden.invocation(), golden.completed(**change))
+    assert isinstance(outcome, Failure)
+    assert outcome.state is state
+
+
+@pytest.mark.parametrize("product", PRODUCTS, ids=PRODUCTS)
+@pytest.mark.parametrize("stdout", [b"\xff\xfe\x00\x80 not utf-8 {", b'{"result": "\xff"}\n'])
+def test_non_utf8_output_is_delivery_unknown(product: str, stdout: bytes) -> None:
+    adapter = get_adapter(product)
+    for invocation in invocations(adapter, product):
+        outcome = adapter.interpret(invocation, finished(stdout))
+        assert isinstance(outcome, Failure)
+        assert outcome.state is DeliveryState.DELIVERY_UNKNOWN
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_golden_sample(case: Golden) -> None:
+    outcome = case.adapter().interpret(case.invocation(), case.completed())
+    if case.state is DeliveryState.DELIVERED:
+        assert isinstance(outcome, Reply), outcome
+        assert outcome.text == case.text
+        assert outcome.session_id == case.session_id
+        return
+    assert isinstance(outcome, Failure), outcome
+    assert outcome.state is case.state
+    if case.reason is not None:
+        assert outcome.reason == case.reason
+    assert outcome.session_not_found is case.session_not_found
+    if case.session_id is not None:
+        assert outcome.session_id == case.session_id
+    assert len(outcome.detail) <= 2000
+
+
+@pytest.mark.parametrize("product", PRODUCTS, ids=PRODUCTS)
+def test_golden_cases_cover_every_builtin(product: str) -> None:
+    if product not in READ_ONLY:
+        pytest.skip("third-party product")
+    states = {case.state for case in CASES if case.product == product}
+    assert states == set(DeliveryState)
+
+
+@pytest.mark.parametrize("product", PRODUCTS, ids=PRODUCTS)
+def test_resume_commands_are_copy_ready(product: str) -> None:
+    adapter = get_adapter(product)
+    session_id = "0199a0b1-aaaa-7bbb-8ccc-0123456789ab"
+    for command, prefix in ((("peer",), "peer "), (("my peer", "-x"), "'my peer' -x ")):
+        commands = adapter.resume_commands(session_id, command)
+        for text in (commands.interactive, commands.headless):
+            if text is None:
+                continue
+            assert text.startswith(prefix)
+            assert session_id in text
+        if commands.headless is not None:
+            assert commands.headless.endswith(' "<prompt>"')
+
+
+@pytest.mark.parametrize("product", PRODUCTS, ids=PRODUCTS)
+def test_session_stores_are_pure_descriptions(product: str, tmp_path: Path) -> None:
+    adapter = get_adapter(product)
+    stores = adapter.session_stores({}, tmp_path / "home", REPO)
+    for store in stores:
+        assert store.root.is_relative_to(tmp_path / "home")
+        assert store.head_bytes > 0
+    assert list(tmp_path.iterdir()) == []  # nothing was created
