@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class Frozen(BaseModel):
     """Base for immutable value objects; unknown fields are a bug, not data."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class DeliveryState(StrEnum):

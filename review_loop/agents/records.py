@@ -18,7 +18,7 @@ class SessionRecord(BaseModel):
     lets a later call (or the start-up reaper) see what is still running and where.
     """
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     product: str
     sessionId: str | None = None
@@ -43,7 +43,7 @@ class SessionRecord(BaseModel):
 class Fallback(BaseModel):
     """One product swap: ``{from, to, reason}``."""
 
-    model_config = ConfigDict(populate_by_name=True, frozen=True)
+    model_config = ConfigDict(populate_by_name=True, frozen=True, defer_build=True)
 
     from_: str = Field(alias="from")
     to: str
@@ -53,7 +53,7 @@ class Fallback(BaseModel):
 class Attempt(BaseModel):
     """One launch of one product, and what became of it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     product: str
     peer: str
@@ -78,7 +78,7 @@ class Delivery(BaseModel):
             (``no_session_id``, ``resume_unsupported`` or ``session_not_found``).
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     state: DeliveryState
     peer: str

@@ -24,6 +24,7 @@ Rules (DESIGN.md, "The dispatcher"):
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -50,7 +51,7 @@ from review_loop.agents.models import (
 from review_loop.agents.records import Attempt, Delivery, Fallback, SessionRecord
 from review_loop.orchestrator.files import append_line, atomic_write_json, utc_now
 from review_loop.orchestrator.process import Started, resolve_executable, run_process
-from review_loop.prefs import Prefs
+from review_loop.prefs import Prefs, state_home
 
 SESSION_FILE = "reviewer-session.json"
 RESUME_NOT_FOUND_WINDOW_MS = 5000
@@ -113,6 +114,26 @@ def is_installed(peer: ResolvedPeer, env: dict[str, str] | None = None) -> bool:
     return resolve_executable(peer.command[0], dict(os.environ if env is None else env)) is not None
 
 
+def _probe_cache_path() -> Path:
+    return state_home() / "probes.json"
+
+
+def _probe_cache_lookup(
+    command: tuple[str, ...], args: tuple[str, ...]
+) -> tuple[str, list[int], dict[str, object]] | None:
+    """The cache key and stamp of an executable, and the cache; ``None`` if not on PATH."""
+    executable = resolve_executable(command[0], dict(os.environ))
+    if executable is None:
+        return None
+    stat = os.stat(executable)
+    key = json.dumps([os.path.realpath(executable), *command[1:], *args])
+    try:
+        cache = json.loads(_probe_cache_path().read_bytes())
+    except (OSError, ValueError):
+        cache = {}
+    return key, [stat.st_size, stat.st_mtime_ns], cache if isinstance(cache, dict) else {}
+
+
 def _clock(seconds: float) -> str:
     whole = int(seconds)
     return f"{whole // 60:02d}:{whole % 60:02d}"
@@ -169,12 +190,32 @@ class Dispatcher:
         args = peer.adapter.probe_args()
         output: str | None = None
         if args is not None:
-            probe = Invocation(argv=(*peer.command, *args), cwd=self.repo)
-            done = await run_process(probe, deadline=PROBE_DEADLINE_S, grace=1.0)
-            output = (done.stdout + b"\n" + done.stderr).decode("utf-8", "replace")
+            output = await self._probe_output(peer, args)
         capabilities = peer.adapter.capabilities(output)
         self._capabilities[key] = capabilities
         return capabilities
+
+    async def _probe_output(self, peer: ResolvedPeer, args: tuple[str, ...]) -> str | None:
+        """What ``[*command, *args]`` prints, cached per executable (path, size, mtime).
+
+        Probing costs a whole CLI start (hundreds of ms for a Node CLI), so the answer is
+        kept in the user's state until the executable changes.
+        """
+        lookup = await anyio.to_thread.run_sync(_probe_cache_lookup, peer.command, args)
+        if lookup is None:
+            return None  # the attempt itself will report the missing executable
+        key, stamp, cache = lookup
+        hit = cache.get(key)
+        if isinstance(hit, dict) and hit.get("stamp") == stamp:
+            return str(hit.get("output", ""))
+        probe = Invocation(argv=(*peer.command, *args), cwd=self.repo)
+        done = await run_process(probe, deadline=PROBE_DEADLINE_S, grace=1.0)
+        output = (done.stdout + b"\n" + done.stderr).decode("utf-8", "replace")
+        if done.returncode == 0:
+            cache[key] = {"stamp": stamp, "output": output}
+            with suppress(OSError):
+                await anyio.to_thread.run_sync(atomic_write_json, _probe_cache_path(), cache)
+        return output
 
     def _pick_fallback(
         self, request: PeerRequest, tried: set[str], claimed: set[str]

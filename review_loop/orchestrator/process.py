@@ -154,8 +154,17 @@ class ProcessTree:
                 count += 1
         return count
 
-    def alive(self) -> bool:
-        """Whether any member other than a reaped leader is still running."""
+    def quick_alive(self) -> bool:
+        """:meth:`alive` without the full marker scan when no descendant was ever seen."""
+        return self.alive(thorough=False)
+
+    def alive(self, *, thorough: bool = True) -> bool:
+        """Whether any process of this session other than the reaped child still runs.
+
+        ``thorough=False`` is the cheap check used after a normal exit: the group and the
+        descendants the tracker saw. The full scan for this run's environment marker (which
+        finds a descendant that left the group with ``setsid``) runs when anything was seen.
+        """
         with suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pgid, 0)
             # killpg(0) succeeds for zombies too; look closer before calling it alive.
@@ -166,7 +175,9 @@ class ProcessTree:
                         and os.getpgid(proc.pid) == self.pgid
                     ):
                         return True
-        return bool([p for p in self._members() if p.status() != psutil.STATUS_ZOMBIE])
+        if not thorough and not self.seen:
+            return False
+        return any(p.status() != psutil.STATUS_ZOMBIE for p in self._members())
 
 
 async def _terminate(process: anyio.abc.Process | None, tree: ProcessTree, grace: float) -> None:
@@ -317,7 +328,7 @@ async def run_process(
             with anyio.move_on_after(deadline if deadline is not None else float("inf")) as scope:
                 stopped = await wait_exit_or_stop()
             timed_out = scope.cancelled_caught
-            if timed_out or stopped or await anyio.to_thread.run_sync(tree.alive):
+            if timed_out or stopped or await anyio.to_thread.run_sync(tree.quick_alive):
                 await _terminate(process, tree, grace)
             with anyio.move_on_after(grace):
                 await out_done.wait()

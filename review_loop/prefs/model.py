@@ -22,7 +22,7 @@ class PeerCommand(BaseModel):
     ``command`` is an argv prefix (never a shell string); the adapter's own flags follow it.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     product: str
     command: tuple[str, ...] = Field(min_length=1)
@@ -47,7 +47,7 @@ class Prefs(BaseModel):
         livenessMs: interval of the ``status=active`` line on stderr.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     order: tuple[str, ...] = DEFAULT_ORDER
     skipHost: bool = False

@@ -276,3 +276,46 @@ async def test_reaper_ends_an_orphan_of_a_dead_owner(repo: Path, fakes: FakeCLIs
         time.sleep(0.02)
     else:
         pytest.fail(f"the orphan {pid} still runs")
+
+
+async def test_grok_without_read_only_runs_in_a_throwaway_copy(
+    repo: Path, fakes: FakeCLIs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The npm grok 0.0.34 has no read-only mode: its writes must never reach the repo."""
+    monkeypatch.setenv("FAKE_GROK_VARIANT", "vibe")
+    fakes.script(grok=[{"mode": "ok", "text": "done", "write": "evil.txt"}])
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        delivery = await d.consult(request(repo, "grok"))
+    assert delivery.ok
+    call = fakes.calls()[0]
+    assert call["cwd"] != str(repo)  # ran elsewhere ...
+    assert not (repo / "evil.txt").exists()  # ... and the repo is untouched
+    assert not Path(call["cwd"]).exists()  # the copy is gone
+    assert sorted(p.name for p in repo.iterdir()) == [".git", ".review-handoff", "a.txt"]
+
+
+async def test_grok_build_runs_read_only_in_place(repo: Path, fakes: FakeCLIs) -> None:
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        delivery = await d.consult(request(repo, "grok"))
+    assert delivery.ok
+    argv = fakes.calls()[0]["argv"]
+    assert argv[argv.index("--sandbox") + 1] == "read-only"
+    assert fakes.calls()[0]["cwd"] == str(repo)
+
+
+async def test_probe_is_cached_until_the_executable_changes(
+    repo: Path, fakes: FakeCLIs, monkeypatch: pytest.MonkeyPatch, user_state: Path
+) -> None:
+    monkeypatch.setenv("FAKE_GROK_VARIANT", "build")
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        assert (await d.consult(request(repo, "grok"))).ok
+    assert (user_state / "probes.json").exists()
+    monkeypatch.setenv("FAKE_GROK_VARIANT", "vibe")  # the cached probe still says "build"
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        await d.consult(request(repo, "grok"))  # answers in the other variant's format
+    assert "--sandbox" in fakes.calls()[1]["argv"]
+    exe = fakes.bin / "grok"
+    exe.write_text(exe.read_text() + "\n# upgraded\n")  # a new install: probe again
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        assert (await d.consult(request(repo, "grok"))).ok
+    assert "--sandbox" not in fakes.calls()[2]["argv"]

@@ -1,0 +1,203 @@
+"""Benchmarks of the dispatcher, consult and sessions, as ratios against a baseline measured
+in the same run (this machine is shared and noisy: absolute numbers drift, ratios less).
+
+    .venv/bin/python scripts/bench_dispatch.py [--quick]
+
+1. dispatcher overhead per consult vs the same instant fake CLI run directly with anyio
+   (target <= 1.05 in-process);
+2. one whole ``review-loop consult`` process on an instant fake CLI, and Python's own
+   start-up as the floor (the original Node tool's median here: 73 ms);
+3. 32 peers fanned out vs one (target wall <= 1.3x one);
+4. ``sessions`` with 2,000 stored sessions (target <= 100 ms).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from review_loop.agents.models import Invocation  # noqa: E402
+from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher  # noqa: E402
+from review_loop.prefs import Prefs  # noqa: E402
+
+INSTANT_CLAUDE = """#!/bin/sh
+cat >/dev/null
+printf '{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"%s","total_cost_usd":0}\\n' "$(cat /proc/sys/kernel/random/uuid)"
+"""
+SLOW_CLAUDE = """#!/bin/sh
+cat >/dev/null
+sleep 1
+printf '{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"%s","total_cost_usd":0}\\n' "$(cat /proc/sys/kernel/random/uuid)"
+"""
+
+
+def median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def setup(root: Path) -> tuple[Path, Path]:
+    bin_dir = root / "bin"
+    bin_dir.mkdir()
+    for name, body in (("claude", INSTANT_CLAUDE), ("slowclaude", SLOW_CLAUDE)):
+        exe = bin_dir / name
+        exe.write_text(body)
+        exe.chmod(0o755)
+    repo = root / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    os.environ["PATH"] = f"{bin_dir}:{os.environ['PATH']}"
+    os.environ["REVIEW_LOOP_HOME"] = str(root / "state")
+    return bin_dir, repo
+
+
+async def direct_run(repo: Path) -> None:
+    """The baseline: run the fake CLI with anyio, feed the prompt, read the output."""
+    result = await anyio.run_process(["claude", "-p"], input=b"prompt", cwd=repo)
+    json.loads(result.stdout)
+
+
+def bench_overhead(repo: Path, rounds: int) -> tuple[float, float]:
+    prefs = Prefs()
+
+    async def main() -> tuple[list[float], list[float]]:
+        direct: list[float] = []
+        dispatched: list[float] = []
+        async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as d:
+            for i in range(rounds):
+                t = time.perf_counter()
+                await direct_run(repo)
+                direct.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                delivery = await d.consult(
+                    PeerRequest(
+                        peer="claude",
+                        prompt="prompt",
+                        record_dir=repo / ".review-handoff" / "runtime" / "bench" / f"r{i}",
+                    )
+                )
+                assert delivery.ok, delivery
+                dispatched.append(time.perf_counter() - t)
+        return direct, dispatched
+
+    direct, dispatched = anyio.run(main)
+    return median_ms(direct), median_ms(dispatched)
+
+
+def bench_process(repo: Path, rounds: int) -> tuple[float, float, float]:
+    exe = ROOT / ".venv" / "bin" / "review-loop"
+    consult, floor, help_ = [], [], []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        floor.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        subprocess.run(
+            [str(exe), "consult", "--repo", str(repo), "--peer", "claude", "--question", "q"],
+            check=True,
+            capture_output=True,
+        )
+        consult.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        subprocess.run([str(exe), "sessions", "--repo", str(repo)], check=True, capture_output=True)
+        help_.append(time.perf_counter() - t)
+    return median_ms(floor), median_ms(consult), median_ms(help_)
+
+
+def bench_fan_out(repo: Path, peers: int) -> tuple[float, float]:
+    prefs = Prefs()
+    aliases = {f"slow{i}": {"product": "claude", "command": ["slowclaude"]} for i in range(peers)}
+    prefs = Prefs.model_validate({"peerCommands": aliases})
+
+    def request(name: str, i: int) -> PeerRequest:
+        return PeerRequest(
+            peer=name,
+            prompt="p",
+            record_dir=repo / ".review-handoff" / "runtime" / "fan" / f"{name}-{i}",
+        )
+
+    async def main() -> tuple[float, float]:
+        async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as d:
+            t = time.perf_counter()
+            [one] = await d.fan_out([request("slow0", 0)])
+            single = time.perf_counter() - t
+            assert one.ok
+            t = time.perf_counter()
+            many = await d.fan_out([request(f"slow{i}", i) for i in range(peers)])
+            wall = time.perf_counter() - t
+            assert all(x.ok for x in many)
+        return single * 1000, wall * 1000
+
+    return anyio.run(main)
+
+
+def bench_sessions(repo: Path, count: int) -> float:
+    runtime = repo / ".review-handoff" / "runtime" / "many"
+    for i in range(count):
+        d = runtime / f"s{i:05d}"
+        d.mkdir(parents=True)
+        (d / "reviewer-session.json").write_text(
+            json.dumps(
+                {
+                    "product": "codex",
+                    "sessionId": f"00000000-0000-0000-0000-{i:012d}",
+                    "updated": f"2026-11-29T10:{i // 60 % 60:02d}:{i % 60:02d}.000Z",
+                    "cwd": str(repo),
+                    "peer": "codex",
+                    "status": "finished",
+                    "ownerPid": 1,
+                    "startedAt": "2026-11-29T10:00:00.000Z",
+                }
+            )
+        )
+    exe = ROOT / ".venv" / "bin" / "review-loop"
+    samples = []
+    for _ in range(5):
+        t = time.perf_counter()
+        out = subprocess.run(
+            [str(exe), "sessions", "--repo", str(repo), "--product", "codex"],
+            check=True,
+            capture_output=True,
+        )
+        samples.append(time.perf_counter() - t)
+    assert json.loads(out.stdout)["count"] == count
+    return median_ms(samples)
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    with tempfile.TemporaryDirectory() as tmp:
+        _, repo = setup(Path(tmp))
+        direct, dispatched = bench_overhead(repo, 10 if quick else 30)
+        print(
+            f"1. dispatcher overhead: direct anyio {direct:.1f} ms, dispatcher {dispatched:.1f} ms"
+            f" per consult -> ratio {dispatched / direct:.2f} (target <= 1.05)"
+        )
+        floor, consult, sessions_small = bench_process(repo, 5 if quick else 15)
+        print(
+            f"2. whole `review-loop consult` process: {consult:.0f} ms median "
+            f"(python -c pass: {floor:.0f} ms; original Node tool: 73 ms -> "
+            f"ratio {consult / 73:.2f}); `sessions` process: {sessions_small:.0f} ms"
+        )
+        single, wall = bench_fan_out(repo, 32)
+        print(
+            f"3. fan-out: one peer {single:.0f} ms, 32 peers {wall:.0f} ms wall -> "
+            f"ratio {wall / single:.2f} (target <= 1.3)"
+        )
+    with tempfile.TemporaryDirectory() as tmp:
+        _, repo = setup(Path(tmp))
+        many = bench_sessions(repo, 2000)
+        print(f"4. `sessions` with 2,000 stored sessions: {many:.0f} ms (target <= 100 ms)")
+
+
+if __name__ == "__main__":
+    main()
