@@ -1,0 +1,95 @@
+"""The evidence identity of a working tree, as the original ``review-loop`` defines it.
+
+``{baseSha, pathFilter, digest, coveredPaths, sourceRound}`` (``reference/origins.md``
+§3.1, §3.6). Two snapshots are the same when ``baseSha``, ``pathFilter`` and ``digest``
+agree; ``coveredPaths`` is audit metadata and ``sourceRound`` names the reviewed round.
+
+Pure: computing the digest is the orchestrator's job (``review_loop.orchestrator.evidence``).
+The string helpers here reproduce JavaScript semantics (``String.prototype.trim``,
+``Array.prototype.sort``), because the original is JavaScript and its values must compare
+equal to ours.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+# ECMAScript WhiteSpace + LineTerminator: what ``\s`` and ``String.prototype.trim`` strip.
+# Differs from Python's ``str.isspace`` (no U+001C..U+001F or U+0085; has U+FEFF).
+JS_WHITESPACE = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+
+class Evidence(BaseModel):
+    """A fingerprint of the working tree against a base commit.
+
+    Attributes:
+        baseSha: the full sha of the base commit.
+        pathFilter: the normalized ``--paths`` filter, or ``None`` for the whole tree.
+        digest: sha256 (hex) of the evidence diff text.
+        coveredPaths: every changed tracked path and untracked path, normalized.
+        sourceRound: the review round this evidence was frozen for, if any.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    baseSha: str
+    pathFilter: list[str] | None
+    digest: str
+    coveredPaths: list[str]
+    sourceRound: int | None = None
+
+    def same_snapshot(self, other: Evidence) -> bool:
+        """True when both describe the same tree: ``baseSha + pathFilter + digest`` only."""
+        return (
+            self.baseSha == other.baseSha
+            and self.pathFilter == other.pathFilter
+            and self.digest == other.digest
+        )
+
+
+def js_trim(text: str) -> str:
+    """``String.prototype.trim``."""
+    return text.strip(JS_WHITESPACE)
+
+
+def js_rstrip(text: str) -> str:
+    """``text.replace(/\\s*$/, "")``: drop trailing ECMAScript whitespace."""
+    return text.rstrip(JS_WHITESPACE)
+
+
+def js_sort_key(text: str) -> bytes:
+    """Order strings as ``Array.prototype.sort`` does: by UTF-16 code units."""
+    return text.encode("utf-16-be", "surrogatepass")
+
+
+def _well_formed(text: str) -> str:
+    # A str from argv may carry surrogate escapes for undecodable bytes; Node would have
+    # decoded those bytes to U+FFFD. Anything else stays as it is.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return text
+
+
+def normalize_path_filter(paths: str | list[str] | None) -> list[str] | None:
+    """Normalize a path filter: split a string on ``,``, trim, drop empties, dedupe, sort.
+
+    An empty result is ``None`` (no filter). Trimming and ordering follow JavaScript, so
+    the result equals the original tool's ``normalizePathFilter`` for every input that
+    leaves at least one path.
+    """
+    if paths is None:
+        return None
+    items = paths.split(",") if isinstance(paths, str) else paths
+    seen: dict[str, None] = {}
+    for item in items:
+        trimmed = js_trim(_well_formed(str(item)))
+        if trimmed:
+            seen.setdefault(trimmed, None)
+    if not seen:
+        return None
+    return sorted(seen, key=js_sort_key)

@@ -1,0 +1,37 @@
+"""``review-loop evidence``: fingerprint the working tree against a base. Writes nothing.
+
+Returns ``{ok: true, status: "attested", evidence: {baseSha, pathFilter, digest,
+coveredPaths, sourceRound: null}}``, with the digest of the original tool
+(``reference/origins.md`` §3.2, §3.6).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from typing import Any
+
+USAGE = ["review-loop evidence --repo R [--base REF] [--paths a,b]"]
+OUTPUT = "json"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Declare the options: ``--repo``, ``--base`` (default HEAD), ``--paths`` (comma list)."""
+    from review_loop.orchestrator.cli.common import add_repo_option
+
+    add_repo_option(parser)
+    parser.add_argument("--base", default="HEAD")
+    parser.add_argument("--paths", "--path", dest="paths", default=None)
+
+
+def execute(args: argparse.Namespace) -> Mapping[str, Any]:
+    """Compute the evidence (streamed: the diff text is hashed, never held or written)."""
+    from review_loop.agents.errors import InputError
+    from review_loop.orchestrator.cli.common import repo_from
+    from review_loop.orchestrator.evidence import attest_evidence
+
+    base = args.base
+    if not base.strip():
+        raise InputError("--base", "is empty", "a commit, branch or tag (default HEAD)")
+    evidence = attest_evidence(repo_from(args), base, args.paths)
+    return {"ok": True, "status": "attested", "evidence": evidence.model_dump()}
