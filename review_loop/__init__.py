@@ -1,0 +1,67 @@
+"""review-loop: put work in front of independent AI reviewer CLIs, read-only, in parallel.
+
+The embedding API (works under asyncio and trio)::
+
+    from review_loop import PeerRequest, load_prefs, open_dispatcher
+
+    async with open_dispatcher(repo=repo, prefs=load_prefs()) as dispatcher:
+        delivery = await dispatcher.consult(PeerRequest(peer="codex", prompt=text,
+                                                        record_dir=repo / "run"))
+
+Names are imported lazily so that ``review-loop`` commands pay only for what they use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from review_loop.agents.errors import InputError, ReviewLoopError
+    from review_loop.agents.models import DeliveryState, Reply
+    from review_loop.agents.records import Attempt, Delivery, Fallback
+    from review_loop.orchestrator.dispatcher import Dispatcher, PeerRequest, open_dispatcher
+    from review_loop.prefs import Prefs
+
+__all__ = [
+    "Attempt",
+    "Delivery",
+    "DeliveryState",
+    "Dispatcher",
+    "Fallback",
+    "InputError",
+    "PeerRequest",
+    "Prefs",
+    "Reply",
+    "ReviewLoopError",
+    "load_prefs",
+    "open_dispatcher",
+]
+
+_WHERE = {
+    "Attempt": "review_loop.agents.records",
+    "Delivery": "review_loop.agents.records",
+    "DeliveryState": "review_loop.agents.models",
+    "Dispatcher": "review_loop.orchestrator.dispatcher",
+    "Fallback": "review_loop.agents.records",
+    "InputError": "review_loop.agents.errors",
+    "PeerRequest": "review_loop.orchestrator.dispatcher",
+    "Prefs": "review_loop.prefs",
+    "Reply": "review_loop.agents.models",
+    "ReviewLoopError": "review_loop.agents.errors",
+    "open_dispatcher": "review_loop.orchestrator.dispatcher",
+}
+
+
+def load_prefs() -> Prefs:
+    """The user's prefs (``$REVIEW_LOOP_HOME/prefs.toml``), validated against the adapters."""
+    from review_loop.adapters import product_names
+    from review_loop.prefs import load_prefs as _load
+
+    return _load(product_names())
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'review_loop' has no attribute {name!r}")
