@@ -27,6 +27,9 @@ COMMANDS: dict[str, str] = {
     "sessions": "sessions",
     "prefs": "prefs",
     "evidence": "evidence",
+    "run": "review_run",
+    "fix-completion": "fix_completion",
+    "close": "close",
     "help": "help",
 }
 

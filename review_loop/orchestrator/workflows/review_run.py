@@ -1,0 +1,913 @@
+"""The review run: review → fix → re-review on a packet, one round per ``run`` call.
+
+``run`` (``reference/origins.md`` §3.7): choose or create the packet, take its lock, check
+the state and the packet hash (fail closed), freeze this round's evidence, ask the
+reviewer (a new session in round 1, the same session resumed afterwards), parse and
+check the answer (one correction round by resuming the same session), update the
+ledger, append the stage to the packet and archive it on PASS / NO_FINDINGS.
+
+``fix-completion`` records the fixer's ``# Fix Completion``; ``close --reason
+accept-concerns`` archives a PASS_WITH_CONCERNS packet parked for the user.
+
+"The review failed to run" is always ``DELIVERY_UNKNOWN``, never a verdict.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from review_loop.agents.errors import InputError, StateError
+from review_loop.agents.records import Delivery
+from review_loop.agents.review import (
+    Ledger,
+    ReviewAnswer,
+    ReviewFormatError,
+    Verdict,
+    apply_answer,
+    branch_identity,
+    branch_slug,
+    missing_coverage,
+    parse_answer,
+    valid_scope,
+)
+from review_loop.agents.review_packet import (
+    decision_closure_text,
+    fixer_position,
+    h1_sections,
+    join_packet,
+    new_packet_text,
+    normalise_fix_completion,
+    review_stage,
+)
+from review_loop.agents.review_prompt import (
+    DEFAULT_DIFF_BUDGET,
+    ReviewPrompt,
+    build_review_prompt,
+    correction_prompt,
+)
+from review_loop.orchestrator.dispatcher import Dispatcher, PeerRequest, resolve_peer
+from review_loop.orchestrator.files import append_line, atomic_write_bytes, utc_now
+from review_loop.orchestrator.git import current_branch, ensure_layout, rev_parse
+from review_loop.orchestrator.workflows.review_store import (
+    PacketRef,
+    StateRecoveryRequired,
+    branch_slugs,
+    create_packet,
+    latest_packet,
+    ledger_from_state,
+    ledger_to_state,
+    load_state,
+    packet_lock,
+    read_packet,
+    resolve_packet_arg,
+    save_state,
+    sha256_bytes,
+)
+
+DEFAULT_ROUNDS = 3
+PWC = Verdict.PASS_WITH_CONCERNS.value
+DEFAULT_REVIEWER = "codex"
+DEFAULT_SCOPE = "auto-loop"
+LARGE_DIFF_LINES = 500
+SESSION_FILE = "reviewer-session.json"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunPlan:
+    """A validated ``run`` command line."""
+
+    reviewer: str | None = None
+    completion: str | None = None
+    base: str | None = None
+    rounds: str | None = None
+    cont: bool = False
+    scope: str = DEFAULT_SCOPE
+    packet: str | None = None
+    paths: list[str] | None = None
+    intake: bool = False
+    timeout_ms: int | None = None
+    diff_budget: int = DEFAULT_DIFF_BUDGET
+
+
+EvidenceFn = Callable[[Path, str, list[str] | None], tuple[Any, str]]
+
+
+def _default_evidence(repo: Path, base: str, paths: list[str] | None) -> tuple[Any, str]:
+    from review_loop.orchestrator.evidence import compute_evidence
+
+    return compute_evidence(repo, base, paths)
+
+
+def parse_rounds(value: str | None) -> tuple[str, int] | None:
+    """``N`` (absolute) or ``+N`` (added to the persisted budget)."""
+    if value is None:
+        return None
+    match = re.fullmatch(r"\s*(\+?)(\d{1,4})\s*", value)
+    if not match or int(match.group(2)) < 1:
+        raise InputError("--rounds", f"{value!r} is not a round count", "N or +N with N ≥ 1")
+    return ("add" if match.group(1) else "set"), int(match.group(2))
+
+
+def validate_plan(plan: RunPlan) -> None:
+    """Refuse impossible combinations before anything is written."""
+    if plan.intake and (plan.cont or plan.packet):
+        raise InputError("--intake", "cannot be combined with --continue or --packet")
+    if plan.completion not in (None, "pass", "review"):
+        raise InputError("--completion", f"{plan.completion!r}", "pass or review")
+    if not valid_scope(plan.scope):
+        raise InputError(
+            "--scope", f"{plan.scope!r}", "1-3 kebab-case words, at most 24 characters"
+        )
+    parse_rounds(plan.rounds)
+
+
+def _identity(repo: Path) -> str:
+    return branch_identity(current_branch(repo), rev_parse(repo, "HEAD", field="HEAD"))
+
+
+# -- results ------------------------------------------------------------------------------
+
+
+def _fail_closed(code: str, message: str, ref: PacketRef, **extra: Any) -> dict[str, Any]:
+    return {
+        "ok": False,
+        "status": code,
+        "code": code,
+        "message": message,
+        "packetPath": str(ref.path),
+        "packetId": ref.packet_id,
+        **extra,
+    }
+
+
+def _findings_out(ledger: Ledger, ids: list[str]) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": fid,
+            "severity": ledger.catalog[fid].severity,
+            "title": ledger.catalog[fid].title,
+            "targetFiles": ledger.catalog[fid].targetFiles,
+            "blocking": ledger.catalog[fid].blocking,
+        }
+        for fid in ids
+    ]
+
+
+# -- run ----------------------------------------------------------------------------------
+
+
+async def run_review(
+    dispatcher: Dispatcher, plan: RunPlan, *, evidence_fn: EvidenceFn | None = None
+) -> dict[str, Any]:
+    """One ``run`` call. Returns the result document (``ok`` false → exit 2).
+
+    Raises:
+        InputError: bad options, or a packet in a state this call cannot work on.
+        StateError: ``PACKET_LOCK_HELD``.
+    """
+    validate_plan(plan)
+    repo = dispatcher.repo
+    ensure_layout(repo)
+    identity = _identity(repo)
+    slugs = branch_slugs(identity)
+    ref: PacketRef | None = None
+    if plan.packet:
+        ref = resolve_packet_arg(repo, slugs, plan.packet)
+    elif plan.cont:
+        ref = latest_packet(repo, slugs[0], archived=False)
+        if ref is None:
+            archived = latest_packet(repo, slugs[0], archived=True)
+            if archived is None:
+                raise InputError("--continue", "this branch has no active packet", "run first")
+            ref = archived
+    if ref is not None and ref.archived:
+        if not plan.cont:
+            raise InputError("--packet", "the packet is archived", "an active packet")
+        read_packet(ref, identity)
+        state = load_state(ref.runtime) or {}
+        return {
+            "ok": True,
+            "status": "already_archived",
+            "packetPath": str(ref.path),
+            "packetId": ref.packet_id,
+            "verdict": state.get("lastVerdict"),
+            "round": state.get("round"),
+            "evidence": state.get("evidence"),
+            "message": "Packet already archived; start a new packet with run (no --continue).",
+        }
+    if ref is None:
+        base_sha = rev_parse(repo, plan.base or "HEAD")
+        paths = _normalise_paths(plan.paths)
+        ref = create_packet(
+            repo,
+            slugs[0],
+            plan.scope,
+            lambda packet_id: new_packet_text(
+                packet_id=packet_id,
+                branch=identity,
+                scope=plan.scope,
+                created=utc_now(),
+                intake=plan.intake,
+                base_sha=base_sha,
+                paths=paths,
+            ),
+        )
+    with packet_lock(ref.runtime):
+        return await _run_locked(dispatcher, plan, ref, identity, evidence_fn or _default_evidence)
+
+
+def _normalise_paths(paths: list[str] | None) -> list[str] | None:
+    from review_loop.agents.evidence import normalize_path_filter
+
+    return normalize_path_filter(paths) if paths else None
+
+
+def _check_state(ref: PacketRef, data: bytes) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """``(failure result or None, state)`` — the fail-closed checks of §3.7 step 5."""
+    try:
+        state = load_state(ref.runtime)
+    except StateRecoveryRequired as error:
+        return _fail_closed("STATE_RECOVERY_REQUIRED", str(error), ref), {}
+    if state is None:
+        return None, {}
+    if state.get("pendingStage"):
+        return (
+            _fail_closed(
+                "STATE_RECOVERY_REQUIRED",
+                "a previous run stopped while writing a stage "
+                f"({state['pendingStage']}); inspect the packet and the state by hand",
+                ref,
+            ),
+            state,
+        )
+    pinned = state.get("packetHash")
+    if pinned and sha256_bytes(data) != pinned:
+        return (
+            _fail_closed(
+                "packet_hash_mismatch",
+                "the packet changed outside review-loop since its last recorded write; "
+                "restore it (or record the fix with fix-completion) before continuing",
+                ref,
+                expected=pinned,
+                actual=sha256_bytes(data),
+            ),
+            state,
+        )
+    if int(state.get("round") or 0) > 0 and ledger_from_state(state) is None:
+        return (
+            _fail_closed(
+                "STATE_MIGRATION_REQUIRED",
+                "the state's findings ledger is incomplete and cannot be trusted",
+                ref,
+            ),
+            state,
+        )
+    return None, state
+
+
+def _budget(plan: RunPlan, state: dict[str, Any]) -> int:
+    persisted = int(state.get("roundsBudget") or DEFAULT_ROUNDS)
+    rounds = parse_rounds(plan.rounds)
+    if rounds is None:
+        return persisted
+    kind, n = rounds
+    return persisted + n if kind == "add" else n
+
+
+async def _run_locked(
+    dispatcher: Dispatcher,
+    plan: RunPlan,
+    ref: PacketRef,
+    identity: str,
+    evidence_fn: EvidenceFn,
+) -> dict[str, Any]:
+    repo = dispatcher.repo
+    runtime = ref.runtime
+    data, meta, body = read_packet(ref, identity)
+    failure, state = _check_state(ref, data)
+    if failure is not None:
+        return failure
+    if meta.get("lifecycle_state") == "archived":
+        return {
+            "ok": True,
+            "status": "already_archived",
+            "packetPath": str(ref.path),
+            "packetId": ref.packet_id,
+            "message": "Packet already archived.",
+        }
+    if not state:
+        if any(a not in ("review_handoff", "review_intake") for a, _ in h1_sections(body)):
+            return _fail_closed(
+                "STATE_MIGRATION_REQUIRED",
+                "the packet has review stages but no run state",
+                ref,
+            )
+        state = {"round": 0, "packetHash": sha256_bytes(data)}
+    previous_round = int(state.get("round") or 0)
+    anchors = [a for a, _ in h1_sections(body)]
+    if previous_round == 0:
+        if len(anchors) != 1 or anchors[0] not in ("review_handoff", "review_intake"):
+            raise InputError(
+                "--packet",
+                "a first round needs exactly one H1, '# Review Handoff' or '# Review Intake'",
+            )
+    elif not plan.cont:
+        raise InputError(
+            "--continue",
+            f"the packet already has round {previous_round} "
+            f"(last verdict {state.get('lastVerdict')}); continue it or start a new packet",
+            "run --continue",
+        )
+    elif anchors[-1:] != ["fix_completion"] or meta.get("last_anchor") != "fix_completion":
+        raise InputError(
+            "--continue",
+            f"the packet ends with {anchors[-1] if anchors else 'nothing'} "
+            f"(lifecycle {meta.get('lifecycle_state')}); a re-review needs a trailing "
+            "'# Fix Completion' (record it with fix-completion"
+            + (
+                ", or close --reason accept-concerns"
+                if state.get("lastVerdict") == "PASS_WITH_CONCERNS"
+                else ""
+            )
+            + ")",
+        )
+    reviewer = plan.reviewer or state.get("reviewer") or DEFAULT_REVIEWER
+    peer = resolve_peer(reviewer, dispatcher.prefs, field="--reviewer")
+    completion = plan.completion or state.get("completion") or "pass"
+    budget = _budget(plan, state)
+    pinned_base = state.get("baseSha")
+    if pinned_base and plan.base and rev_parse(repo, plan.base) != pinned_base:
+        raise InputError("--base", f"the packet's base is pinned to {pinned_base}")
+    base_sha = pinned_base or rev_parse(repo, plan.base or "HEAD")
+    paths = _normalise_paths(plan.paths) or state.get("paths") or None
+    round_number = previous_round + 1
+    state.update(
+        {
+            "baseSha": base_sha,
+            "reviewer": reviewer,
+            "completion": completion,
+            "roundsBudget": budget,
+            "round": previous_round,
+            "pathFilter": paths,
+            "paths": paths,
+            "packetPath": str(ref.path),
+            "roundStartPacketHash": sha256_bytes(data),
+            "updated": utc_now(),
+        }
+    )
+    if plan.rounds is not None and previous_round > 0:
+        state["budgetOverride"] = True
+    ledger = ledger_from_state(state) or Ledger()
+    if round_number > budget:
+        save_state(runtime, state)
+        return _budget_exhausted(ref, state, ledger, body, budget)
+
+    # Evidence: frozen once per round, re-hashed whenever the frozen file is reused.
+    evidence_path = runtime / "evidence" / f"round-{round_number}.diff"
+    warnings: list[str] = []
+    frozen_digest = state.get(f"evidenceDigest{round_number}")
+    if frozen_digest and evidence_path.exists():
+        diff_bytes = evidence_path.read_bytes()
+        if sha256_bytes(diff_bytes) != frozen_digest:
+            save_state(runtime, state)
+            return _fail_closed(
+                "evidence_hash_mismatch",
+                f"the frozen evidence of round {round_number} changed on disk",
+                ref,
+                evidencePath=str(evidence_path),
+                expected=frozen_digest,
+                actual=sha256_bytes(diff_bytes),
+            )
+        diff_text = diff_bytes.decode("utf-8")
+        evidence = dict(state.get(f"evidenceRound{round_number}") or {})
+        current, _ = await anyio.to_thread.run_sync(evidence_fn, repo, base_sha, paths)
+        if current.digest != frozen_digest:
+            warnings.append(
+                f"the working tree changed since round {round_number}'s evidence was frozen; "
+                "this round reviews the frozen evidence"
+            )
+    else:
+        computed, diff_text = await anyio.to_thread.run_sync(evidence_fn, repo, base_sha, paths)
+        evidence = computed.model_copy(update={"sourceRound": round_number}).model_dump(mode="json")
+        atomic_write_bytes(evidence_path, diff_text.encode("utf-8"))
+        state[f"evidenceRound{round_number}"] = evidence
+        state[f"evidenceDigest{round_number}"] = evidence["digest"]
+    changed_lines = sum(
+        1
+        for line in diff_text.splitlines()
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    )
+    if changed_lines > LARGE_DIFF_LINES:
+        warnings.append(f"large diff: {changed_lines} changed lines (> {LARGE_DIFF_LINES})")
+    state["evidencePath"] = str(evidence_path)
+    state["lineCount"] = len(diff_text.splitlines())
+    save_state(runtime, state)
+
+    prompt = build_review_prompt(
+        round_number=round_number,
+        packet_id=ref.packet_id,
+        packet_path=str(ref.path),
+        packet_body=body,
+        base_sha=base_sha,
+        evidence_path=str(evidence_path),
+        paths=paths,
+        changed=list(evidence.get("coveredPaths") or []),
+        diff_text=diff_text,
+        ledger=ledger,
+        budget=plan.diff_budget,
+    )
+    if prompt.must_cover:
+        warnings.append(
+            f"diff too large for one prompt: {len(prompt.must_cover)} path(s) summarised; "
+            "a passing verdict must list them under ## Coverage"
+        )
+    resume = _stored_session(runtime, peer.product) if round_number > 1 else None
+    if round_number > 1 and resume is None:
+        warnings.append("no stored reviewer session for this product: a new session was started")
+    append_line(
+        runtime / "events.jsonl",
+        {"event": "round_started", "at": utc_now(), "round": round_number, "reviewer": reviewer},
+    )
+    delivery = await dispatcher.consult(
+        PeerRequest(
+            peer=reviewer,
+            prompt=prompt.text,
+            record_dir=runtime,
+            resume_session_id=resume,
+            timeout_ms=plan.timeout_ms,
+            stop_files=(runtime / "STOP",),
+        )
+    )
+    if not delivery.ok or delivery.reply is None:
+        return _delivery_unknown(ref, state, delivery, round_number)
+    if delivery.degraded:
+        warnings.append(f"reviewer session not resumed ({delivery.degradedReason}): new session")
+    _save_answer(runtime, round_number, "", delivery.reply.text)
+    outcome = _check_answer(delivery.reply.text, round_number, ledger, prompt)
+    if isinstance(outcome, str):
+        session = delivery.sessionId or resume
+        retry = await dispatcher.consult(
+            PeerRequest(
+                peer=reviewer,
+                prompt=correction_prompt(prompt, outcome, round_number, resumed=bool(session)),
+                record_dir=runtime,
+                resume_session_id=session,
+                timeout_ms=plan.timeout_ms,
+                stop_files=(runtime / "STOP",),
+            )
+        )
+        if not retry.ok or retry.reply is None:
+            return _delivery_unknown(ref, state, retry, round_number, correction=True)
+        _save_answer(runtime, round_number, ".correction", retry.reply.text)
+        delivery = retry
+        outcome = _check_answer(retry.reply.text, round_number, ledger, prompt)
+        if isinstance(outcome, str):
+            save_state(runtime, state)
+            return {
+                "ok": False,
+                "status": "malformed_reviewer_output",
+                "message": f"Reviewer output malformed after one correction: {outcome}",
+                "error": outcome,
+                "round": round_number,
+                "packetPath": str(ref.path),
+                "packetId": ref.packet_id,
+                "answerPath": str(runtime / "answers" / f"round-{round_number}.correction.md"),
+            }
+    answer, new_ledger = outcome
+    return _write_round(
+        ref,
+        state,
+        meta,
+        body,
+        answer,
+        new_ledger,
+        delivery,
+        evidence,
+        warnings,
+        completion=completion,
+        reviewer=reviewer,
+    )
+
+
+def _stored_session(runtime: Path, product: str) -> str | None:
+    """The stored reviewer session id, when it belongs to ``product``."""
+    import json
+
+    try:
+        record = json.loads((runtime / SESSION_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("product") != product:
+        return None
+    sid = record.get("sessionId")
+    return sid if isinstance(sid, str) and sid else None
+
+
+def _save_answer(runtime: Path, round_number: int, suffix: str, text: str) -> None:
+    atomic_write_bytes(
+        runtime / "answers" / f"round-{round_number}{suffix}.md", text.encode("utf-8")
+    )
+
+
+def _check_answer(
+    text: str, round_number: int, ledger: Ledger, prompt: ReviewPrompt
+) -> tuple[ReviewAnswer, Ledger] | str:
+    """The parsed answer and the new ledger, or what is wrong with the answer."""
+    try:
+        answer = parse_answer(text, round_number, ledger.finding_ids)
+        new_ledger = apply_answer(ledger, answer)
+        missing = missing_coverage(answer, prompt.must_cover)
+        if missing:
+            raise ReviewFormatError(
+                "the diff was summarised and a passing verdict must list every summarised "
+                f"path under '## Coverage'; missing: {', '.join(missing)}"
+            )
+    except ReviewFormatError as error:
+        return str(error)
+    return answer, new_ledger
+
+
+def _delivery_unknown(
+    ref: PacketRef,
+    state: dict[str, Any],
+    delivery: Delivery,
+    round_number: int,
+    *,
+    correction: bool = False,
+) -> dict[str, Any]:
+    save_state(ref.runtime, state)
+    detail = delivery.detail or delivery.reason or "unknown"
+    return {
+        "ok": False,
+        "status": "DELIVERY_UNKNOWN",
+        "code": "DELIVERY_UNKNOWN",
+        "reason": delivery.reason,
+        "delivery": delivery.state.value,
+        "message": f"Reviewer invoke failed (no retry): {delivery.reason}: {detail}"
+        + (" (during the correction round)" if correction else ""),
+        "packetPath": str(ref.path),
+        "packetId": ref.packet_id,
+        "round": round_number,
+        "reviewer": delivery.peer,
+        "sessionId": delivery.sessionId,
+        "state": {
+            "round": state.get("round"),
+            "lastVerdict": state.get("lastVerdict"),
+            "lifecycleState": state.get("lifecycleState", "in_progress"),
+        },
+        "recommendation": "Nothing was recorded for this round. Check the reviewer, then "
+        "run --continue (the frozen evidence is reused).",
+    }
+
+
+def _budget_exhausted(
+    ref: PacketRef, state: dict[str, Any], ledger: Ledger, body: str, budget: int
+) -> dict[str, Any]:
+    unresolved = ledger.open_blocking + ledger.open_concerns
+    reassessments = []
+    for anchor, text in h1_sections(body):
+        if anchor == "re_review":
+            reassessments = [line.strip() for line in text.splitlines() if line.startswith("| ")]
+    return {
+        "ok": False,
+        "status": "budget_exhausted",
+        "packetPath": str(ref.path),
+        "packetId": ref.packet_id,
+        "openBlocking": ledger.open_blocking,
+        "unresolved": unresolved,
+        "lastVerdict": state.get("lastVerdict"),
+        "roundsUsed": int(state.get("round") or 0),
+        "roundsBudget": budget,
+        "positions": {
+            "reviewer": {
+                "lastVerdict": state.get("lastVerdict"),
+                "openBlocking": ledger.open_blocking,
+                "findingIds": ledger.finding_ids,
+                "findings": _findings_out(ledger, ledger.finding_ids),
+                "reassessments": reassessments,
+            },
+            "fixer": fixer_position(body),
+        },
+        "message": f"All {budget} review rounds are used and findings remain open.",
+        "recommendation": "Review both positions; to keep going, run --continue --rounds +N "
+        "(N more rounds).",
+    }
+
+
+def _write_round(
+    ref: PacketRef,
+    state: dict[str, Any],
+    meta: dict[str, str],
+    body: str,
+    answer: ReviewAnswer,
+    ledger: Ledger,
+    delivery: Delivery,
+    evidence: dict[str, Any],
+    warnings: list[str],
+    *,
+    completion: str,
+    reviewer: str,
+) -> dict[str, Any]:
+    runtime = ref.runtime
+    verdict = answer.verdict
+    round_number = answer.round
+    if verdict is Verdict.BLOCKED:
+        status, lifecycle, fix = "blocked", "blocked", True
+    elif verdict is Verdict.PASS_WITH_CONCERNS and completion == "pass":
+        status, lifecycle, fix = "concerns_require_fix", "blocked", True
+    elif verdict is Verdict.PASS_WITH_CONCERNS:
+        status, lifecycle, fix = "awaiting_user_decision", "awaiting_user_decision", False
+    else:
+        status, lifecycle, fix = "archived", "archived", False
+    evidence_path = str(state.get("evidencePath"))
+    stage, anchor = review_stage(
+        answer=answer,
+        ledger=ledger,
+        reviewer=reviewer,
+        session_id=delivery.sessionId,
+        base_sha=str(state["baseSha"]),
+        evidence_path=evidence_path,
+        digest=str(evidence.get("digest")),
+        fix_handoff=fix,
+        completion=completion,
+    )
+    # The packet must still be exactly what this round started from.
+    current = ref.path.read_bytes()
+    if sha256_bytes(current) != state.get("roundStartPacketHash"):
+        save_state(runtime, state)
+        return _fail_closed(
+            "packet_hash_mismatch",
+            "the packet changed while the reviewer was running; nothing was written",
+            ref,
+        )
+    now = utc_now()
+    new_meta = dict(meta)
+    new_meta.update(
+        {
+            "updated": now,
+            "last_anchor": anchor,
+            "lifecycle_state": lifecycle,
+            "round": str(round_number),
+            "base_sha": str(state["baseSha"]),
+            "reviewer": reviewer,
+            "mode": "auto",
+        }
+    )
+    text = join_packet(new_meta, body.rstrip("\n") + "\n" + stage)
+    encoded = text.encode("utf-8")
+    state["pendingStage"] = {"round": round_number, "anchor": anchor, "at": now}
+    save_state(runtime, state)
+    atomic_write_bytes(ref.path, encoded)
+    final = ref
+    if status == "archived":
+        final = PacketRef(ref.repo, ref.slug, ref.base, archived=True)
+        final.path.parent.mkdir(parents=True, exist_ok=True)
+        ref.path.rename(final.path)
+        (runtime / "STOP").unlink(missing_ok=True)
+    state.update(ledger_to_state(ledger))
+    state.update(
+        {
+            "round": round_number,
+            "lastVerdict": verdict.value,
+            "lifecycle": status,
+            "lifecycleState": lifecycle,
+            "lastAnchor": anchor,
+            "evidence": evidence,
+            "packetHash": sha256_bytes(encoded),
+            "packetPath": str(final.path),
+            "reviewerSessionId": delivery.sessionId,
+            "pendingStage": None,
+            "updated": utc_now(),
+        }
+    )
+    save_state(runtime, state)
+    append_line(
+        runtime / "events.jsonl",
+        {
+            "event": "round_finished",
+            "at": utc_now(),
+            "round": round_number,
+            "verdict": verdict.value,
+            "status": status,
+        },
+    )
+    common: dict[str, Any] = {
+        "verdict": verdict.value,
+        "round": round_number,
+        "packetPath": str(final.path),
+        "packetId": ref.packet_id,
+        "reviewer": reviewer,
+        "sessionId": delivery.sessionId,
+    }
+    if warnings:
+        common["warning"] = "; ".join(warnings)
+    if status == "archived":
+        return {
+            "ok": True,
+            "status": "archived",
+            **common,
+            "message": f"Review passed ({verdict.value}) on the frozen evidence of round "
+            f"{round_number}; packet archived.",
+            "evidence": evidence,
+            "report": {
+                "verdict": verdict.value,
+                "rounds": round_number,
+                "findingIds": ledger.finding_ids,
+                "lineCount": state.get("lineCount"),
+            },
+        }
+    if status == "awaiting_user_decision":
+        return {
+            "ok": True,
+            "status": "awaiting_user_decision",
+            **common,
+            "openConcerns": ledger.open_concerns,
+            "concerns": _findings_out(ledger, ledger.open_concerns),
+            "evidence": evidence,
+            "message": "PASS_WITH_CONCERNS in review mode: the user decides — fix "
+            "(fix-completion, then run --continue) or accept (close --reason accept-concerns).",
+        }
+    open_ids = ledger.open_blocking + ledger.open_concerns
+    return {
+        "ok": True,
+        "status": status,
+        **common,
+        "openBlocking": ledger.open_blocking,
+        "openConcerns": ledger.open_concerns,
+        "findings": _findings_out(ledger, open_ids),
+        "lastAnchor": anchor,
+        "lifecycleState": lifecycle,
+        "evidence": evidence,
+        "needsContinue": True,
+        "message": (
+            "BLOCKED: fix the blocking findings"
+            if status == "blocked"
+            else "PASS_WITH_CONCERNS with completion=pass: fix the concerns"
+        )
+        + ", record fix-completion, then run --continue.",
+    }
+
+
+# -- fix-completion and close ---------------------------------------------------------------
+
+
+def _locked_packet(repo: Path, packet: str) -> tuple[PacketRef, str]:
+    ensure_layout(repo)
+    identity = _identity(repo)
+    ref = resolve_packet_arg(repo, branch_slugs(identity), packet)
+    return ref, identity
+
+
+def fix_completion(repo: Path, packet: str, body_text: str) -> dict[str, Any]:
+    """Append the fixer's ``# Fix Completion`` and set the packet back in progress."""
+    stage = normalise_fix_completion(body_text)
+    ref, identity = _locked_packet(repo, packet)
+    if ref.archived:
+        raise InputError("--packet", "the packet is archived", "an active packet")
+    with packet_lock(ref.runtime):
+        data, meta, body = read_packet(ref, identity)
+        failure, state = _check_state(ref, data)
+        if failure is not None:
+            return failure
+        if not state or int(state.get("round") or 0) < 1:
+            raise InputError("--packet", "the packet has no review round to answer yet")
+        anchors = [a for a, _ in h1_sections(body)]
+        allowed = {"fix_handoff", "re_review"}
+        if meta.get("lifecycle_state") == "awaiting_user_decision":
+            allowed.add("review_findings")
+        last = anchors[-1] if anchors else None
+        if last not in allowed or meta.get("last_anchor") != last:
+            raise InputError(
+                "--packet",
+                f"the packet ends with {last} (last_anchor {meta.get('last_anchor')}); "
+                "a Fix Completion answers a Fix Handoff or a Re-review",
+            )
+        now = utc_now()
+        new_meta = dict(meta)
+        new_meta.update(
+            {"updated": now, "last_anchor": "fix_completion", "lifecycle_state": "in_progress"}
+        )
+        text = join_packet(new_meta, body.rstrip("\n") + "\n" + stage)
+        encoded = text.encode("utf-8")
+        state["pendingStage"] = {"anchor": "fix_completion", "at": now}
+        save_state(ref.runtime, state)
+        atomic_write_bytes(ref.path, encoded)
+        state.update(
+            {
+                "packetHash": sha256_bytes(encoded),
+                "lastAnchor": "fix_completion",
+                "lifecycleState": "in_progress",
+                "pendingStage": None,
+                "updated": utc_now(),
+            }
+        )
+        save_state(ref.runtime, state)
+        append_line(ref.runtime / "events.jsonl", {"event": "fix_completion", "at": now})
+        return {
+            "ok": True,
+            "status": "fix_recorded",
+            "packetPath": str(ref.path),
+            "packetId": ref.packet_id,
+            "lastAnchor": "fix_completion",
+            "lifecycleState": "in_progress",
+            "round": state.get("round"),
+            "openBlocking": state.get("openBlocking", []),
+            "openConcerns": state.get("openConcerns", []),
+            "message": "Fix Completion recorded; re-review with run --continue "
+            f"--packet {ref.path}.",
+        }
+
+
+def close_packet(repo: Path, packet: str, reason: str) -> dict[str, Any]:
+    """``close --reason accept-concerns``: the user accepted the concerns; archive."""
+    if reason != "accept-concerns":
+        raise InputError("--reason", f"{reason!r}", "accept-concerns")
+    ref, identity = _locked_packet(repo, packet)
+    if ref.archived:
+        raise InputError("--packet", "the packet is already archived", "an active packet")
+    with packet_lock(ref.runtime):
+        data, meta, body = read_packet(ref, identity)
+        failure, state = _check_state(ref, data)
+        if failure is not None:
+            return failure
+        last = meta.get("last_anchor")
+        anchors = [a for a, _ in h1_sections(body)]
+        if (
+            meta.get("lifecycle_state") != "awaiting_user_decision"
+            or last not in ("review_findings", "re_review")
+            or anchors[-1:] != [last]
+            or state.get("lastVerdict") != "PASS_WITH_CONCERNS"
+        ):
+            raise StateError(
+                "CLOSE_NOT_ALLOWED",
+                "close needs a PASS_WITH_CONCERNS packet awaiting the user's decision "
+                f"(lifecycle {meta.get('lifecycle_state')}, last anchor {last})",
+            )
+        concerns = list(state.get("openConcerns") or [])
+        evidence = state.get("evidence") or {}
+        now = utc_now()
+        stage = decision_closure_text(
+            reason=reason, concern_ids=concerns, closed=now, evidence_digest=evidence.get("digest")
+        )
+        new_meta = dict(meta)
+        new_meta.update(
+            {"updated": now, "last_anchor": "decision_closure", "lifecycle_state": "archived"}
+        )
+        encoded = join_packet(new_meta, body.rstrip("\n") + "\n" + stage).encode("utf-8")
+        state["pendingStage"] = {"anchor": "decision_closure", "at": now}
+        save_state(ref.runtime, state)
+        atomic_write_bytes(ref.path, encoded)
+        final = PacketRef(ref.repo, ref.slug, ref.base, archived=True)
+        final.path.parent.mkdir(parents=True, exist_ok=True)
+        ref.path.rename(final.path)
+        (ref.runtime / "STOP").unlink(missing_ok=True)
+        state.update(
+            {
+                "packetHash": sha256_bytes(encoded),
+                "packetPath": str(final.path),
+                "lastAnchor": "decision_closure",
+                "lifecycleState": "archived",
+                "lifecycle": "archived",
+                "pendingStage": None,
+                "updated": utc_now(),
+            }
+        )
+        save_state(ref.runtime, state)
+        append_line(ref.runtime / "events.jsonl", {"event": "decision_closure", "at": now})
+        return {
+            "ok": True,
+            "status": "archived",
+            "reason": reason,
+            "packetPath": str(final.path),
+            "packetId": ref.packet_id,
+            "lastAnchor": "decision_closure",
+            "lifecycleState": "archived",
+            "originalVerdict": "PASS_WITH_CONCERNS",
+            "acceptedConcernIds": concerns,
+            "evidence": evidence,
+            "message": "The user accepted the open concerns; the verdict stays "
+            "PASS_WITH_CONCERNS and the packet is archived.",
+            "report": {
+                "verdict": "PASS_WITH_CONCERNS",
+                "rounds": state.get("round"),
+                "findingIds": state.get("findingIds", []),
+                "lineCount": state.get("lineCount"),
+            },
+        }
+
+
+__all__ = [
+    "RunPlan",
+    "branch_slug",
+    "close_packet",
+    "fix_completion",
+    "parse_rounds",
+    "run_review",
+    "validate_plan",
+]

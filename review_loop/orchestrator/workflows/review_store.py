@@ -1,0 +1,373 @@
+"""The review run's files: packets, the per-packet lock, the run state.
+
+Layout (``reference/origins.md`` §3.3), under ``<repo>/.review-handoff/``::
+
+    active/<branchSlug>/<YYYY-MM-DD_HH-MM>-<scope>[-NN].md      the packet (created with O_EXCL)
+    archive/<branchSlug>/<same name>                            after PASS / close
+    runtime/<branchSlug>/<packetBase>/
+        auto-run-state.json      atomic (temp file + rename)
+        reviewer-session.json    written by the dispatcher
+        evidence/round-N.diff    the frozen evidence of round N
+        answers/round-N*.md      the reviewer's raw answers (audit)
+        STOP                     per-packet stop file
+        .auto-run.lock/owner     "<token>\\n<pid>\\n"
+        events.jsonl
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from review_loop.agents.errors import InputError, StateError
+from review_loop.agents.review import Finding, Ledger, branch_slug, legacy_branch_slug
+from review_loop.agents.review_packet import PACKET_NAME_RE, split_packet
+from review_loop.orchestrator.files import atomic_write_json
+
+HANDOFF = ".review-handoff"
+STATE_FILE = "auto-run-state.json"
+LOCK_DIR = ".auto-run.lock"
+LOCK_GRACE_S = 2.0
+CREATE_RETRIES = 20
+
+
+def sha256_bytes(data: bytes) -> str:
+    """Hex sha256."""
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class PacketRef:
+    """Where one packet lives."""
+
+    repo: Path
+    slug: str
+    base: str
+    archived: bool
+
+    @property
+    def packet_id(self) -> str:
+        """``<slug>/<base>``."""
+        return f"{self.slug}/{self.base}"
+
+    @property
+    def path(self) -> Path:
+        """The packet file."""
+        return (
+            self.repo
+            / HANDOFF
+            / ("archive" if self.archived else "active")
+            / self.slug
+            / (self.base + ".md")
+        )
+
+    @property
+    def archive_path(self) -> Path:
+        """Where the packet goes when archived."""
+        return self.repo / HANDOFF / "archive" / self.slug / (self.base + ".md")
+
+    @property
+    def runtime(self) -> Path:
+        """The packet's runtime directory."""
+        return self.repo / HANDOFF / "runtime" / self.slug / self.base
+
+
+def active_dir(repo: Path, slug: str) -> Path:
+    """``active/<slug>``."""
+    return repo / HANDOFF / "active" / slug
+
+
+def create_packet(repo: Path, slug: str, scope: str, render: Any) -> PacketRef:
+    """Create a new packet exclusively; ``render(packet_id)`` gives its text.
+
+    The name is the local time to the minute and the scope; a taken name gets ``-02`` …
+    (up to 20 tries).
+    """
+    folder = active_dir(repo, slug)
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now().strftime("%Y-%m-%d_%H-%M")
+    for attempt in range(CREATE_RETRIES):
+        base = f"{stamp}-{scope}" + (f"-{attempt + 1:02d}" if attempt else "")
+        path = folder / f"{base}.md"
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(render(f"{slug}/{base}").encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        return PacketRef(repo, slug, base, archived=False)
+    raise StateError("PACKET_CREATE_FAILED", f"{CREATE_RETRIES} packet names under {folder} taken")
+
+
+def latest_packet(repo: Path, slug: str, *, archived: bool) -> PacketRef | None:
+    """The newest packet (by name, then mtime) of the branch, active or archived."""
+    kind = "archive" if archived else "active"
+    found: list[tuple[str, float, Path]] = []
+    for candidate_slug in (slug,):
+        folder = repo / HANDOFF / kind / candidate_slug
+        if folder.is_dir():
+            for path in folder.glob("*.md"):
+                if PACKET_NAME_RE.match(path.name):
+                    found.append((path.name, path.stat().st_mtime, path))
+    if not found:
+        return None
+    found.sort()
+    return PacketRef(repo, slug, found[-1][2].stem, archived=archived)
+
+
+def resolve_packet_arg(repo: Path, slugs: tuple[str, ...], value: str) -> PacketRef:
+    """A ``--packet`` value: a path, a packet id (``<slug>/<base>``) or a bare base name.
+
+    Raises:
+        InputError: the packet is outside ``.review-handoff/{active,archive}/<slug>/``,
+            is not named like a packet, or does not exist.
+    """
+    candidate = Path(value)
+    if not candidate.is_absolute() and not candidate.exists():
+        for kind in ("active", "archive"):
+            for slug in slugs:
+                base = value.split("/")[-1].removesuffix(".md")
+                probe = repo / HANDOFF / kind / slug / f"{base}.md"
+                if probe.exists() and (value.count("/") == 0 or value.split("/")[0] == slug):
+                    candidate = probe
+                    break
+            else:
+                continue
+            break
+    path = (candidate if candidate.is_absolute() else Path.cwd() / candidate).resolve()
+    if not path.is_file():
+        raise InputError("--packet", f"no such packet: {value!r}", "a packet path or packet id")
+    root = (repo / HANDOFF).resolve()
+    try:
+        kind, slug, name = path.relative_to(root).parts
+    except ValueError:
+        raise InputError(
+            "--packet",
+            f"{value!r} is not a packet of this branch",
+            f"a file under {root}/active/<branch-slug>/",
+        ) from None
+    if kind not in ("active", "archive") or slug not in slugs:
+        raise InputError(
+            "--packet",
+            f"{value!r} is not a packet of this branch",
+            f"a file under {root}/active/{slugs[0]}/",
+        )
+    if not PACKET_NAME_RE.match(name):
+        raise InputError(
+            "--packet", f"{name!r} is not a packet name", "YYYY-MM-DD_HH-MM-<scope>[-NN].md"
+        )
+    return PacketRef(repo, slug, name.removesuffix(".md"), archived=kind == "archive")
+
+
+def branch_slugs(identity: str) -> tuple[str, ...]:
+    """The v2 slug, then the legacy slug still read."""
+    slugs = [branch_slug(identity)]
+    if not identity.startswith("detached:"):
+        legacy = legacy_branch_slug(identity)
+        if legacy not in slugs:
+            slugs.append(legacy)
+    return tuple(slugs)
+
+
+def read_packet(ref: PacketRef, identity: str) -> tuple[bytes, dict[str, str], str]:
+    """The packet's bytes, frontmatter and body, validated for this branch.
+
+    Raises:
+        InputError: the frontmatter's ``branch`` is not the current branch identity, or
+            the packet is a classic (manual-mode) packet.
+    """
+    data = ref.path.read_bytes()
+    try:
+        meta, body = split_packet(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as error:
+        raise InputError("--packet", f"{ref.path} is not a packet: {error}") from None
+    if meta.get("branch") != identity:
+        raise InputError(
+            "--packet",
+            f"the packet belongs to branch {meta.get('branch')!r}, not {identity!r}",
+            "a packet of the checked-out branch",
+        )
+    if meta.get("mode") == "classic":
+        raise InputError("--packet", "a classic (manual) packet cannot run in auto mode")
+    return data, meta, body
+
+
+# -- lock ---------------------------------------------------------------------------------
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.Error:
+        return True
+
+
+def _publish(lock: Path, token: str) -> None:
+    os.mkdir(lock)
+    fd = os.open(lock / "owner", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(f"{token}\n{os.getpid()}\n")
+
+
+def _held(message: str) -> StateError:
+    return StateError("PACKET_LOCK_HELD", message)
+
+
+def _reclaim(runtime: Path, lock: Path, token: str) -> None:
+    """Take over ``lock`` if its owner is gone; else raise ``PACKET_LOCK_HELD``."""
+    try:
+        owner = (lock / "owner").read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError):
+        owner = ""
+    if not owner.strip():
+        try:
+            age = time.time() - lock.stat().st_mtime
+        except FileNotFoundError:
+            age = LOCK_GRACE_S
+        if age < LOCK_GRACE_S:
+            raise _held("packet lock held (owner not published yet)")
+    else:
+        lines = owner.splitlines()
+        try:
+            pid = int(lines[1]) if len(lines) > 1 else 0
+        except ValueError:
+            pid = 0
+        if _pid_alive(pid):
+            raise _held(f"packet lock held by pid {pid}")
+    # Move the stale lock aside atomically, then check it is the one we judged stale.
+    aside = runtime / f"{LOCK_DIR}.stale-{token}"
+    try:
+        os.rename(lock, aside)
+    except FileNotFoundError:
+        raise _held("packet lock changed hands while reclaiming it") from None
+    try:
+        moved = (aside / "owner").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        moved = ""
+    if moved != owner:
+        with suppress(OSError):
+            os.rename(aside, lock)
+        raise _held("packet lock changed hands while reclaiming it")
+    shutil.rmtree(aside, ignore_errors=True)
+    try:
+        _publish(lock, token)
+    except FileExistsError:
+        raise _held("packet lock taken by another process while reclaiming it") from None
+
+
+@contextmanager
+def packet_lock(runtime: Path) -> Iterator[str]:
+    """Hold ``runtime/.auto-run.lock`` for the block; yields the owner token.
+
+    An existing lock is reclaimed only when its owner pid is dead, or when its owner file
+    is missing or empty and the lock is older than 2 s (a crash between mkdir and write).
+
+    Raises:
+        StateError: ``PACKET_LOCK_HELD`` — another live process holds the lock.
+    """
+    runtime.mkdir(parents=True, exist_ok=True)
+    lock = runtime / LOCK_DIR
+    token = f"{os.getpid()}-{time.time_ns()}-{secrets.token_hex(4)}"
+    try:
+        _publish(lock, token)
+    except FileExistsError:
+        taken = True
+    else:
+        taken = False
+    if taken:
+        _reclaim(runtime, lock, token)
+    try:
+        yield token
+    finally:
+        try:
+            current = (lock / "owner").read_text(encoding="utf-8")
+        except OSError:
+            current = ""
+        if current.startswith(token + "\n"):
+            shutil.rmtree(lock, ignore_errors=True)
+
+
+# -- state --------------------------------------------------------------------------------
+
+
+class StateRecoveryRequired(Exception):
+    """The state file exists but cannot be read as the tool wrote it."""
+
+
+def load_state(runtime: Path) -> dict[str, Any] | None:
+    """``auto-run-state.json`` or ``None`` when there is none yet.
+
+    Raises:
+        StateRecoveryRequired: the file is not a JSON object.
+    """
+    path = runtime / STATE_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as error:
+        raise StateRecoveryRequired(f"{path} is unreadable: {error}") from None
+    if not isinstance(data, dict):
+        raise StateRecoveryRequired(f"{path} does not hold a JSON object")
+    return data
+
+
+def save_state(runtime: Path, state: dict[str, Any]) -> None:
+    """Write the state atomically (temp file + rename)."""
+    atomic_write_json(runtime / STATE_FILE, state)
+
+
+def ledger_from_state(state: dict[str, Any]) -> Ledger | None:
+    """The ledger kept in the state, or ``None`` when it is incomplete."""
+    ids = state.get("findingIds")
+    catalog = state.get("findingCatalog")
+    if not isinstance(ids, list) or not isinstance(catalog, dict):
+        return None
+    if any(i not in catalog for i in ids):
+        return None
+    status_map = state.get("findingStatus")
+    open_ids = set(state.get("openBlocking") or []) | set(state.get("openConcerns") or [])
+    findings: dict[str, Finding] = {}
+    status: dict[str, Any] = {}
+    try:
+        for fid in ids:
+            entry = catalog[fid]
+            findings[fid] = Finding(id=fid, **{k: v for k, v in entry.items() if k != "id"})
+            if isinstance(status_map, dict) and fid in status_map:
+                status[fid] = status_map[fid]
+            else:
+                status[fid] = "open" if fid in open_ids else "resolved"
+        return Ledger(catalog=findings, status=status)
+    except (TypeError, ValueError):
+        return None
+
+
+def ledger_to_state(ledger: Ledger) -> dict[str, Any]:
+    """The ledger keys of the state."""
+    return {
+        "findingIds": ledger.finding_ids,
+        "findingCatalog": {
+            fid: f.model_dump(mode="json", exclude={"id"}) for fid, f in ledger.catalog.items()
+        },
+        "findingStatus": dict(ledger.status),
+        "openBlocking": ledger.open_blocking,
+        "openConcerns": ledger.open_concerns,
+    }
