@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "run": "review_run",
     "fix-completion": "fix_completion",
     "close": "close",
+    "verification": "verification",
     "help": "help",
 }
 
