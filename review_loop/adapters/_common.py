@@ -10,7 +10,7 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -141,19 +141,28 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
     return None
 
 
-def tail_json_lines(text: str) -> Iterator[dict[str, Any] | None]:
-    """Non-empty lines from the end backwards: each a JSON object, or ``None`` if not one."""
-    for line in reversed(text.splitlines()):
-        line = line.strip()
-        if not line:
-            continue
-        value: object = None
-        if line.startswith("{"):
-            try:
-                value = json.loads(line)
-            except ValueError:
-                value = None
-        yield value if isinstance(value, dict) else None
+def last_json_lines(kept: bytes, count: int) -> list[dict[str, Any]] | None:
+    """The last ``count`` non-empty lines of a truncated stream, if provably whole.
+
+    A truncated stream is its head and its tail joined with no marker, so the line at the
+    junction can be the start of one line glued to the end of another, and can even be
+    valid JSON. The head and the tail are kept in equal parts (the orchestrator's caps),
+    so lines that together fit in the second half of ``kept`` lie wholly in the tail.
+    Returns ``None`` when they do not fit or are not all JSON objects.
+    """
+    lines = [line for line in kept.split(b"\n") if line.strip()][-count:]
+    if len(lines) < count or sum(len(line) + 1 for line in lines) > len(kept) // 2:
+        return None
+    parsed = []
+    for line in lines:
+        try:
+            value = json.loads(line.decode("utf-8"))
+        except ValueError:  # UnicodeDecodeError is a ValueError
+            return None
+        if not isinstance(value, dict):
+            return None
+        parsed.append(value)
+    return parsed
 
 
 def as_str(value: object) -> str | None:

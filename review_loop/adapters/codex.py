@@ -25,6 +25,7 @@ from review_loop.adapters._common import (
     directory_argument,
     exit_reason,
     iso_utc,
+    last_json_lines,
     no_answer,
     not_submitted,
     prompt_bytes,
@@ -32,7 +33,6 @@ from review_loop.adapters._common import (
     resume_pair,
     same_path,
     string_field,
-    tail_json_lines,
     text_of,
     unknown,
     usage_of,
@@ -97,7 +97,7 @@ class _Events:
     errors: tuple[str, ...]
 
 
-def _events(text: str, *, truncated: bool) -> _Events:
+def _events(text: str, *, kept: bytes | None) -> _Events:
     thread_id: str | None = None
     answer: str | None = None
     usage: Mapping[str, Any] | None = None
@@ -123,25 +123,25 @@ def _events(text: str, *, truncated: bool) -> _Events:
             turn_failed = as_str(as_dict(event.get("error")).get("message")) or "turn failed"
         elif kind == "error":
             errors.append(as_str(event.get("message")) or "")
-    if truncated:
-        answer = _tail_answer(text)
+    if kept is not None:
+        answer = _tail_answer(kept)
     return _Events(thread_id, answer, usage, turn_failed, model_items, tuple(errors))
 
 
-def _tail_answer(text: str) -> str | None:
-    """The final answer of a stream whose middle was cut out, or ``None``.
+def _tail_answer(kept: bytes) -> str | None:
+    """The answer of a stream whose middle was cut out, or ``None`` if it is not provable.
 
-    Only lines after the cut are trusted: walking back from the end, every line must be a
-    whole JSON event until the last ``agent_message`` is reached. The line that straddles
-    the cut is never valid JSON, so an answer from before the cut is never taken.
+    Only a run that ended normally qualifies: the last two events must be the final
+    ``agent_message`` and ``turn.completed``, both wholly inside the kept tail.
     """
-    for event in tail_json_lines(text):
-        if event is None:
-            return None
-        item = as_dict(event.get("item"))
-        if event.get("type") == "item.completed" and item.get("type") == "agent_message":
-            return as_str(item.get("text"))
-    return None
+    lines = last_json_lines(kept, 2)
+    if lines is None:
+        return None
+    message, last = lines
+    item = as_dict(message.get("item"))
+    if last.get("type") != "turn.completed" or message.get("type") != "item.completed":
+        return None
+    return as_str(item.get("text")) if item.get("type") == "agent_message" else None
 
 
 def _refusal(stderr: str, events: _Events, returncode: int | None) -> Failure | None:
@@ -210,7 +210,7 @@ class CodexAdapter:
                     "parse failed", "stdout is not UTF-8", session_id=invocation.session_id
                 )
             stdout = decoded
-        events = _events(stdout, truncated=completed.stdout_truncated)
+        events = _events(stdout, kept=completed.stdout if completed.stdout_truncated else None)
         session_id = events.thread_id or invocation.session_id
         stderr = text_of(completed.stderr)
         if events.turn_failed is not None or completed.returncode != 0 or events.answer is None:

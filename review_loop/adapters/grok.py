@@ -33,6 +33,7 @@ from review_loop.adapters._common import (
     exit_reason,
     is_plain_token,
     iso_utc,
+    last_json_lines,
     no_answer,
     not_submitted,
     parse_json_object,
@@ -41,7 +42,6 @@ from review_loop.adapters._common import (
     resume_pair,
     same_path,
     string_field,
-    tail_json_lines,
     text_of,
     title_of,
     unknown,
@@ -309,9 +309,10 @@ def _interpret_vibe(completed: Completed) -> Outcome:
     """
     final: dict[str, Any] | None
     if completed.stdout_truncated:
-        # Only the end is whole: the last line must be a complete message.
+        # Only the end is provably whole: the last line must lie wholly in the tail.
         stdout = text_of(completed.stdout)
-        final = next(tail_json_lines(stdout), None)
+        tail = last_json_lines(completed.stdout, 1)
+        final = tail[0] if tail else None
     else:
         decoded = decode_utf8(completed.stdout)
         if decoded is None:
