@@ -155,7 +155,7 @@ def _refusal(stderr: str, events: _Events, returncode: int | None) -> Failure | 
         return not_submitted("missing credentials", said.strip())
     if _UNTRUSTED in said:
         return not_submitted("untrusted directory", said.strip())
-    if returncode == 2 and _CLAP_ERROR.search(stderr):
+    if returncode == 2 and events.thread_id is None and _CLAP_ERROR.search(stderr):
         return not_submitted("argument error", stderr)
     return None
 

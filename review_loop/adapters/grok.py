@@ -183,7 +183,7 @@ class GrokAdapter:
         if failure is not None:
             return failure
         stderr = text_of(completed.stderr)
-        if completed.returncode != 0:
+        if completed.returncode != 0 and not completed.stdout.strip():
             if invocation.isolate_in_copy and _MISSING_KEY in stderr:
                 return not_submitted("missing credentials", stderr)
             if _ARGUMENT_ERROR.search(stderr) or (
