@@ -55,10 +55,10 @@ _WHERE = {
 
 def load_prefs() -> Prefs:
     """The user's prefs (``$REVIEW_LOOP_HOME/prefs.toml``), validated against the adapters."""
-    from review_loop.adapters import product_names
+    from review_loop.adapters import known_products
     from review_loop.prefs import load_prefs as _load
 
-    return _load(product_names())
+    return _load(known_products())
 
 
 def __getattr__(name: str) -> Any:

@@ -8,8 +8,8 @@ instance, a class, or any zero-argument callable that returns one.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
 from functools import cache
-from importlib.metadata import entry_points
 
 from review_loop.adapters.base import Adapter
 from review_loop.agents.errors import UnknownProductError
@@ -41,6 +41,10 @@ def _as_adapter(obj: object, origin: str) -> Adapter:
 
 @cache
 def _third_party() -> dict[str, str]:
+    # importlib.metadata scans every installed distribution (tens of ms): only when a name
+    # is not a built-in, or when the full list is asked for.
+    from importlib.metadata import entry_points
+
     found: dict[str, str] = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         found[ep.name] = ep.value
@@ -72,3 +76,18 @@ def get_adapter(name: str, *, field: str = "product") -> Adapter:
 def is_product(name: str) -> bool:
     """Whether ``name`` is a registered product."""
     return name in BUILTINS or name in _third_party()
+
+
+class KnownProducts:
+    """Every registered product, checked lazily: built-ins answer without a metadata scan."""
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and is_product(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(product_names())
+
+
+def known_products() -> KnownProducts:
+    """A container of product names for validation (``in`` is cheap for built-ins)."""
+    return KnownProducts()

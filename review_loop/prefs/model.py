@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterator
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -14,6 +15,14 @@ DEFAULT_TIMEOUT_MS = 1_200_000  # 20 minutes, as the original review-loop
 DEFAULT_GRACE_MS = 5_000
 DEFAULT_LIVENESS_MS = 30_000
 ALIAS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+class ProductSet(Protocol):
+    """The registered product names: cheap membership, full iteration for messages."""
+
+    def __contains__(self, name: object, /) -> bool: ...
+
+    def __iter__(self) -> Iterator[str]: ...
 
 
 class PeerCommand(BaseModel):
@@ -73,23 +82,25 @@ class Prefs(BaseModel):
                 raise ValueError(f"alias {name!r} must match {ALIAS_RE.pattern}")
         return value
 
-    def check_products(self, known: Iterable[str], *, source: str) -> Prefs:
+    def check_products(self, known: ProductSet, *, source: str) -> Prefs:
         """Refuse product names no adapter answers to; returns ``self``."""
-        known_set = set(known)
-        accepted = ", ".join(sorted(known_set))
+
+        def accepted() -> str:
+            return ", ".join(sorted(known))
+
         for index, product in enumerate(self.order):
-            if product not in known_set:
+            if product not in known:
                 raise PrefsError(
-                    f"{source}: order[{index}]", f"unknown product {product!r}", accepted
+                    f"{source}: order[{index}]", f"unknown product {product!r}", accepted()
                 )
         for alias, peer in self.peerCommands.items():
-            if peer.product not in known_set:
+            if peer.product not in known:
                 raise PrefsError(
                     f"{source}: peerCommands.{alias}.product",
                     f"unknown product {peer.product!r}",
-                    accepted,
+                    accepted(),
                 )
-            if alias in known_set:
+            if alias in known:
                 raise PrefsError(
                     f"{source}: peerCommands.{alias}",
                     "an alias must not shadow a product name",

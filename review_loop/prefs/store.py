@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from review_loop.agents.errors import PrefsError
-from review_loop.prefs.model import Prefs
+from review_loop.prefs.model import Prefs, ProductSet
 
 HOME_ENV = "REVIEW_LOOP_HOME"
 TIMEOUT_ENV = "REVIEW_LOOP_TIMEOUT_MS"
@@ -40,7 +40,7 @@ def _describe(error: ValidationError, source: str) -> PrefsError:
     return PrefsError(f"{source}: {where}", first["msg"], accepted)
 
 
-def parse_prefs(data: Mapping[str, Any], *, source: str, known: Iterable[str]) -> Prefs:
+def parse_prefs(data: Mapping[str, Any], *, source: str, known: ProductSet) -> Prefs:
     """Validate a prefs mapping; errors name ``source`` and the key."""
     try:
         prefs = Prefs.model_validate(dict(data))
@@ -50,7 +50,7 @@ def parse_prefs(data: Mapping[str, Any], *, source: str, known: Iterable[str]) -
 
 
 def load_prefs(
-    known: Iterable[str],
+    known: ProductSet,
     *,
     path: Path | None = None,
     env: Mapping[str, str] | None = None,
@@ -66,7 +66,6 @@ def load_prefs(
     """
     env = os.environ if env is None else env
     path = prefs_path(env) if path is None else path
-    known = tuple(known)
     data: dict[str, Any] = {}
     try:
         raw = path.read_bytes()

@@ -23,10 +23,10 @@ def repo_from(args: argparse.Namespace) -> Path:
 
 def load_user_prefs() -> Prefs:
     """The user's prefs, validated against the registered products."""
-    from review_loop.adapters import product_names
+    from review_loop.adapters import known_products
     from review_loop.prefs import load_prefs
 
-    return load_prefs(product_names())
+    return load_prefs(known_products())
 
 
 def read_text_file(path_text: str, field: str) -> str:

@@ -41,13 +41,13 @@ def _coerce(key: str, value: str) -> Any:
 
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Apply the action; every write is validated first and written atomically."""
-    from review_loop.adapters import product_names
+    from review_loop.adapters import known_products
     from review_loop.agents.errors import InputError
     from review_loop.prefs import Prefs, load_prefs, prefs_path, save_prefs
     from review_loop.prefs.store import parse_prefs
 
     path = prefs_path()
-    known = product_names()
+    known = known_products()
     action, values = args.action, list(args.values)
     current = load_prefs(known)
     stored = load_prefs(known, path=path, env={})  # without env overrides, for writing
