@@ -31,7 +31,9 @@ from review_loop.agents.review import (
     Ledger,
     ReviewAnswer,
     Verdict,
+    apply_answer,
     h2_sections,
+    parse_answer,
 )
 
 ANCHORS = {
@@ -241,6 +243,9 @@ def review_stage(
             f"Verdict: {answer.verdict.value}\n"
         )
         anchor = "review_findings"
+        if fix_handoff:
+            text += fix_handoff_text(ledger, answer.verdict, completion)
+            anchor = "fix_handoff"
     else:
         rows = "\n".join(r.row() for r in answer.reassessments)
         rheader = "| " + " | ".join(REASSESSMENT_COLUMNS) + " |\n|---|---|---|"
@@ -251,17 +256,33 @@ def review_stage(
             + (_findings_table(answer.findings) if answer.findings else "None")
             + "\n\n## Regression Surface\n\n"
             + demote_headings(answer.regressionSurface)
-            + f"\n\n## Verdict\n\nVerdict: {answer.verdict.value}\n"
+            + "\n"
         )
+        if fix_handoff:
+            # A re-review keeps re_review as its last anchor: the handoff is an H2 here.
+            text += fix_handoff_text(ledger, answer.verdict, completion, heading="##")
+        text += f"\n## Verdict\n\nVerdict: {answer.verdict.value}\n"
         anchor = "re_review"
-    if fix_handoff:
-        # Round 1 ends with its own H1 (last anchor fix_handoff); a re-review keeps
-        # re_review as its last anchor and carries the handoff as an H2.
-        first = answer.round <= 1
-        text += fix_handoff_text(ledger, answer.verdict, completion, heading="#" if first else "##")
-        if first:
-            anchor = "fix_handoff"
     return text, anchor
+
+
+def rebuild_ledger(body: str) -> Ledger:
+    """The ledger re-derived from the review stages the packet shows, in order.
+
+    Raises:
+        ReviewFormatError: a stage cannot be read back (the ledger cannot be rebuilt).
+    """
+    ledger = Ledger()
+    round_number = 0
+    for anchor, text in h1_sections(body):
+        if anchor == "review_findings":
+            round_number = 1
+        elif anchor == "re_review":
+            round_number += 1
+        else:
+            continue
+        ledger = apply_answer(ledger, parse_answer(text, round_number, ledger.finding_ids))
+    return ledger
 
 
 def fix_handoff_text(
@@ -378,6 +399,7 @@ __all__ = [
     "join_packet",
     "new_packet_text",
     "normalise_fix_completion",
+    "rebuild_ledger",
     "render_frontmatter",
     "review_stage",
     "split_packet",

@@ -43,7 +43,9 @@ from review_loop.agents.review_packet import (
     join_packet,
     new_packet_text,
     normalise_fix_completion,
+    rebuild_ledger,
     review_stage,
+    split_packet,
 )
 from review_loop.agents.review_prompt import (
     DEFAULT_DIFF_BUDGET,
@@ -260,14 +262,24 @@ def _check_state(ref: PacketRef, data: bytes) -> tuple[dict[str, Any] | None, di
             state,
         )
     if int(state.get("round") or 0) > 0 and ledger_from_state(state) is None:
-        return (
-            _fail_closed(
-                "STATE_MIGRATION_REQUIRED",
-                "the state's findings ledger is incomplete and cannot be trusted",
-                ref,
-            ),
-            state,
-        )
+        try:
+            _, body = split_packet(data.decode("utf-8"))
+            stages = [a for a, _ in h1_sections(body) if a in ("review_findings", "re_review")]
+            if len(stages) != int(state.get("round") or 0):
+                raise ValueError(f"{len(stages)} review stages for round {state.get('round')}")
+            rebuilt = rebuild_ledger(body)
+        except (ValueError, UnicodeDecodeError) as error:
+            return (
+                _fail_closed(
+                    "STATE_MIGRATION_REQUIRED",
+                    "the state's findings ledger is incomplete and the packet's stages "
+                    f"cannot rebuild it: {error}",
+                    ref,
+                ),
+                state,
+            )
+        state.update(ledger_to_state(rebuilt))
+        state["ledgerRebuiltFromPacket"] = True
     return None, state
 
 

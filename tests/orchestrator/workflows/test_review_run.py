@@ -8,6 +8,7 @@ the files on disk are all exercised.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 from pathlib import Path
@@ -359,8 +360,22 @@ def test_incomplete_ledger_needs_migration(repo: Path, fakes: FakeCLIs, tmp_path
     state = json.loads(state_path.read_text())
     del state["findingCatalog"]
     state_path.write_text(json.dumps(state))
+    # the packet's own stages can rebuild it ...
+    fakes.script(codex=[again(["| F1 | resolved | ok |"], "PASS")])
+    packet = Path(doc["packetPath"])
+    saved = packet.read_bytes()
     code, res = rl(repo, "run", "--continue")
-    assert code == 2 and res["status"] == "STATE_MIGRATION_REQUIRED"
+    assert code == 0 and res["status"] == "archived", res
+    assert state_of(res, repo)["ledgerRebuiltFromPacket"] is True
+    # ... unless they cannot be read back
+    archived = Path(res["packetPath"])
+    archived.rename(packet)
+    broken = saved.replace("| F1 | [阻塞] |".encode(), b"| F1 | major |")
+    packet.write_bytes(broken)
+    state["packetHash"] = hashlib.sha256(broken).hexdigest()
+    state_path.write_text(json.dumps(state))
+    code, res = rl(repo, "run", "--continue")
+    assert code == 2 and res["status"] == "STATE_MIGRATION_REQUIRED", res
 
 
 # -- the lock ------------------------------------------------------------------------------
@@ -463,3 +478,41 @@ def test_intake_packet_and_other_reviewer_starts_a_new_session(
     claude_call = next(c for c in fakes.calls() if c["product"] == "claude")
     assert "--resume" not in claude_call["argv"]  # a codex session is never resumed by claude
     assert "new session" in res["warning"]
+
+
+# -- a diff too large for one prompt (the workflow API, on asyncio and trio) -------------------
+
+
+def _coverage_answer(paths: list[str], verdict: str) -> dict[str, Any]:
+    listing = "\n".join(f"- {p}" for p in paths)
+    text = f"## Coverage\n\n{listing}\n\n## Findings\n\n{HEADER}\n\nVerdict: {verdict}\n"
+    return {"mode": "ok", "text": text}
+
+
+@pytest.mark.anyio
+async def test_summarised_diff_must_be_covered_to_pass(repo: Path, fakes: FakeCLIs) -> None:
+    from review_loop.orchestrator.cli.common import load_user_prefs
+    from review_loop.orchestrator.dispatcher import open_dispatcher
+    from review_loop.orchestrator.workflows.review_run import RunPlan, run_review
+
+    (repo / "big.txt").write_text("".join(f"line {i}\n" for i in range(400)))
+    prefs = load_user_prefs()
+    fakes.script(
+        codex=[
+            first(verdict="NO_FINDINGS"),
+            _coverage_answer(["app.py"], "NO_FINDINGS"),
+            _coverage_answer(["app.py", "big.txt"], "NO_FINDINGS"),
+        ]
+    )
+    async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as dispatcher:
+        refused = await run_review(dispatcher, RunPlan(diff_budget=300))
+        assert refused["status"] == "malformed_reviewer_output"
+        assert "big.txt" in refused["error"] and "Coverage" in refused["error"]
+        prompt = fakes.calls()[0]["stdin"] or json.dumps(fakes.calls()[0]["argv"])
+        assert "big.txt (+400 -0" in prompt and "Not shown inline" in prompt
+        assert "line 399" not in prompt
+
+        passed = await run_review(dispatcher, RunPlan(diff_budget=300, cont=True))
+    assert passed["status"] == "archived", passed
+    assert "summarised" in passed["warning"]
+    assert passed["evidence"]["coveredPaths"] == ["app.py", "big.txt"]
