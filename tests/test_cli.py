@@ -191,7 +191,7 @@ def test_failure_is_delivery_unknown_exit_2(repo: Path, fakes: FakeCLIs) -> None
 
 def test_timeout_with_fallback_reports_the_swap(repo: Path, fakes: FakeCLIs) -> None:
     fakes.script(codex=[{"mode": "hang"}], grok=[{"mode": "ok", "text": "from grok"}])
-    code, doc, _ = run_cli(
+    code, doc, stderr = run_cli(
         "consult",
         "--repo",
         str(repo),
@@ -211,6 +211,9 @@ def test_timeout_with_fallback_reports_the_swap(repo: Path, fakes: FakeCLIs) -> 
     assert code == 0, doc
     assert doc["product"] == "grok"
     assert doc["fallbacks"] == [{"from": "codex", "to": "grok", "reason": "timeout"}]
+    events = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    fallback = next(e for e in events if e["event"] == "fallback")
+    assert (fallback["from"], fallback["to"], fallback["level"]) == ("codex", "grok", "warning")
 
 
 @pytest.mark.parametrize(

@@ -50,6 +50,7 @@ from review_loop.agents.models import (
 )
 from review_loop.agents.records import Attempt, Delivery, Fallback, SessionRecord
 from review_loop.orchestrator.files import append_line, atomic_write_json, utc_now
+from review_loop.orchestrator.log import log_event
 from review_loop.orchestrator.process import Started, resolve_executable, run_process
 from review_loop.prefs import Prefs, state_home
 
@@ -252,11 +253,13 @@ class Dispatcher:
                     request, current, attempts, fallbacks, started, outcome, degraded_reason
                 )
             if resume is not None and outcome.session_not_found and resume_failed_fast:
+                log_event("resume-degraded", peer=current.name, sessionId=resume, level="warning")
                 resume = None
                 degraded_reason = "session_not_found"
                 continue
             if outcome.state is DeliveryState.NOT_SUBMITTED and not retried:
                 retried = True
+                log_event("retry", peer=current.name, reason=outcome.reason, why="not submitted")
                 continue
             if outcome.state is DeliveryState.NOT_SUBMITTED or attempt.timedOut:
                 fallback = self._pick_fallback(request, tried, claimed - {peer.product})
@@ -268,6 +271,9 @@ class Dispatcher:
                             to=fallback.name,
                             reason="timeout" if attempt.timedOut else "not_submitted",
                         )
+                    )
+                    log_event(
+                        "fallback", level="warning", **fallbacks[-1].model_dump(by_alias=True)
                     )
                     current, resume, retried = fallback, None, False
                     continue
@@ -417,6 +423,14 @@ class Dispatcher:
                 spill_dir=request.record_dir,
             )
             group.cancel_scope.cancel()
+        if completed.killed_after_grace:
+            log_event(
+                "escalated-to-sigkill",
+                level="warning",
+                peer=peer.name,
+                graceMs=self.prefs.graceMs,
+                why="the session ignored SIGTERM for the whole grace period",
+            )
         outcome = peer.adapter.interpret(runnable, completed)
         return finish(outcome, completed)
 
@@ -482,6 +496,15 @@ async def open_dispatcher(
     dispatcher = Dispatcher(repo=repo, prefs=prefs, progress=progress or _stderr_line)
     if reap:
         dispatcher.reaped = await reap_sessions(repo, grace=prefs.graceMs / 1000)
+        for record in dispatcher.reaped:
+            log_event(
+                "reaped",
+                level="warning",
+                product=record.product,
+                sessionId=record.sessionId,
+                status=record.status,
+                pid=record.pid,
+            )
     yield dispatcher
 
 
