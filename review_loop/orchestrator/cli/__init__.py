@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "sessions": "sessions",
     "prefs": "prefs",
     "evidence": "evidence",
+    "verify-diff": "verify_diff",
     "run": "review_run",
     "fix-completion": "fix_completion",
     "close": "close",
