@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "fix-completion": "fix_completion",
     "close": "close",
     "verification": "verification",
+    "scope": "scope",
     "help": "help",
 }
 
