@@ -675,3 +675,49 @@ def test_command_bad_scenarios_file(repo: Path, fakes: FakeCLIs, tmp_path: Path)
     assert proc.returncode == 1
     error = json.loads(proc.stdout)["error"]
     assert error.startswith("--scenarios-file: scenarios[0].checklist has 1 items")
+
+
+# -- end to end: the real claude CLI against the fake model API ---------------------------------
+
+
+@pytest.mark.e2e
+def test_e2e_one_iteration_with_the_real_claude(repo: Path, tmp_path: Path) -> None:
+    """One explicit-args iteration through the real ``claude`` (``scripts/install-clis``),
+    whose model is the fake API: the verdict's edit lands and the document is the seed's."""
+    from tests.e2e.conftest import SKIP_ENV, bin_dir
+    from tests.fakes.model_api import cli_env, serve_model_api
+
+    if os.environ.get(SKIP_ENV) == "1":
+        pytest.skip(f"{SKIP_ENV}=1: e2e tier skipped")
+    claude = bin_dir() / "claude"
+    if not os.access(claude, os.X_OK):
+        pytest.fail(f"the real claude CLI is not installed at {claude}; run scripts/install-clis")
+    scenarios = tmp_path / "scenarios.json"
+    scenarios.write_text(json.dumps({"scenarios": list(SCENARIOS)}))
+    with serve_model_api() as api:
+        api.script(verdict(gaps=["could be warmer"], edits=[POLITER])["text"])
+        home = tmp_path / "cli-home"
+        home.mkdir()
+        env = cli_env(
+            "claude",
+            api,
+            home,
+            extra={
+                "REVIEW_LOOP_HOME": os.environ["REVIEW_LOOP_HOME"],
+                "REVIEW_LOOP_TIMEOUT_MS": "60000",
+            },
+        )
+        env["PATH"] = f"{bin_dir()}:{env['PATH']}"
+        proc = subprocess.run(
+            [sys.executable, "-m", "review_loop", "verify-diff", "--repo", str(repo),
+             "--description", DESCRIPTION, "--fix-direction", DIRECTION,
+             "--target", "SKILL.md", "--executor", "claude",
+             "--scenarios-file", str(scenarios)],
+            capture_output=True, text=True, env=env, timeout=120,
+        )  # fmt: skip
+        turns = api.turns("anthropic")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_golden("e2e_unresolved_one_pass", json.loads(proc.stdout))
+    assert "kindly and politely" in (repo / "SKILL.md").read_text()
+    assert turns and "--- SCENARIOS ---" in turns[0].all_text
+    assert DESCRIPTION not in turns[0].all_text
