@@ -516,3 +516,21 @@ async def test_summarised_diff_must_be_covered_to_pass(repo: Path, fakes: FakeCL
     assert passed["status"] == "archived", passed
     assert "summarised" in passed["warning"]
     assert passed["evidence"]["coveredPaths"] == ["app.py", "big.txt"]
+
+
+def test_lost_session_falls_back_to_a_new_one_with_a_warning(
+    repo: Path, fakes: FakeCLIs, tmp_path: Path
+) -> None:
+    fakes.script(
+        codex=[
+            first(F1, verdict="BLOCKED"),
+            {"mode": "session-not-found"},
+            again(["| F1 | resolved | ok |"], "PASS"),
+        ]
+    )
+    _, r1 = rl(repo, "run")
+    fix(repo, r1["packetPath"], tmp_path)
+    code, r2 = rl(repo, "run", "--continue")
+    assert code == 0 and r2["status"] == "archived", r2
+    assert "session_not_found" in r2["warning"]
+    assert resumed_ids(fakes) == [None, r1["sessionId"], None]
