@@ -2,12 +2,15 @@
 
 One compact JSON line on stdout on success; the error (or the payload rejection block) on
 stderr with exit 1; appended events streamed as CloudEvents lines on stderr.
+
+Start-up matters here (agents call this once per recorded unit), so only the parser of the
+verb being run is built.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 USAGE = [
@@ -29,46 +32,66 @@ USAGE = [
 ]
 OUTPUT = "line"
 
-
-def _leaf(
-    verbs: Any, name: str, *, run: bool = True, extra: tuple[str, ...] = ()
-) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = verbs.add_parser(name, add_help=False, allow_abbrev=False)
-    parser.add_argument("-C", dest="root", default=argparse.SUPPRESS)
-    parser.add_argument("--verification-type", required=True)
-    parser.add_argument("--scope-type", required=True)
-    parser.add_argument("--scope", required=True)
-    if run:
-        parser.add_argument("--run", required=True)
-    for option in extra:
-        parser.add_argument(option, required=True)
-    return parser
+VERBS = ("start", "input", "scope", "finding", "finish", "status", "render")
+EXTRA: dict[str, tuple[str, ...]] = {
+    "start": ("--input",),
+    "scope": ("--payload", "--idempotency-key"),
+    "finding": ("--payload", "--idempotency-key"),
+    "finish": ("--terminal-status",),
+}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """``verification run <verb>``; ``-C`` is accepted before ``run`` or on the verb."""
+    """``verification [-C root] run <verb> ...``; the verb's own options are parsed later."""
     parser.add_argument("-C", dest="root", default=None)
-    groups = parser.add_subparsers(dest="group", required=True)
-    run = groups.add_parser("run", add_help=False, allow_abbrev=False)
-    run.add_argument("-C", dest="root", default=argparse.SUPPRESS)
-    verbs = run.add_subparsers(dest="verb", required=True)
-    _leaf(verbs, "start", run=False, extra=("--input",))
-    _leaf(verbs, "input")
-    for resource in ("scope", "finding"):
-        holder = verbs.add_parser(resource, add_help=False, allow_abbrev=False)
-        holder.add_argument("-C", dest="root", default=argparse.SUPPRESS)
-        actions = holder.add_subparsers(dest="action", required=True)
-        _leaf(actions, "add", extra=("--payload", "--idempotency-key"))
-    finish = _leaf(verbs, "finish", extra=("--terminal-status",))
-    finish.add_argument("--terminal-metadata", default=None)
-    _leaf(verbs, "status")
-    _leaf(verbs, "render")
+    parser.add_argument("rest", nargs=argparse.REMAINDER)
+
+
+def parse_verb(rest: Sequence[str], root: str | None) -> argparse.Namespace:
+    """Parse ``run <verb> [add] <options>`` with a parser for that verb only.
+
+    Raises:
+        UsageError: an unknown verb or a missing/unknown option.
+    """
+    from review_loop.orchestrator.cli import UsageError, new_parser
+
+    words = list(rest)
+    if not words or words[0] != "run":
+        raise UsageError(
+            "review-loop verification: expected 'run' (review-loop verification run …)"
+        )
+    verb = words[1] if len(words) > 1 else ""
+    if verb not in VERBS:
+        raise UsageError(
+            f"review-loop verification run: unknown verb {verb!r} (accepted: {', '.join(VERBS)})"
+        )
+    options = words[2:]
+    name = f"review-loop verification run {verb}"
+    if verb in ("scope", "finding"):
+        if not options or options[0] != "add":
+            raise UsageError(f"{name}: expected 'add'")
+        options, name = options[1:], f"{name} add"
+    parser = new_parser(name)
+    parser.add_argument("-C", dest="root", default=root)
+    parser.add_argument("--verification-type", required=True)
+    parser.add_argument("--scope-type", required=True)
+    parser.add_argument("--scope", required=True)
+    if verb != "start":
+        parser.add_argument("--run", required=True)
+    for option in EXTRA.get(verb, ()):
+        parser.add_argument(option, required=True)
+    if verb == "finish":
+        parser.add_argument("--terminal-metadata", default=None)
+    args = parser.parse_args(options)
+    args.verb = verb
+    return args
 
 
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Run one verb against the run journal."""
     from review_loop.orchestrator.journal import runs
 
+    args = parse_verb(args.rest, args.root)
     cwd = runs.resolve_cwd(args.root)
     if args.verb == "start":
         return runs.start(cwd, args.verification_type, args.scope_type, args.scope, args.input)

@@ -155,11 +155,7 @@ class RunAddress(NamedTuple):
     selector: v.Selector
     token: str
     runs_dir: Path
-
-    @property
-    def log(self) -> RunLog:
-        """The run's event log."""
-        return RunLog(run_file(self.runs_dir, self.token), schema=SCHEMA)
+    log: RunLog
 
     @property
     def input_path(self) -> Path:
@@ -192,6 +188,7 @@ def address(cwd: Path, verification_type: str, scope_type: str, scope: str, run:
     if not run.strip():
         raise _fail("RUN_REQUIRED")
     product = locate_product(cwd)
+    runs_dir = product.runs_dir(verification_type)
     return RunAddress(
         product=product,
         verification_type=verification_type,
@@ -199,7 +196,8 @@ def address(cwd: Path, verification_type: str, scope_type: str, scope: str, run:
         scope=scope,
         selector=selector,
         token=run,
-        runs_dir=product.runs_dir(verification_type),
+        runs_dir=runs_dir,
+        log=RunLog(run_file(runs_dir, run), schema=SCHEMA),
     )
 
 

@@ -332,13 +332,20 @@ class RunLog:
         return events
 
     def state(self) -> StreamState:
-        """The stream's current state (read under a shared lock; nothing is repaired)."""
+        """The stream's current state (read under a shared lock; nothing is repaired).
+
+        The result is also kept as this object's cache, so a :meth:`commit` right after it
+        does not read the snapshot again when nobody appended in between; that commit
+        updates the same object in place.
+        """
         with self._locked(fcntl.LOCK_SH):
             fd = self._open(os.O_RDONLY)
             try:
-                return self._load(fd, repair=False)
+                state = self._load(fd, repair=False)
             finally:
                 os.close(fd)
+        self._cache = state
+        return state
 
     def _read_snapshot(self, ino: int, size: int) -> StreamState | None:
         try:
