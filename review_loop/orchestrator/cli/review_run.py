@@ -67,8 +67,6 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
             raise InputError("--until-pass", f"conflicts with --completion {completion}")
         completion = "pass"
     intake = parse_bool(args.intake, "--intake") or False
-    if args.intake not in (None, "true"):
-        raise InputError("--intake", "is a plain switch", "--intake")
     cont = parse_bool(args.cont, "--continue") or False
     paths = [p.strip() for value in args.paths for p in value.split(",") if p.strip()] or None
     prefs = load_user_prefs()

@@ -582,10 +582,7 @@ def _budget_exhausted(
     ref: PacketRef, state: dict[str, Any], ledger: Ledger, body: str, budget: int
 ) -> dict[str, Any]:
     unresolved = ledger.open_blocking + ledger.open_concerns
-    reassessments = []
-    for anchor, text in h1_sections(body):
-        if anchor == "re_review":
-            reassessments = [line.strip() for line in text.splitlines() if line.startswith("| ")]
+    reassessments = state.get("lastReassessments") or []
     return {
         "ok": False,
         "status": "budget_exhausted",
@@ -694,6 +691,7 @@ def _write_round(
             "packetHash": sha256_bytes(encoded),
             "packetPath": str(final.path),
             "reviewerSessionId": delivery.sessionId,
+            "lastReassessments": [r.model_dump(mode="json") for r in answer.reassessments],
             "pendingStage": None,
             "updated": utc_now(),
         }

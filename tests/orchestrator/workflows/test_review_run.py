@@ -314,6 +314,8 @@ def test_budget_exhausted_then_more_rounds(repo: Path, fakes: FakeCLIs, tmp_path
     assert out["roundsUsed"] == 1 and out["roundsBudget"] == 1
     assert out["openBlocking"] == ["F1"] and out["unresolved"] == ["F1"]
     assert out["positions"]["reviewer"]["lastVerdict"] == "BLOCKED"
+    assert out["positions"]["reviewer"]["reassessments"] == []
+    assert out["positions"]["reviewer"]["findings"][0]["id"] == "F1"
     assert out["positions"]["fixer"]["present"] is True
     assert out["positions"]["fixer"]["verification"] == "pytest -q"
     assert "--rounds +N" in out["recommendation"]
@@ -534,3 +536,27 @@ def test_lost_session_falls_back_to_a_new_one_with_a_warning(
     assert code == 0 and r2["status"] == "archived", r2
     assert "session_not_found" in r2["warning"]
     assert resumed_ids(fakes) == [None, r1["sessionId"], None]
+
+
+def test_budget_exhausted_after_a_rereview_shows_both_positions(
+    repo: Path, fakes: FakeCLIs, tmp_path: Path
+) -> None:
+    fakes.script(
+        codex=[
+            first(F1, verdict="BLOCKED"),
+            again(["| F1 | unresolved | still raises on [] |"], "BLOCKED"),
+        ]
+    )
+    _, r1 = rl(repo, "run", "--rounds", "2", "--intake=false")
+    fix(repo, r1["packetPath"], tmp_path)
+    code, r2 = rl(repo, "run", "--continue")
+    assert code == 0 and r2["status"] == "blocked" and r2["lastAnchor"] == "re_review"
+    fix(repo, r1["packetPath"], tmp_path)
+    code, out = rl(repo, "run", "--continue")
+    assert code == 2 and out["status"] == "budget_exhausted"
+    assert out["roundsUsed"] == 2 and out["lastVerdict"] == "BLOCKED"
+    assert out["positions"]["reviewer"]["reassessments"] == [
+        {"id": "F1", "status": "unresolved", "evidence": "still raises on []"}
+    ]
+    assert out["positions"]["fixer"]["fixRoundsCompleted"] == 2
+    assert len(fakes.calls()) == 2
