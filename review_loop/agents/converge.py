@@ -1,0 +1,751 @@
+"""The task-completion loop's pure parts: ledger, positions, blind-review findings, results.
+
+Seed ``004`` (task-completion loop) and ``reference/origins.md`` §3.1. Nothing here does I/O;
+``review_loop.orchestrator.workflows.converge`` reads and writes the files and runs peers.
+
+**How disagreement is detected.** Every position (the host's file and each peer's answer)
+ends with one structured block, which the prompts ask for word for word::
+
+    ## Disagreements
+    - <each point still disputed, with its evidence>   (or "- none")
+
+    ## Human decisions
+    - <choices only the user can make>                  (or "- none")
+
+    Position: AGREE | DISAGREE
+
+The last non-empty line must be ``Position: AGREE`` or ``Position: DISAGREE`` (case and
+Markdown emphasis ignored). A party *disagrees* when its position is ``DISAGREE``, when it
+lists any disagreement (an ``AGREE`` that still lists one is contradictory and counts as
+disagreement), or when the block is missing (agreement must be stated, never assumed).
+Round A has a disagreement when any of the three parties disagrees; a B round has one when
+either peer does. B round 1 always runs (the fast path never drops round B); round 2 runs
+only when round 1 ended with a disagreement; what is left after round 2 goes to the host
+(technical defaults, adjudicated on evidence) or to the user (``HUMAN_DECISION``).
+
+Peers' "Human decisions" are proposals: agent opinions never create a gate on their own, so
+only ``HUMAN_DECISION`` items in the ledger (set by the host) make the result
+``HUMAN_GATE``; proposals are listed under "Remaining decisions" for the host to judge.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from review_loop.agents.evidence import Evidence
+
+# The seed asks for a real Claude Code session for the blind review; no product stands in.
+BLIND_REVIEWER_PRODUCT = "claude"
+MAX_B_ROUNDS = 2
+MAX_BLIND_ROUNDS = 2
+ITEM_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+class LedgerStatus(StrEnum):
+    """The seed's Phase 0 statuses of one work item."""
+
+    VERIFIED_DONE = "VERIFIED_DONE"
+    PENDING = "PENDING"
+    OBSOLETE = "OBSOLETE"
+    EXCLUDED = "EXCLUDED"
+    HUMAN_DECISION = "HUMAN_DECISION"
+
+
+OPEN_STATUSES = frozenset({LedgerStatus.PENDING, LedgerStatus.HUMAN_DECISION})
+# Statuses whose claim must cite its proof or source.
+CITED_STATUSES = frozenset(
+    {LedgerStatus.VERIFIED_DONE, LedgerStatus.OBSOLETE, LedgerStatus.EXCLUDED}
+)
+
+
+class Result(StrEnum):
+    """The terminal results of the loop."""
+
+    COMPLETED = "COMPLETED"
+    HUMAN_GATE = "HUMAN_GATE"
+    MISSING_DEPENDENCIES = "MISSING_DEPENDENCIES"
+    UNVERIFIED = "UNVERIFIED"
+
+
+def result_ok(result: Result) -> bool:
+    """The ``ok`` of a command document: false when evidence or a capability is missing."""
+    return result in (Result.COMPLETED, Result.HUMAN_GATE)
+
+
+class Gate(StrEnum):
+    """The results that must cover the final evidence id."""
+
+    VERIFICATION = "verification"
+    AGENTIC_REVIEW = "agentic-review"
+    ARCHITECTURE_HARDENING = "architecture-hardening"
+    BLIND_REVIEW = "blind-review"
+
+
+# The result token each gate must report to count as passed.
+GATE_PASS: dict[Gate, frozenset[str]] = {
+    Gate.VERIFICATION: frozenset({"PASS"}),
+    Gate.AGENTIC_REVIEW: frozenset({"PASS", "NO_FINDINGS"}),
+    Gate.ARCHITECTURE_HARDENING: frozenset({"NO_ACTIONABLE_FINDINGS"}),
+    Gate.BLIND_REVIEW: frozenset({"CLEAN"}),
+}
+# Architecture-hardening terminal results passed through as this loop's result.
+PASS_THROUGH = frozenset({"HUMAN_GATE", "MISSING_DEPENDENCIES", "UNVERIFIED"})
+GOALS = ("completed", "active-checkpoint", "not-created", "deferred-conflict")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LedgerItem(_Model):
+    """One item of work from the plan.
+
+    Attributes:
+        evidence: the proof (``VERIFIED_DONE``), the superseding decision or contract
+            (``OBSOLETE``), the exclusion's source (``EXCLUDED``), or a note.
+    """
+
+    id: str
+    title: str = ""
+    status: LedgerStatus
+    evidence: str = ""
+    updated: str = ""
+
+    @field_validator("id")
+    @classmethod
+    def _id_shape(cls, value: str) -> str:
+        if not ITEM_ID_RE.match(value):
+            raise ValueError(f"item id {value!r} must match {ITEM_ID_RE.pattern}")
+        return value
+
+    @model_validator(mode="after")
+    def _cited(self) -> LedgerItem:
+        if self.status in CITED_STATUSES and not self.evidence.strip():
+            raise ValueError(f"{self.status.value} needs its evidence or source cited")
+        return self
+
+
+class GateRecord(_Model):
+    """A gate's result and the evidence id it covered."""
+
+    gate: Gate
+    result: str
+    evidence: Evidence
+    session: str | None = None
+    detail: str = ""
+    recordedAt: str = ""
+
+    @property
+    def passed(self) -> bool:
+        """Whether the result is one of the gate's passing tokens."""
+        return self.result in GATE_PASS[self.gate]
+
+
+class ConvergenceSummary(_Model):
+    """Where the last convergence record is and what it decided."""
+
+    status: str
+    decision: str
+    rounds: int
+    recordPath: str
+    at: str
+
+
+class PreflightSummary(_Model):
+    """The last preflight: passed, or what was missing."""
+
+    ready: bool
+    missing: list[str] = Field(default_factory=list)
+    at: str
+
+
+class BlindFinding(_Model):
+    """One blind-review finding and its class."""
+
+    id: str
+    cls: Literal["Fix", "Backlog", "Reject"] = Field(alias="class")
+    title: str
+    evidence: str
+    requiredFix: str
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class BlindReviewSummary(_Model):
+    """A delivered blind review, tied to the evidence id it saw."""
+
+    round: int
+    verdict: Literal["FIX", "CLEAN"]
+    evidence: Evidence
+    product: str
+    sessionId: str | None
+    findings: list[BlindFinding] = Field(default_factory=list)
+    recordPath: str = ""
+    at: str = ""
+
+
+class Ledger(_Model):
+    """The task ledger file: items, gate results, and the loop's own records."""
+
+    version: Literal[1] = 1
+    task: str = ""
+    items: list[LedgerItem] = Field(default_factory=list)
+    gates: list[GateRecord] = Field(default_factory=list)
+    blindReviews: list[BlindReviewSummary] = Field(default_factory=list)
+    convergence: ConvergenceSummary | None = None
+    preflight: PreflightSummary | None = None
+    goal: str = "not-created"
+    implemented: str = ""
+    lessons: str = ""
+    updated: str = ""
+
+    @field_validator("goal")
+    @classmethod
+    def _goal(cls, value: str) -> str:
+        if value not in GOALS:
+            raise ValueError(f"goal {value!r} is not one of {', '.join(GOALS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Ledger:
+        ids = [item.id for item in self.items]
+        if len(set(ids)) != len(ids):
+            raise ValueError("item ids must be unique")
+        return self
+
+    def with_item(self, item: LedgerItem) -> Ledger:
+        """The ledger with ``item`` added, or replacing the item of the same id."""
+        items = [i for i in self.items if i.id != item.id]
+        position = next((n for n, i in enumerate(self.items) if i.id == item.id), len(items))
+        items.insert(position, item)
+        return self.model_copy(update={"items": items})
+
+    def by_status(self, status: LedgerStatus) -> list[LedgerItem]:
+        """Items with ``status``, in ledger order."""
+        return [i for i in self.items if i.status is status]
+
+    def latest_gates(self) -> dict[Gate, GateRecord]:
+        """The last recorded result of each gate."""
+        latest: dict[Gate, GateRecord] = {}
+        for record in self.gates:
+            latest[record.gate] = record
+        return latest
+
+    def stale_gates(self, current: Evidence | None) -> list[GateRecord]:
+        """Latest gate results whose evidence is not ``current`` (baseSha+pathFilter+digest)."""
+        return [
+            record
+            for record in self.latest_gates().values()
+            if current is None or not record.evidence.same_snapshot(current)
+        ]
+
+
+# -- positions -----------------------------------------------------------------------------
+
+_POSITION_RE = re.compile(r"^[\s>*_`#-]*position\s*[*_`]*\s*:\s*[*_`]*\s*(agree|disagree)\b", re.I)
+_HEADING_RE = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*\S)\s*$")
+_NONE_RE = re.compile(r"^[\s*_`(]*(none|n/?a|nothing|no)\b[\s.)*_`]*$", re.I)
+
+
+class PositionBlock(_Model):
+    """The structured end of a position.
+
+    Attributes:
+        position: ``AGREE``/``DISAGREE`` as stated, or ``None`` when the line is missing.
+        disagreements: the listed points still disputed.
+        humanDecisions: the listed choices the party says only the user can make.
+    """
+
+    position: Literal["AGREE", "DISAGREE"] | None
+    disagreements: list[str] = Field(default_factory=list)
+    humanDecisions: list[str] = Field(default_factory=list)
+
+    @property
+    def parsed(self) -> bool:
+        """Whether the ``Position:`` line was found as the last non-empty line."""
+        return self.position is not None
+
+    @property
+    def disagrees(self) -> bool:
+        """The explicit rule: anything but a clean, stated ``AGREE`` is a disagreement."""
+        return self.position != "AGREE" or bool(self.disagreements)
+
+    def points(self, party: str) -> list[str]:
+        """The disagreement points, named after ``party``; one line even when unlisted."""
+        if self.disagreements:
+            return [f"{party}: {point}" for point in self.disagreements]
+        if self.position is None:
+            return [f"{party}: no `Position: AGREE|DISAGREE` line, agreement not stated"]
+        if self.position == "DISAGREE":
+            return [f"{party}: DISAGREE (no point listed)"]
+        return []
+
+
+def _section_bullets(lines: Sequence[str], *names: str) -> list[str]:
+    out: list[str] = []
+    inside = False
+    for line in lines:
+        heading = _HEADING_RE.match(line)
+        if heading:
+            title = heading.group(2).strip().lower()
+            inside = any(name in title for name in names)
+            continue
+        if not inside:
+            continue
+        if _POSITION_RE.match(line):
+            inside = False
+            continue
+        bullet = _BULLET_RE.match(line)
+        if bullet and not _NONE_RE.match(bullet.group(1)):
+            out.append(bullet.group(1).strip())
+    return out
+
+
+def parse_position(text: str) -> PositionBlock:
+    """Read the structured block at the end of a position (see the module docstring)."""
+    lines = text.splitlines()
+    non_empty = [line for line in lines if line.strip()]
+    position: Literal["AGREE", "DISAGREE"] | None = None
+    if non_empty:
+        match = _POSITION_RE.match(non_empty[-1])
+        if match:
+            position = "AGREE" if match.group(1).lower() == "agree" else "DISAGREE"
+    return PositionBlock(
+        position=position,
+        disagreements=_section_bullets(lines, "disagreement"),
+        humanDecisions=_section_bullets(lines, "human decision", "user decision"),
+    )
+
+
+def section_text(text: str, *names: str) -> str:
+    """The body of the first heading whose title contains one of ``names``, on one line."""
+    lines = text.splitlines()
+    out: list[str] = []
+    level = 0
+    for line in lines:
+        heading = _HEADING_RE.match(line)
+        if heading:
+            if level and len(heading.group(1)) <= level:
+                break
+            if not level and any(n in heading.group(2).lower() for n in names):
+                level = len(heading.group(1))
+            continue
+        if level and line.strip() and not _POSITION_RE.match(line):
+            bullet = _BULLET_RE.match(line)
+            out.append(bullet.group(1) if bullet else line.strip())
+    return "; ".join(out)
+
+
+# -- the convergence record ---------------------------------------------------------------
+
+
+class PartyPosition(_Model):
+    """One party's latest position as the record reports it."""
+
+    role: Literal["host", "A", "B"]
+    product: str | None
+    sessionId: str | None
+    block: PositionBlock | None
+    stage: str | None
+    state: str
+
+
+class ConvergenceRecord(_Model):
+    """The seed's "Three-party Convergence" record, field by field."""
+
+    decision: str
+    why: str
+    workLedger: str
+    frozenScope: str
+    ownership: str
+    verification: str
+    peerA: str
+    peerB: str
+    fallbacks: str
+    remainingDecisions: str
+
+    def render(self, peer_a: str, peer_b: str) -> str:
+        """The record as the seed writes it (``peer_a``/``peer_b``: the products)."""
+        return (
+            "Three-party Convergence\n"
+            f"- Decision: {self.decision}\n"
+            f"- Why: {self.why}\n"
+            f"- Work ledger: {self.workLedger}\n"
+            f"- Frozen scope / exclusions: {self.frozenScope}\n"
+            f"- Ownership and dependency direction: {self.ownership}\n"
+            f"- Verification: {self.verification}\n"
+            f"- Peer A ({peer_a}) session: {self.peerA}\n"
+            f"- Peer B ({peer_b}) session: {self.peerB}\n"
+            f"- Fallbacks: {self.fallbacks}\n"
+            f"- Remaining decisions: {self.remainingDecisions}\n"
+        )
+
+
+def ledger_summary(ledger: Ledger) -> str:
+    """``2 PENDING (T1, T2); 1 VERIFIED_DONE (T0)`` in status order; ``empty``."""
+    parts = []
+    for status in LedgerStatus:
+        items = ledger.by_status(status)
+        if items:
+            parts.append(f"{len(items)} {status.value} ({', '.join(i.id for i in items)})")
+    return "; ".join(parts) if parts else "empty"
+
+
+def frozen_scope(ledger: Ledger, host_scope: str) -> str:
+    """The frozen scope: every PENDING item (plus the host's words), and the exclusions."""
+    pending = ", ".join(f"{i.id} {i.title}".strip() for i in ledger.by_status(LedgerStatus.PENDING))
+    excluded = ", ".join(i.id for i in ledger.by_status(LedgerStatus.EXCLUDED))
+    scope = pending or "no PENDING item"
+    if host_scope:
+        scope += f" — host: {host_scope}"
+    return f"{scope}; exclusions: {excluded or 'none'}"
+
+
+def decision_text(
+    status: str, rounds: int, fast_path: bool, missing: Sequence[str], remaining: Sequence[str]
+) -> str:
+    """The Decision line for a convergence status."""
+    if status == "UNVERIFIED":
+        return (
+            "UNVERIFIED — missing position(s): "
+            + "; ".join(missing)
+            + ". Handles kept; the next `converge` continues from the missing side"
+        )
+    if status == "converged":
+        path = " (fast path)" if fast_path else ""
+        return f"converged after {rounds} cross-examination round(s){path}"
+    if status == "HUMAN_GATE":
+        return "HUMAN_GATE — the ledger holds HUMAN_DECISION items the user owns"
+    return (
+        f"disagreement remains after {rounds} cross-examination rounds: the host adjudicates "
+        f"technical defaults on evidence; user decisions go to C ({len(remaining)} point(s))"
+    )
+
+
+# -- blind review -----------------------------------------------------------------------------
+
+_VERDICT_RE = re.compile(r"^[\s*_`]*verdict[\s*_`]*:[\s*_`]*(FIX|CLEAN)[\s*_`.]*$", re.I)
+_CLASSES = {"fix": "Fix", "backlog": "Backlog", "reject": "Reject"}
+BLIND_COLUMNS = ("ID", "Class", "Title", "Evidence", "Required fix")
+
+
+class MalformedReview(ValueError):
+    """A blind review that does not follow the required shape."""
+
+
+def _cells(line: str) -> list[str]:
+    body = line.strip()
+    body = body.removeprefix("|").removesuffix("|")
+    return [cell.strip().replace("&#124;", "|") for cell in body.split("|")]
+
+
+def parse_blind_review(text: str) -> tuple[Literal["FIX", "CLEAN"], list[BlindFinding]]:
+    """The verdict (``FIX``/``CLEAN``) and findings of a blind review.
+
+    Shape: a ``## Findings`` section holding ``None`` or a table with the columns
+    ``ID | Class | Title | Evidence | Required fix`` (Class: Fix, Backlog or Reject), and the
+    last non-empty line ``Verdict: FIX`` (at least one Fix) or ``Verdict: CLEAN`` (none).
+
+    Raises:
+        MalformedReview: the shape is wrong (names what).
+    """
+    lines = text.splitlines()
+    non_empty = [line for line in lines if line.strip()]
+    verdict_match = _VERDICT_RE.match(non_empty[-1]) if non_empty else None
+    if verdict_match is None:
+        raise MalformedReview("the last non-empty line must be `Verdict: FIX` or `Verdict: CLEAN`")
+    verdict: Literal["FIX", "CLEAN"] = "FIX" if verdict_match.group(1).upper() == "FIX" else "CLEAN"
+    if sum(1 for line in lines if _VERDICT_RE.match(line)) != 1:
+        raise MalformedReview("exactly one `Verdict:` line is allowed")
+    start = next(
+        (
+            n
+            for n, line in enumerate(lines)
+            if (h := _HEADING_RE.match(line)) and "finding" in h.group(2).lower()
+        ),
+        None,
+    )
+    if start is None:
+        raise MalformedReview("no `## Findings` section")
+    findings: list[BlindFinding] = []
+    header_seen = False
+    for line in lines[start + 1 :]:
+        if _HEADING_RE.match(line) or _VERDICT_RE.match(line):
+            break
+        if not line.strip().startswith("|"):
+            continue
+        cells = _cells(line)
+        if all(re.fullmatch(r":?-{1,}:?", c) for c in cells if c):
+            continue
+        if not header_seen:
+            header_seen = True
+            if [c.lower() for c in cells] != [c.lower() for c in BLIND_COLUMNS]:
+                raise MalformedReview(f"the findings table needs the columns {BLIND_COLUMNS}")
+            continue
+        if len(cells) != len(BLIND_COLUMNS):
+            raise MalformedReview(
+                f"row {cells[0]!r} has {len(cells)} cells, not {len(BLIND_COLUMNS)} "
+                "(write a pipe inside a cell as &#124;)"
+            )
+        cls = _CLASSES.get(cells[1].strip("*_` ").lower())
+        if cls is None:
+            raise MalformedReview(f"finding {cells[0]!r}: class must be Fix, Backlog or Reject")
+        findings.append(
+            BlindFinding.model_validate(
+                {
+                    "id": cells[0],
+                    "class": cls,
+                    "title": cells[2],
+                    "evidence": cells[3],
+                    "requiredFix": cells[4],
+                }
+            )
+        )
+    ids = [f.id for f in findings]
+    if len(set(ids)) != len(ids) or any(not i for i in ids):
+        raise MalformedReview("finding ids must be present and unique")
+    has_fix = any(f.cls == "Fix" for f in findings)
+    if has_fix != (verdict == "FIX"):
+        raise MalformedReview("`Verdict: FIX` exactly when at least one finding is class Fix")
+    return verdict, findings
+
+
+# -- the task completion result -----------------------------------------------------------------
+
+
+class CompletionInputs(_Model):
+    """What the Task Completion Result is derived from."""
+
+    ledger: Ledger
+    evidence: Evidence | None
+    protocol: str
+
+
+def evidence_id(evidence: Evidence | None) -> str:
+    """``baseSha[:12] pathFilter digest[:16]``: the three fields equality compares."""
+    if evidence is None:
+        return "none"
+    paths = ",".join(evidence.pathFilter) if evidence.pathFilter else "(whole tree)"
+    return f"base {evidence.baseSha[:12]} paths {paths} digest {evidence.digest[:16]}"
+
+
+def derive_result(inputs: CompletionInputs) -> tuple[Result, list[str]]:
+    """The terminal result and every reason that kept it from ``COMPLETED``.
+
+    Precedence: a failed preflight is ``MISSING_DEPENDENCIES``; a user-owned decision (a
+    ``HUMAN_DECISION`` item, a deferred Goal, a passed-through ``HUMAN_GATE``) is
+    ``HUMAN_GATE``; any other missing, failed or stale evidence is ``UNVERIFIED``.
+    """
+    ledger, current = inputs.ledger, inputs.evidence
+    latest = ledger.latest_gates()
+    missing_deps: list[str] = []
+    human: list[str] = []
+    unverified: list[str] = []
+    if ledger.preflight is not None and not ledger.preflight.ready:
+        missing_deps.extend(ledger.preflight.missing or ["preflight failed"])
+    hardening = latest.get(Gate.ARCHITECTURE_HARDENING)
+    if hardening is not None and hardening.result in PASS_THROUGH:
+        reason = f"architecture-hardening returned {hardening.result}"
+        {
+            "HUMAN_GATE": human,
+            "MISSING_DEPENDENCIES": missing_deps,
+            "UNVERIFIED": unverified,
+        }[hardening.result].append(reason)
+    decisions = ledger.by_status(LedgerStatus.HUMAN_DECISION)
+    if decisions:
+        human.append("HUMAN_DECISION: " + ", ".join(i.id for i in decisions))
+    if ledger.goal == "deferred-conflict":
+        human.append("Goal deferred: conflicting goal ownership")
+    if ledger.preflight is None:
+        unverified.append("no preflight recorded")
+    if ledger.convergence is None:
+        unverified.append("no three-party convergence recorded")
+    elif ledger.convergence.status == "UNVERIFIED":
+        unverified.append("three-party convergence is UNVERIFIED (a position is missing)")
+    pending = ledger.by_status(LedgerStatus.PENDING)
+    if pending:
+        unverified.append("PENDING: " + ", ".join(i.id for i in pending))
+    if current is None:
+        unverified.append("no current evidence id")
+    for gate in Gate:
+        record = latest.get(gate)
+        if record is None:
+            unverified.append(f"{gate.value}: not run")
+        elif current is not None and not record.evidence.same_snapshot(current):
+            unverified.append(f"{gate.value}: stale (covers {evidence_id(record.evidence)})")
+        elif not record.passed:
+            unverified.append(f"{gate.value}: {record.result}")
+    reviews = ledger.blindReviews
+    if len(reviews) >= MAX_BLIND_ROUNDS and reviews[-1].verdict == "FIX":
+        unverified.append(f"blind review budget used ({MAX_BLIND_ROUNDS} rounds, last one FIX)")
+    if missing_deps:
+        return Result.MISSING_DEPENDENCIES, missing_deps
+    if human:
+        return Result.HUMAN_GATE, human + unverified
+    if unverified:
+        return Result.UNVERIFIED, unverified
+    return Result.COMPLETED, []
+
+
+def _findings_line(ledger: Ledger) -> str:
+    if not ledger.blindReviews:
+        return "none (no blind review yet)"
+    counts: dict[str, list[str]] = {"Fix": [], "Backlog": [], "Reject": []}
+    for review in ledger.blindReviews:
+        for finding in review.findings:
+            counts[finding.cls].append(f"r{review.round}:{finding.id}")
+    fixed = counts["Fix"]
+    return (
+        f"Fixed {len(fixed)} ({', '.join(fixed) or 'none'}) / "
+        f"Backlog {len(counts['Backlog'])} ({', '.join(counts['Backlog']) or 'none'}) / "
+        f"Rejected {len(counts['Reject'])} ({', '.join(counts['Reject']) or 'none'})"
+    )
+
+
+def _gate_line(ledger: Ledger, gate: Gate, current: Evidence | None) -> str:
+    record = ledger.latest_gates().get(gate)
+    if record is None:
+        return "not run"
+    stale = "" if current and record.evidence.same_snapshot(current) else " — STALE"
+    session = f"{record.session} + " if record.session else ""
+    return f"{record.result}: {session}{evidence_id(record.evidence)}{stale}"
+
+
+def render_completion(inputs: CompletionInputs, result: Result, reasons: Iterable[str]) -> str:
+    """The seed's "Task Completion Result" block."""
+    ledger, current = inputs.ledger, inputs.evidence
+    excluded = ", ".join(i.id for i in ledger.by_status(LedgerStatus.EXCLUDED)) or "none"
+    scope = ", ".join(i.id for i in ledger.items if i.status not in (LedgerStatus.EXCLUDED,))
+    done = ", ".join(i.id for i in ledger.by_status(LedgerStatus.VERIFIED_DONE))
+    decision = ledger.convergence.decision if ledger.convergence else "not recorded"
+    blind = ledger.blindReviews[-1] if ledger.blindReviews else None
+    audit = (
+        f"{blind.verdict}: fresh {blind.product} session {blind.sessionId} + "
+        f"{evidence_id(blind.evidence)}"
+        + ("" if current and blind.evidence.same_snapshot(current) else " — STALE")
+        if blind
+        else "not run"
+    )
+    why = "; ".join(reasons)
+    return (
+        "Task Completion Result\n"
+        f"- Scope / exclusions: {scope or 'none'} / {excluded}\n"
+        f"- Work ledger: {ledger_summary(ledger)}\n"
+        f"- Three-party decision: {decision}\n"
+        f"- Goal: {ledger.goal}\n"
+        f"- Final evidence id: {evidence_id(current)}\n"
+        f"- Implemented: {ledger.implemented or done or 'none recorded'}\n"
+        f"- Verification: {_gate_line(ledger, Gate.VERIFICATION, current)}\n"
+        f"- Agentic review: {_gate_line(ledger, Gate.AGENTIC_REVIEW, current)}\n"
+        f"- Architecture hardening: {_gate_line(ledger, Gate.ARCHITECTURE_HARDENING, current)}\n"
+        f"- Final Claude audit: {audit}\n"
+        f"- Fixed / Backlog / Rejected: {_findings_line(ledger)}\n"
+        f"- Protocol, Git, and external actions: {inputs.protocol}\n"
+        f"- Lessons: {ledger.lessons or 'none (no comparable evidence recorded)'}\n"
+        f"- Result: {result.value}\n" + (f"- Open: {why}\n" if why else "")
+    )
+
+
+def render_missing_dependencies(missing: Sequence[str]) -> str:
+    """The seed's block for a failed preflight."""
+    return (
+        "Task Completion Result\n"
+        "- Result: MISSING_DEPENDENCIES\n"
+        f"- Missing: {'; '.join(missing)}\n"
+        "- Stop point: before discussion, Goal activation, and source changes\n"
+        "- Substitution/install: none; no generic agent impersonation, copied skill logic, "
+        "or automatic install\n"
+        "- Work started: no\n"
+    )
+
+
+# -- prompts ------------------------------------------------------------------------------------
+
+BLIND_DIFF_LIMIT = 150_000
+
+
+def ledger_text(ledger: Ledger) -> str:
+    """The ledger as a Markdown table for prompts (``none`` when empty)."""
+    if not ledger.items:
+        return "(empty: no item recorded yet)"
+    rows = ["| ID | Status | Title | Evidence |", "|---|---|---|---|"]
+    for item in ledger.items:
+        cells = (item.id, item.status.value, item.title, item.evidence)
+        rows.append("| " + " | ".join(c.replace("|", "&#124;") for c in cells) + " |")
+    return "\n".join(rows)
+
+
+def round_a_prompt(side: str, plan: str, ledger: Ledger) -> str:
+    """Round A: an independent position on the plan and ledger (no other position shown)."""
+    from review_loop.agents.prompts import load_prompt
+
+    return load_prompt("converge_round_a").format(
+        side=side,
+        position_block=load_prompt("converge_position_block"),
+        ledger=ledger_text(ledger),
+        plan=plan.strip(),
+    )
+
+
+def round_b_prompt(
+    round_number: int, side: str, other: str, host: str, other_position: str, own_position: str
+) -> str:
+    """Round B: the host's and the other peer's positions, to be attacked."""
+    from review_loop.agents.prompts import load_prompt
+
+    return load_prompt("converge_round_b").format(
+        round=round_number,
+        side=side,
+        other=other,
+        position_block=load_prompt("converge_position_block"),
+        host=host.strip(),
+        other_position=other_position.strip(),
+        own_position=own_position.strip(),
+    )
+
+
+def continuation_prompt(prompt: str) -> str:
+    """The same request, sent again into the session whose earlier answer never arrived."""
+    return (
+        "Your answer to the request below did not reach the host (the call timed out or "
+        "its delivery is unknown). Answer it now, in full.\n\n" + prompt
+    )
+
+
+def preflight_prompt() -> str:
+    """The preflight round trip."""
+    from review_loop.agents.prompts import load_prompt
+
+    return load_prompt("converge_preflight") + "\n"
+
+
+def blind_review_prompt(evidence: Evidence, diff: str) -> str:
+    """The blind review: only the final evidence id and change set, nothing earlier."""
+    from review_loop.agents.prompts import load_prompt
+
+    if len(diff) > BLIND_DIFF_LIMIT:
+        listed = "\n".join(f"- {p}" for p in evidence.coveredPaths)
+        diff = (
+            f"(the diff has {len(diff)} characters; its first {BLIND_DIFF_LIMIT} follow. "
+            f"Open the changed files yourself:)\n{listed}\n\n{diff[:BLIND_DIFF_LIMIT]}"
+        )
+    identity = {
+        "baseSha": evidence.baseSha,
+        "pathFilter": evidence.pathFilter,
+        "digest": evidence.digest,
+        "coveredPaths": evidence.coveredPaths,
+    }
+    return (
+        load_prompt("blind_review").format(
+            evidence=json.dumps(identity, ensure_ascii=False, indent=2),
+            diff=diff.rstrip("\n") or "(empty: no change against the base)",
+        )
+        + "\n"
+    )

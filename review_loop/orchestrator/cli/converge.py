@@ -1,0 +1,96 @@
+"""``review-loop converge``: three-party convergence; writes and returns the record.
+
+Phase 1 A (both peers in parallel, new sessions), then B (each peer's own session resumed
+with the host's and the other peer's positions), at most two rounds. Re-running continues
+the same run: answered calls are never asked again. ``ok: false`` (exit 2) when a position
+is missing (``UNVERIFIED``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from typing import Any
+
+USAGE = [
+    "review-loop converge --repo R --plan FILE --host-position FILE [--host H] "
+    "[--peer P [--peer P2]] [--peer-command NAME] [--fallback F|auto] [--run NAME] "
+    "[--timeout SECONDS]",
+]
+OUTPUT = "json"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Declare converge's options."""
+    from review_loop.orchestrator.cli.common import add_repo_option
+
+    add_repo_option(parser)
+    parser.add_argument("--plan")
+    parser.add_argument("--host-position", dest="host_position")
+    parser.add_argument("--host")
+    parser.add_argument("--peer", "--reviewer", dest="peers", action="append", default=[])
+    parser.add_argument("--peer-command", dest="peer_command")
+    parser.add_argument("--fallback", action="append", default=[])
+    parser.add_argument("--run")
+    parser.add_argument("--timeout")
+
+
+def _text(value: str | None, field: str) -> str:
+    from review_loop.agents.errors import InputError
+    from review_loop.orchestrator.cli.common import read_text_file
+
+    if value is None:
+        raise InputError(field, "is required", f"{field} FILE")
+    text = read_text_file(value, field)
+    if not text.strip():
+        raise InputError(field, f"{value!r} is empty", "a non-blank UTF-8 text file")
+    return text
+
+
+def execute(args: argparse.Namespace) -> Mapping[str, Any]:
+    """Validate everything first (nothing is written on bad input), then converge."""
+    import shutil
+
+    import anyio
+
+    from review_loop.agents.errors import InputError
+    from review_loop.orchestrator.cli.common import load_user_prefs, positive_seconds, repo_from
+    from review_loop.orchestrator.dispatcher import open_dispatcher
+    from review_loop.orchestrator.git import ensure_layout
+    from review_loop.orchestrator.workflows.consult import resolve_fallbacks
+    from review_loop.orchestrator.workflows.converge import (
+        ConvergeInputs,
+        plan_peers,
+        run_converge,
+    )
+    from review_loop.orchestrator.workflows.converge_store import check_run, default_run
+
+    plan = _text(args.plan, "--plan")
+    host_position = _text(args.host_position, "--host-position")
+    repo = repo_from(args)
+    prefs = load_user_prefs()
+    named = [p.strip() for value in args.peers for p in value.split(",") if p.strip()]
+    prefs, peers = plan_peers(prefs, named, args.host, args.peer_command, shutil.which)
+    if len(peers) != 2:
+        raise InputError(
+            "--peer",
+            f"only {peers} available after removing the host; three-way convergence needs "
+            "two peers (run `review-loop preflight` for the MISSING_DEPENDENCIES report)",
+            "two products other than the host",
+        )
+    inputs = ConvergeInputs(
+        run=check_run(args.run) if args.run else default_run(repo),
+        plan=plan,
+        host_position=host_position,
+        host=args.host,
+        peers=(peers[0], peers[1]),
+        fallback=resolve_fallbacks(prefs, args.fallback),
+        timeout_ms=positive_seconds(args.timeout, "--timeout") if args.timeout else None,
+    )
+    ensure_layout(repo)
+
+    async def main() -> Mapping[str, Any]:
+        async with open_dispatcher(repo=repo, prefs=prefs) as dispatcher:
+            return await run_converge(dispatcher, inputs)
+
+    return anyio.run(main)

@@ -1,0 +1,115 @@
+"""``review-loop ledger``: the task ledger file, gate results, and the completion result.
+
+- ``show``: the ledger.
+- ``set --id ID --status S [--title T] [--evidence E]``: add or change an item
+  (``VERIFIED_DONE``, ``OBSOLETE`` and ``EXCLUDED`` need ``--evidence``).
+- ``gate --gate G --result TOKEN [--session S] [--detail D] [--base REF] [--paths a,b]``:
+  record a gate result against the evidence computed now.
+- ``meta [--task T] [--goal G] [--implemented T] [--lessons T]``.
+- ``result [--base REF] [--paths a,b]``: recompute the evidence, derive the result, write
+  and return the "Task Completion Result" block; stale gate results are named.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from typing import Any
+
+ACTIONS = ("show", "set", "gate", "meta", "result")
+USAGE = [
+    "review-loop ledger show [--repo R] [--run NAME]",
+    "review-loop ledger set --id ID --status VERIFIED_DONE|PENDING|OBSOLETE|EXCLUDED|"
+    "HUMAN_DECISION [--title T] [--evidence E] [--run NAME]",
+    "review-loop ledger gate --gate verification|agentic-review|architecture-hardening "
+    "--result TOKEN [--session S] [--detail D] [--base REF] [--paths a,b] [--run NAME]",
+    "review-loop ledger meta [--task T] [--goal completed|active-checkpoint|not-created|"
+    "deferred-conflict] [--implemented T] [--lessons T] [--run NAME]",
+    "review-loop ledger result [--base REF] [--paths a,b] [--run NAME]",
+]
+OUTPUT = "json"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Declare the action and its options."""
+    from review_loop.orchestrator.cli.common import add_repo_option
+
+    add_repo_option(parser)
+    parser.add_argument("action", nargs="?", default="show")
+    parser.add_argument("--run")
+    parser.add_argument("--id", dest="item_id")
+    parser.add_argument("--status")
+    parser.add_argument("--title")
+    parser.add_argument("--evidence")
+    parser.add_argument("--gate")
+    parser.add_argument("--result")
+    parser.add_argument("--session")
+    parser.add_argument("--detail", default="")
+    parser.add_argument("--base")
+    parser.add_argument("--paths", "--path", dest="paths", default=None)
+    parser.add_argument("--task")
+    parser.add_argument("--goal")
+    parser.add_argument("--implemented")
+    parser.add_argument("--lessons")
+
+
+def _required(value: str | None, field: str, accepted: str) -> str:
+    from review_loop.agents.errors import InputError
+
+    if value is None or not value.strip():
+        raise InputError(field, "is required for this action", accepted)
+    return value
+
+
+def execute(args: argparse.Namespace) -> Mapping[str, Any]:
+    """Dispatch the action."""
+    from review_loop.agents.errors import InputError
+    from review_loop.orchestrator.cli.common import repo_from
+    from review_loop.orchestrator.git import ensure_layout, rev_parse
+    from review_loop.orchestrator.workflows import converge_gates as gates
+    from review_loop.orchestrator.workflows.converge_store import check_run, default_run
+
+    if args.action not in ACTIONS:
+        raise InputError("action", f"unknown ledger action {args.action!r}", " | ".join(ACTIONS))
+    repo = repo_from(args)
+    run = check_run(args.run) if args.run else default_run(repo)
+    if args.action == "show":
+        return gates.ledger_show(repo, run)
+    if args.base is not None:
+        rev_parse(repo, args.base)
+    ensure_layout(repo)
+    if args.action == "set":
+        return gates.ledger_set_item(
+            repo,
+            run,
+            item_id=_required(args.item_id, "--id", "an item id such as T1"),
+            status=_required(args.status, "--status", "a ledger status"),
+            title=args.title,
+            evidence=args.evidence,
+        )
+    if args.action == "gate":
+        return gates.ledger_gate(
+            repo,
+            run,
+            gate=_required(args.gate, "--gate", "a gate name"),
+            result=_required(args.result, "--result", "the gate's result token"),
+            base=args.base or "HEAD",
+            paths_filter=args.paths,
+            session=args.session,
+            detail=args.detail,
+        )
+    if args.action == "meta":
+        changes = {
+            key: value
+            for key, value in (
+                ("task", args.task),
+                ("goal", args.goal),
+                ("implemented", args.implemented),
+                ("lessons", args.lessons),
+            )
+            if value is not None
+        }
+        if not changes:
+            raise InputError("meta", "nothing to set", "--task, --goal, --implemented, --lessons")
+        return gates.ledger_meta(repo, run, changes)
+    return gates.ledger_result(repo, run, base=args.base, paths_filter=args.paths)

@@ -1,0 +1,76 @@
+"""``review-loop preflight``: prove Peer A, Peer B and the blind reviewer are really usable.
+
+A real round trip and a resumable session (listed by ``sessions``) for each, before any
+work starts; otherwise the seed's ``MISSING_DEPENDENCIES`` block (``ok: false``, exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from typing import Any
+
+USAGE = [
+    "review-loop preflight --repo R [--host H] [--peer P [--peer P2]] [--peer-command NAME] "
+    "[--blind-reviewer claude] [--run NAME] [--timeout SECONDS]",
+]
+OUTPUT = "json"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Declare preflight's options."""
+    from review_loop.orchestrator.cli.common import add_repo_option
+
+    add_repo_option(parser)
+    parser.add_argument("--peer", "--reviewer", dest="peers", action="append", default=[])
+    parser.add_argument("--peer-command", dest="peer_command")
+    parser.add_argument("--host")
+    parser.add_argument("--blind-reviewer", dest="blind_reviewer")
+    parser.add_argument("--run")
+    parser.add_argument("--timeout")
+
+
+def execute(args: argparse.Namespace) -> Mapping[str, Any]:
+    """Validate, then run the three round trips in parallel."""
+    import shutil
+
+    import anyio
+
+    from review_loop.agents.converge import BLIND_REVIEWER_PRODUCT
+    from review_loop.agents.errors import InputError
+    from review_loop.orchestrator.cli.common import load_user_prefs, positive_seconds, repo_from
+    from review_loop.orchestrator.dispatcher import open_dispatcher, resolve_peer
+    from review_loop.orchestrator.git import ensure_layout
+    from review_loop.orchestrator.workflows.converge import plan_peers
+    from review_loop.orchestrator.workflows.converge_gates import Role, run_preflight
+    from review_loop.orchestrator.workflows.converge_store import check_run, default_run
+
+    repo = repo_from(args)
+    prefs = load_user_prefs()
+    named = [p.strip() for value in args.peers for p in value.split(",") if p.strip()]
+    prefs, peers = plan_peers(prefs, named, args.host, args.peer_command, shutil.which)
+    blind = args.blind_reviewer or BLIND_REVIEWER_PRODUCT
+    if resolve_peer(blind, prefs, field="--blind-reviewer").product != BLIND_REVIEWER_PRODUCT:
+        raise InputError(
+            "--blind-reviewer",
+            f"{blind!r} is not a {BLIND_REVIEWER_PRODUCT} session; no product stands in",
+            f"{BLIND_REVIEWER_PRODUCT} or a peer-command alias of it",
+        )
+    timeout_ms = positive_seconds(args.timeout, "--timeout") if args.timeout else None
+    run = check_run(args.run) if args.run else default_run(repo)
+    roles = [Role(f"Peer {side}", peer) for side, peer in zip("AB", peers, strict=False)]
+    roles.append(Role("Blind reviewer", blind))
+    unavailable = [
+        f"Peer {side}: no product left in the prefs order {list(prefs.order)} after removing "
+        f"the host{' ' + repr(args.host) if args.host else ''} and the other peer"
+        for side in "AB"[len(peers) :]
+    ]
+    ensure_layout(repo)
+
+    async def main() -> Mapping[str, Any]:
+        async with open_dispatcher(repo=repo, prefs=prefs) as dispatcher:
+            return await run_preflight(
+                dispatcher, run=run, roles=roles, unavailable=unavailable, timeout_ms=timeout_ms
+            )
+
+    return anyio.run(main)

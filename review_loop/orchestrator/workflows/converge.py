@@ -1,0 +1,492 @@
+"""``converge``: three-party convergence of the host, Peer A and Peer B (seed 004, Phase 1).
+
+- **A.** Both peers answer the same plan and ledger in parallel, each in a new session,
+  each with its own deadline; neither sees the host's position or the other's.
+- **B.** Each peer, in its own resumed session, gets the host's position and the other
+  peer's latest position (and its own, so a fallback or a degraded resume still has it) and
+  attacks the strongest argument. Both run in parallel. Round 1 always runs; round 2 only
+  when round 1 ended with a disagreement (see :mod:`review_loop.agents.converge` for the
+  explicit ``Position: AGREE|DISAGREE`` rule). At most two rounds.
+- **Timeouts** follow the seed through the dispatcher: a fallback first (a product neither
+  peer nor the host uses; when both peers call at once their fallback lists are disjoint),
+  else one retry only on proven non-submission, else the stage is ``UNVERIFIED`` — the
+  positions already obtained and every handle stay in the journal, and the next
+  ``converge`` continues from the missing side only.
+- Writes the "Three-party Convergence" record (Markdown and JSON) and points the ledger
+  at it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from review_loop.agents.converge import (
+    MAX_B_ROUNDS,
+    ConvergenceRecord,
+    ConvergenceSummary,
+    Ledger,
+    LedgerStatus,
+    PositionBlock,
+    continuation_prompt,
+    decision_text,
+    frozen_scope,
+    ledger_summary,
+    parse_position,
+    round_a_prompt,
+    round_b_prompt,
+    section_text,
+)
+from review_loop.agents.errors import InputError
+from review_loop.orchestrator.dispatcher import Dispatcher, is_installed, resolve_peer
+from review_loop.orchestrator.files import atomic_write_bytes, atomic_write_json, utc_now
+from review_loop.orchestrator.workflows.converge_store import (
+    Journal,
+    RunPaths,
+    journaled_call,
+    load_ledger,
+    run_lock,
+    save_ledger,
+    sha256_text,
+)
+from review_loop.prefs import Prefs
+
+SIDES = ("A", "B")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConvergeInputs:
+    """A validated ``converge`` call."""
+
+    run: str
+    plan: str
+    host_position: str
+    host: str | None
+    peers: tuple[str, str]
+    fallback: tuple[str, ...] = ()
+    timeout_ms: int | None = None
+
+
+def select_converge_peers(prefs: Prefs, named: list[str], host: str | None) -> list[str]:
+    """Peer A and Peer B: the named peers first, then the prefs order without the host.
+
+    The host is always skipped (three different products), whatever ``skipHost`` says.
+    Returns fewer than two names when the prefs order runs out.
+    """
+    chosen = list(named)
+    products = {resolve_peer(name, prefs).product for name in chosen}
+    host_product = resolve_peer(host, prefs, field="--host").product if host else None
+    for product in prefs.reviewers_for(host_product, skip_host=True):
+        if len(chosen) >= 2:
+            break
+        if product not in products:
+            chosen.append(product)
+            products.add(product)
+    return chosen
+
+
+def plan_peers(
+    prefs: Prefs,
+    named: list[str],
+    host: str | None,
+    peer_command: str | None,
+    which: Any,
+) -> tuple[Prefs, list[str]]:
+    """Choose Peer A and Peer B and route ``--peer-command``; may return fewer than two.
+
+    Raises:
+        InputError: more than two named, a repeated product, the host named as a peer, or
+            a bad ``--peer-command``.
+    """
+    from review_loop.orchestrator.workflows.consult import with_peer_command
+
+    if host is not None:
+        resolve_peer(host, prefs, field="--host")
+    if len(named) > 2:
+        raise InputError("--peer", f"at most two peers, got {named}", "Peer A and Peer B")
+    peers = select_converge_peers(prefs, named, host)
+    if peer_command is not None:
+        prefs, peers = with_peer_command(prefs, peers, peer_command, which)
+    if len(peers) == 2:
+        check_peers(prefs, peers, host)
+    return prefs, peers
+
+
+def check_peers(prefs: Prefs, peers: list[str], host: str | None) -> None:
+    """Two peers of two products, neither the host's.
+
+    Raises:
+        InputError: too many or too few peers, a repeated product, or the host's product.
+    """
+    if len(peers) != 2:
+        raise InputError(
+            "--peer",
+            f"three-way convergence needs exactly two peers, got {peers}",
+            "two products other than the host (named, or from the prefs order)",
+        )
+    products = [resolve_peer(p, prefs).product for p in peers]
+    if products[0] == products[1]:
+        raise InputError("--peer", f"both peers are {products[0]!r}", "two different products")
+    if host is not None:
+        host_product = resolve_peer(host, prefs, field="--host").product
+        if host_product in products:
+            raise InputError("--peer", f"the host product {host_product!r} cannot be a peer")
+
+
+def _split_fallbacks(
+    prefs: Prefs, fallback: tuple[str, ...], avoid: set[str], both: bool
+) -> dict[str, tuple[str, ...]]:
+    """Each side's fallback list; disjoint when both sides are asked at once."""
+    usable: list[str] = []
+    seen: set[str] = set()
+    for name in fallback:
+        peer = resolve_peer(name, prefs, field="--fallback")
+        if peer.product in avoid or peer.product in seen or not is_installed(peer):
+            continue
+        seen.add(peer.product)
+        usable.append(name)
+    if both and len(usable) >= 2:
+        return {"A": tuple(usable[0::2]), "B": tuple(usable[1::2])}
+    return {"A": tuple(usable), "B": tuple(usable)}
+
+
+@dataclass
+class _SideState:
+    """What one side has so far in this run."""
+
+    peer: str
+    product: str
+    session: str | None = None
+    latest: dict[str, Any] | None = None  # the newest delivered call.end
+
+
+class _Converge:
+    def __init__(self, dispatcher: Dispatcher, inputs: ConvergeInputs, paths: RunPaths) -> None:
+        self.dispatcher = dispatcher
+        self.inputs = inputs
+        self.paths = paths
+        self.journal = Journal(paths.journal)
+        self.ledger = load_ledger(paths)
+        prefs = dispatcher.prefs
+        self.sides = {
+            side: _SideState(name, resolve_peer(name, prefs).product)
+            for side, name in zip(SIDES, inputs.peers, strict=True)
+        }
+        self.host_product = (
+            resolve_peer(inputs.host, prefs, field="--host").product if inputs.host else None
+        )
+        self.asked = 0
+        self.reused = 0
+        self.failures: dict[str, dict[str, Any]] = {}
+
+    def avoid(self) -> set[str]:
+        products = {s.product for s in self.sides.values()}
+        products.update(resolve_peer(p, self.dispatcher.prefs).product for p in self.inputs.peers)
+        if self.host_product:
+            products.add(self.host_product)
+        return products
+
+    async def stage(self, stage: str, prompts: dict[str, str], *, new_session: bool) -> bool:
+        """Run the sides of ``stage`` that have no answer yet, in parallel; True if both have."""
+        todo: dict[str, tuple[str, str, str | None]] = {}
+        for side, prompt in prompts.items():
+            key = f"{stage}:{side}:{sha256_text(prompt)[:16]}"
+            done = self.journal.answered(key)
+            if done is not None:
+                self.reused += 1
+                self._take(side, done)
+                continue
+            state = self.sides[side]
+            # An earlier call of this same request left a session but no answer: continue it.
+            prior = self.journal.handle(side, key=key)
+            resume: str | None = None
+            if prior is not None and prior.product == state.product:
+                resume, prompt = prior.session_id, continuation_prompt(prompt)
+            elif not new_session:
+                resume = state.session
+            todo[side] = (key, prompt, resume)
+        if not todo:
+            return True
+        fallbacks = _split_fallbacks(
+            self.dispatcher.prefs, self.inputs.fallback, self.avoid(), len(todo) == 2
+        )
+        results: dict[str, dict[str, Any]] = {}
+
+        async def ask(side: str, key: str, prompt: str, resume: str | None) -> None:
+            results[side] = await journaled_call(
+                self.dispatcher,
+                self.journal,
+                self.paths,
+                stage=stage,
+                side=side,
+                key=key,
+                peer=self.sides[side].peer,
+                prompt=prompt,
+                resume=resume,
+                fallback=fallbacks[side],
+                avoid=tuple(sorted(self.avoid())),
+                timeout_ms=self.inputs.timeout_ms,
+            )
+
+        async with anyio.create_task_group() as group:
+            for side, (key, prompt, resume) in todo.items():
+                self.asked += 1
+                group.start_soon(ask, side, key, prompt, resume)
+        self._void_collision(results)
+        complete = True
+        for side in SIDES:
+            entry = results.get(side)
+            if entry is None:
+                continue
+            if entry["state"] == "DELIVERED" and entry["event"] == "call.end":
+                self._take(side, entry)
+                self.failures.pop(side, None)
+            else:
+                self.failures[side] = entry
+                complete = False
+        return complete and all(
+            self.journal.answered(f"{stage}:{s}:{sha256_text(p)[:16]}") for s, p in prompts.items()
+        )
+
+    def _void_collision(self, results: dict[str, dict[str, Any]]) -> None:
+        """Both sides answered by one product (only via a shared fallback): void the later."""
+        if len(results) != 2 or any(r["state"] != "DELIVERED" for r in results.values()):
+            return
+        if results["A"]["product"] != results["B"]["product"]:
+            return
+        later = max(results.values(), key=lambda e: int(e["seq"]))
+        results[later["side"]] = self.journal.append(
+            "call.void",
+            stage=later["stage"],
+            side=later["side"],
+            key=later["key"],
+            reason="fallback collided: both sides answered by the same product",
+            state="VOID",
+        )
+
+    def text(self, side: str) -> str:
+        """The side's latest delivered answer."""
+        latest = self.sides[side].latest
+        return str(latest["text"]) if latest else ""
+
+    def _take(self, side: str, entry: dict[str, Any]) -> None:
+        state = self.sides[side]
+        state.peer = entry["answeredBy"]
+        state.product = entry["product"]
+        state.session = entry["sessionId"]
+        state.latest = entry
+
+    async def run(self) -> dict[str, Any]:
+        inputs = self.inputs
+        host_block = parse_position(inputs.host_position)
+        prompts_a = {s: round_a_prompt(s, inputs.plan, self.ledger) for s in SIDES}
+        positions_a: dict[str, str] = {}
+        blocks: dict[str, dict[str, PositionBlock]] = {}
+        rounds = 0
+        status = "UNVERIFIED"
+        missing_stage = "A"
+        if await self.stage("A", prompts_a, new_session=True):
+            positions_a = {s: self.text(s) for s in SIDES}
+            blocks["A"] = {s: parse_position(t) for s, t in positions_a.items()}
+            latest = dict(positions_a)
+            for round_number in range(1, MAX_B_ROUNDS + 1):
+                stage = f"B{round_number}"
+                prompts = {
+                    side: round_b_prompt(
+                        round_number,
+                        side,
+                        other,
+                        inputs.host_position,
+                        latest[other],
+                        latest[side],
+                    )
+                    for side, other in (("A", "B"), ("B", "A"))
+                }
+                if not await self.stage(stage, prompts, new_session=False):
+                    missing_stage = stage
+                    break
+                rounds = round_number
+                latest = {s: self.text(s) for s in SIDES}
+                blocks[stage] = {s: parse_position(t) for s, t in latest.items()}
+                if not any(b.disagrees for b in blocks[stage].values()):
+                    status = "converged"
+                    break
+            else:
+                status = "host_adjudication"
+        if status != "UNVERIFIED" and self.ledger.by_status(LedgerStatus.HUMAN_DECISION):
+            status = "HUMAN_GATE"
+        disagreement_a = bool(blocks.get("A")) and (
+            host_block.disagrees or any(b.disagrees for b in blocks["A"].values())
+        )
+        fast_path = (
+            bool(blocks.get("A"))
+            and not disagreement_a
+            and not self.ledger.by_status(LedgerStatus.HUMAN_DECISION)
+        )
+        return self.finish(
+            status, rounds, fast_path, disagreement_a, host_block, blocks, missing_stage
+        )
+
+    def finish(
+        self,
+        status: str,
+        rounds: int,
+        fast_path: bool,
+        disagreement_a: bool,
+        host_block: PositionBlock,
+        blocks: dict[str, dict[str, PositionBlock]],
+        missing_stage: str,
+    ) -> dict[str, Any]:
+        last_stage = f"B{rounds}" if rounds else "A"
+        final = blocks.get(last_stage, {})
+        remaining: list[str] = []
+        if status in ("host_adjudication", "HUMAN_GATE"):
+            for side in SIDES:
+                block = final.get(side)
+                if block is not None:
+                    remaining.extend(block.points(f"Peer {side} ({self.sides[side].product})"))
+        proposed: list[str] = []
+        for side in SIDES:
+            block = final.get(side)
+            if block is not None:
+                proposed.extend(f"(proposed by Peer {side}) {d}" for d in block.humanDecisions)
+        proposed.extend(f"(proposed by the host) {d}" for d in host_block.humanDecisions)
+        decisions = [
+            f"HUMAN_DECISION {i.id}: {i.title}".rstrip(": ")
+            for i in self.ledger.by_status(LedgerStatus.HUMAN_DECISION)
+        ]
+        missing = [
+            f"Peer {side} ({self.sides[side].product}) at {entry['stage']}: "
+            f"{entry.get('reason') or entry.get('state')}"
+            for side, entry in sorted(self.failures.items())
+        ]
+        fallbacks = [
+            f"{f['from']} → {f['to']} ({f['reason']}, {f['stage']})"
+            for entry in self.journal.calls()
+            for f in entry.get("fallbacks", [])
+        ]
+        why = [f"host: {self._stance(host_block)}"]
+        for side in SIDES:
+            block = final.get(side)
+            label = f"Peer {side} ({self.sides[side].product})"
+            if side in self.failures:
+                why.append(f"{label}: position missing at {self.failures[side]['stage']}")
+            elif block is not None:
+                why.append(f"{label}: {self._stance(block)} after {last_stage}")
+        if disagreement_a:
+            why.append("round A had disagreement")
+        host = self.inputs.host_position
+        record = ConvergenceRecord(
+            decision=decision_text(status, rounds, fast_path, missing, remaining),
+            why="; ".join(why),
+            workLedger=ledger_summary(self.ledger),
+            frozenScope=frozen_scope(self.ledger, section_text(host, "scope")),
+            ownership=section_text(host, "ownership") or "not stated in the host position",
+            verification=section_text(host, "verification") or "not stated in the host position",
+            peerA=self._session_line("A"),
+            peerB=self._session_line("B"),
+            fallbacks="; ".join(fallbacks) or "none",
+            remainingDecisions="; ".join([*decisions, *remaining, *proposed]) or "none",
+        )
+        text = record.render(self.sides["A"].product, self.sides["B"].product)
+        record_md = self.paths.dir / "convergence.md"
+        atomic_write_bytes(record_md, text.encode("utf-8"))
+        peers = {
+            side: {
+                "peer": state.peer,
+                "product": state.product,
+                "sessionId": state.session or self._handle_id(side),
+                "state": "UNVERIFIED" if side in self.failures else "DELIVERED",
+                "position": final[side].position if side in final else None,
+                "disagreements": final[side].disagreements if side in final else [],
+                "failure": _failure(self.failures.get(side)),
+            }
+            for side, state in self.sides.items()
+        }
+        document: dict[str, Any] = {
+            "ok": status != "UNVERIFIED",
+            "status": status,
+            "result": status if status in ("UNVERIFIED", "HUMAN_GATE") else None,
+            "run": self.paths.run,
+            "rounds": rounds,
+            "fastPath": fast_path,
+            "disagreementInA": disagreement_a,
+            "missingStage": missing_stage if status == "UNVERIFIED" else None,
+            "record": record.model_dump(),
+            "recordText": text,
+            "recordPath": str(record_md),
+            "peers": peers,
+            "host": {"product": self.host_product, "position": host_block.position},
+            "remainingDisagreements": remaining,
+            "remainingDecisions": decisions,
+            "proposedHumanDecisions": proposed,
+            "fallbacks": fallbacks,
+            "asked": self.asked,
+            "reused": self.reused,
+            "journalPath": str(self.paths.journal),
+            "ledgerPath": str(self.paths.ledger),
+        }
+        atomic_write_json(self.paths.dir / "convergence.json", document)
+        self.journal.append("converge.result", status=status, rounds=rounds, asked=self.asked)
+        self.ledger = save_ledger(
+            self.paths,
+            load_ledger(self.paths).model_copy(
+                update={
+                    "convergence": ConvergenceSummary(
+                        status=status,
+                        decision=record.decision,
+                        rounds=rounds,
+                        recordPath=str(record_md),
+                        at=utc_now(),
+                    )
+                }
+            ),
+        )
+        return document
+
+    @staticmethod
+    def _stance(block: PositionBlock) -> str:
+        if block.position is None:
+            return "no Position line (counted as disagreement)"
+        count = len(block.disagreements)
+        return block.position + (f" ({count} point(s))" if count else "")
+
+    def _handle_id(self, side: str) -> str | None:
+        handle = self.journal.handle(side)
+        return handle.session_id if handle else None
+
+    def _session_line(self, side: str) -> str:
+        state = self.sides[side]
+        if side in self.failures:
+            handle = self._handle_id(side)
+            reason = self.failures[side].get("reason") or self.failures[side].get("state")
+            return f"{handle or 'none'} — UNVERIFIED ({reason}); handle kept, continue from here"
+        return state.session or "none"
+
+
+def _failure(entry: dict[str, Any] | None) -> dict[str, Any] | None:
+    if entry is None:
+        return None
+    return {
+        key: entry.get(key)
+        for key in ("stage", "state", "reason", "detail", "timedOut", "sessionId", "fallbacks")
+    }
+
+
+async def run_converge(dispatcher: Dispatcher, inputs: ConvergeInputs) -> dict[str, Any]:
+    """Run (or continue) the convergence of ``inputs.run``; returns the command document."""
+    paths = RunPaths(dispatcher.repo, inputs.run)
+    with run_lock(paths):
+        return await _Converge(dispatcher, inputs, paths).run()
+
+
+__all__ = [
+    "ConvergeInputs",
+    "Ledger",
+    "check_peers",
+    "plan_peers",
+    "run_converge",
+    "select_converge_peers",
+]

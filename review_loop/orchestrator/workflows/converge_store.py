@@ -1,0 +1,285 @@
+"""The converge run on disk: its directory, the ledger file, the call journal, one call.
+
+Layout, under ``<repo>/.review-handoff/runtime/``::
+
+    converge/<run>/ledger.json          the task ledger (read and updated by every command)
+    converge/<run>/journal.jsonl        every call: a ``call.start`` line before the prompt
+                                        is sent, a ``call.end`` line (with the whole reply)
+                                        the moment it arrives; fsynced, append-only
+    converge/<run>/convergence.{md,json}    the last "Three-party Convergence" record
+    converge/<run>/blind-review-<n>.md  each blind review and the evidence id it saw
+    converge/<run>/task-completion-result.md
+    converge-sessions/<run>--<call>/    the dispatcher's record of each call
+                                        (``reviewer-session.json``), so ``review-loop
+                                        sessions`` lists every converge session
+
+A call is identified by a *key* (stage, side and the sha256 of its base prompt). A key
+that already has a delivered ``call.end`` is never asked again: an interrupted run picks up
+exactly the calls that have no answer, and a side whose answer never arrived continues in
+the session handle its last attempt left (from ``call.end``, or from the record written
+before launch when the run died mid-call).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from review_loop.agents.converge import Ledger
+from review_loop.agents.errors import InputError, StateError
+from review_loop.agents.records import Delivery
+from review_loop.orchestrator.dispatcher import SESSION_FILE, Dispatcher, PeerRequest
+from review_loop.orchestrator.files import append_line, atomic_write_json, utc_now
+
+RUN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}$")
+PROTOCOL_ACTIONS = (
+    ".review-handoff/** written (ledger, journal, records under runtime/converge/<run>/, "
+    "sessions under runtime/converge-sessions/); /.review-handoff/ in "
+    "$GIT_COMMON_DIR/info/exclude; review-loop made no git add/commit/push, branch, PR "
+    "or external write"
+)
+
+
+def sha256_text(text: str) -> str:
+    """Hex sha256 of ``text`` as UTF-8."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def default_run(repo: Path) -> str:
+    """One converge run per branch: the branch slug, as the review packets use."""
+    from review_loop.agents.review import branch_identity, branch_slug
+    from review_loop.orchestrator.git import current_branch, rev_parse
+
+    return branch_slug(branch_identity(current_branch(repo), rev_parse(repo, "HEAD")))
+
+
+def check_run(name: str) -> str:
+    """Validate a ``--run`` name."""
+    if not RUN_RE.match(name):
+        raise InputError("--run", f"{name!r} is not a run name", RUN_RE.pattern)
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class RunPaths:
+    """Where one converge run keeps its files."""
+
+    repo: Path
+    run: str
+
+    @property
+    def dir(self) -> Path:
+        """``runtime/converge/<run>``."""
+        return self.repo / ".review-handoff" / "runtime" / "converge" / self.run
+
+    @property
+    def journal(self) -> Path:
+        """The append-only call journal."""
+        return self.dir / "journal.jsonl"
+
+    @property
+    def ledger(self) -> Path:
+        """The task ledger."""
+        return self.dir / "ledger.json"
+
+    def call_dir(self, call_id: str) -> Path:
+        """The dispatcher's record directory of one call (listed by ``sessions``)."""
+        return (
+            self.repo
+            / ".review-handoff"
+            / "runtime"
+            / "converge-sessions"
+            / (f"{self.run}--{call_id}")
+        )
+
+
+@contextmanager
+def run_lock(paths: RunPaths) -> Iterator[str]:
+    """Hold the run's lock (a dead owner's lock is reclaimed)."""
+    from review_loop.orchestrator.workflows.review_store import packet_lock
+
+    with packet_lock(paths.dir) as token:
+        yield token
+
+
+def load_ledger(paths: RunPaths) -> Ledger:
+    """The run's ledger; an empty one when there is no file yet.
+
+    Raises:
+        StateError: ``LEDGER_INVALID`` — the file is not a ledger this tool wrote.
+    """
+    try:
+        data = paths.ledger.read_bytes()
+    except FileNotFoundError:
+        return Ledger()
+    try:
+        return Ledger.model_validate_json(data)
+    except ValidationError as error:
+        raise StateError("LEDGER_INVALID", f"{paths.ledger}: {error}") from None
+
+
+def save_ledger(paths: RunPaths, ledger: Ledger) -> Ledger:
+    """Write the ledger atomically (stamping ``updated``); returns what was written."""
+    stamped = ledger.model_copy(update={"updated": utc_now()})
+    atomic_write_json(paths.ledger, stamped.model_dump(mode="json", by_alias=True))
+    return stamped
+
+
+@dataclass(frozen=True, slots=True)
+class Handle:
+    """A resumable session left by an earlier call of a side."""
+
+    peer: str
+    product: str
+    session_id: str
+
+
+class Journal:
+    """The run's call journal: append-only JSON lines, each with the next ``seq``.
+
+    Only the process holding the run lock writes, so the sequence is contiguous. A torn
+    last line (a crash mid-write) is ignored when reading.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.entries: list[dict[str, Any]] = []
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            lines = []
+        for line in lines:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict):
+                self.entries.append(entry)
+        self.seq = max((int(e.get("seq", 0)) for e in self.entries), default=0)
+
+    def append(self, event: str, **fields: Any) -> dict[str, Any]:
+        """Append one entry durably (fsync) and return it."""
+        self.seq += 1
+        entry = {"seq": self.seq, "at": utc_now(), "event": event, **fields}
+        append_line(self.path, entry)
+        self.entries.append(entry)
+        return entry
+
+    def answered(self, key: str) -> dict[str, Any] | None:
+        """The delivered ``call.end`` of ``key``, unless a later entry voided it."""
+        for entry in reversed(self.entries):
+            if entry.get("key") != key:
+                continue
+            if entry["event"] == "call.void":
+                return None
+            if entry["event"] == "call.end" and entry.get("state") == "DELIVERED":
+                found: dict[str, Any] = entry
+                return found
+        return None
+
+    def handle(self, side: str, *, key: str | None = None) -> Handle | None:
+        """The newest session handle a call of ``side`` left (only calls of ``key`` if given).
+
+        From a ``call.end`` with a session id, or — for a call the run died in — from the
+        record the dispatcher wrote before launch.
+        """
+        for entry in reversed(self.entries):
+            if entry.get("side") != side or (key is not None and entry.get("key") != key):
+                continue
+            if entry["event"] == "call.end" and entry.get("sessionId"):
+                return Handle(entry["answeredBy"], entry["product"], entry["sessionId"])
+            if entry["event"] == "call.start" and entry.get("recordDir"):
+                record = _read_record(Path(entry["recordDir"]))
+                if record is not None:
+                    return Handle(entry["peer"], record[0], record[1])
+        return None
+
+    def calls(self) -> list[dict[str, Any]]:
+        """Every ``call.end`` entry, in order."""
+        return [e for e in self.entries if e["event"] == "call.end"]
+
+
+def _read_record(record_dir: Path) -> tuple[str, str] | None:
+    try:
+        record = json.loads((record_dir / SESSION_FILE).read_bytes())
+    except (OSError, ValueError):
+        return None
+    if isinstance(record, dict) and record.get("sessionId") and record.get("product"):
+        return str(record["product"]), str(record["sessionId"])
+    return None
+
+
+def answered_by(delivery: Delivery) -> str:
+    """The peer name that answered: the last fallback's, else the requested one."""
+    return delivery.fallbacks[-1].to if delivery.fallbacks else delivery.peer
+
+
+async def journaled_call(
+    dispatcher: Dispatcher,
+    journal: Journal,
+    paths: RunPaths,
+    *,
+    stage: str,
+    side: str,
+    key: str,
+    peer: str,
+    prompt: str,
+    resume: str | None = None,
+    fallback: tuple[str, ...] = (),
+    avoid: tuple[str, ...] = (),
+    timeout_ms: int | None = None,
+) -> dict[str, Any]:
+    """Ask one peer; journal the start before the prompt is sent and the end on arrival."""
+    call_id = f"{journal.seq + 1:04d}-{stage}-{side}".replace(" ", "-").lower()
+    record_dir = paths.call_dir(call_id)
+    journal.append(
+        "call.start",
+        stage=stage,
+        side=side,
+        key=key,
+        peer=peer,
+        resume=resume,
+        recordDir=str(record_dir),
+        promptSha256=sha256_text(prompt),
+    )
+    delivery = await dispatcher.consult(
+        PeerRequest(
+            peer=peer,
+            prompt=prompt,
+            record_dir=record_dir,
+            resume_session_id=resume,
+            fallback=fallback,
+            avoid=avoid,
+            timeout_ms=timeout_ms,
+        )
+    )
+    last = delivery.attempts[-1] if delivery.attempts else None
+    return journal.append(
+        "call.end",
+        stage=stage,
+        side=side,
+        key=key,
+        peer=peer,
+        answeredBy=answered_by(delivery),
+        product=delivery.product,
+        sessionId=delivery.sessionId,
+        resumed=bool(last and last.resumed),
+        state=delivery.state.value,
+        reason=delivery.reason,
+        detail=delivery.detail,
+        timedOut=any(a.timedOut for a in delivery.attempts),
+        attempts=len(delivery.attempts),
+        fallbacks=[f.model_dump(by_alias=True) | {"stage": stage} for f in delivery.fallbacks],
+        degraded=delivery.degradedReason,
+        elapsedMs=delivery.elapsedMs,
+        recordDir=str(record_dir),
+        text=delivery.reply.text if delivery.reply else None,
+    )
