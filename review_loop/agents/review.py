@@ -86,9 +86,7 @@ class ReviewFormatError(ValueError):
 
 _DECOR = r"[`*_\s]*"
 _TOKEN = r"(PASS_WITH_CONCERNS|NO_FINDINGS|BLOCKED|PASS)\b"
-_VERDICT_LINE = re.compile(
-    rf"^\s*[`*_]*verdict{_DECOR}[:：]{_DECOR}{_TOKEN}[`*_]*\s*\.?\s*$", re.I
-)
+_VERDICT_LINE = re.compile(rf"^\s*[`*_]*verdict{_DECOR}[:：]{_DECOR}{_TOKEN}[`*_]*\s*\.?\s*$", re.I)
 _VERDICT_HEADING = re.compile(r"^\s*#{1,6}\s*verdict\s*[:：]?\s*$", re.I)
 _BARE_TOKEN = re.compile(rf"^\s*[`*_]*{_TOKEN}[`*_]*\s*\.?\s*$")
 _ANY_VERDICT_MENTION = re.compile(rf"verdict{_DECOR}[:：]{_DECOR}{_TOKEN}", re.I)
