@@ -111,9 +111,12 @@ def normalize_target(repo: Path, target: str) -> str:
     try:
         relative = full.relative_to(repo)
     except ValueError:
-        raise InputError(
-            "--target", f"{raw!r} is outside the repository {str(repo)!r}", "a file in --repo"
-        ) from None
+        try:  # an absolute path through a symlinked directory (/tmp -> /private/tmp)
+            relative = Path(os.path.realpath(full)).relative_to(os.path.realpath(repo))
+        except ValueError:
+            raise InputError(
+                "--target", f"{raw!r} is outside the repository {str(repo)!r}", "a file in --repo"
+            ) from None
     if relative == Path(".") or relative.parts[0] == ".git":
         raise InputError("--target", f"{raw!r} is not a file of the work tree", "one file path")
     return relative.as_posix()
@@ -188,6 +191,10 @@ class Tree:
             "working tree with --base and staged content would corrupt the verdict",
             advice,
         )
+
+    def tracked(self, path: str) -> bool:
+        """Whether the index has ``path`` (intent-to-add entries count)."""
+        return bool(self._git("ls-files", "-z", "--", path))
 
     def read(self, path: str) -> bytes | None:
         """The file's bytes, or ``None`` when it is not a regular file."""
@@ -342,6 +349,11 @@ async def _explicit(
     await _thread(tree.refuse_staged)
     diff = await _thread(tree.diff, [target])
     if not diff.strip():
+        if not await _thread(tree.tracked, target):
+            progress(
+                f"{vd.PROGRESS_PREFIX} {target} is not tracked, and git diff does not show "
+                f"untracked files; `git add -N -- {target}` makes it visible without staging it"
+            )
         return vd.early_result("empty diff").to_json()
     run = await _thread(_Run.open, dispatcher, plan, tree, progress)
     baseline = await _thread(lambda: tree.snapshot(tree.unstaged()))

@@ -399,6 +399,31 @@ async def test_empty_diff_is_a_conflict(repo: Path, fakes: FakeCLIs) -> None:
     assert not (repo / ".review-handoff").exists()
 
 
+async def test_untracked_target_is_an_empty_diff_with_a_hint(repo: Path, fakes: FakeCLIs) -> None:
+    (repo / "new.md").write_text("brand new\n")
+    document, rows = await run(repo, explicit_plan(target="new.md"))
+    assert_golden("empty_diff", document)
+    assert any("git add -N -- new.md" in row for row in rows)
+
+
+async def test_intent_to_add_target_is_verified(repo: Path, fakes: FakeCLIs) -> None:
+    (repo / "new.md").write_text("brand new\n")
+    git(repo, "add", "-N", "new.md")
+    fakes.script(claude=[verdict(edits=[("brand new", "brand new, polite")])])
+    document, _ = await run(repo, explicit_plan(target=str(repo / "new.md")))
+    assert (document["status"], document["applied_edits_count"]) == ("unresolved", 1)
+    assert "+brand new" in section(prompts(fakes)[0], "UNIFIED DIFF")
+    assert (repo / "new.md").read_text() == "brand new, polite\n"
+
+
+async def test_edits_keep_the_file_mode(repo: Path, fakes: FakeCLIs) -> None:
+    (repo / "SKILL.md").chmod(0o755)
+    fakes.script(claude=[verdict(edits=[POLITER])])
+    document, _ = await run(repo, explicit_plan())
+    assert document["applied_edits_count"] == 1
+    assert (repo / "SKILL.md").stat().st_mode & 0o777 == 0o755
+
+
 async def test_missing_target(repo: Path, fakes: FakeCLIs) -> None:
     document, _ = await run(repo, explicit_plan(target="no/such/file.md"))
     assert_golden("missing_target", document)
