@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from review_loop.agents.errors import InputError
-from review_loop.prefs import Prefs
+
+if TYPE_CHECKING:
+    from review_loop.prefs import Prefs
 
 
 def add_repo_option(parser: argparse.ArgumentParser) -> None:
