@@ -27,18 +27,21 @@ import anyio
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from review_loop.agents.models import Invocation  # noqa: E402
 from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher  # noqa: E402
 from review_loop.prefs import Prefs  # noqa: E402
 
-INSTANT_CLAUDE = """#!/bin/sh
+RESULT = (
+    '{"type":"result","subtype":"success","is_error":false,"result":"ok",'
+    '"session_id":"%s","total_cost_usd":0}\\n'
+)
+INSTANT_CLAUDE = f"""#!/bin/sh
 cat >/dev/null
-printf '{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"%s","total_cost_usd":0}\\n' "$(cat /proc/sys/kernel/random/uuid)"
+printf '{RESULT}' "$(cat /proc/sys/kernel/random/uuid)"
 """
-SLOW_CLAUDE = """#!/bin/sh
+SLOW_CLAUDE = f"""#!/bin/sh
 cat >/dev/null
 sleep 1
-printf '{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"%s","total_cost_usd":0}\\n' "$(cat /proc/sys/kernel/random/uuid)"
+printf '{RESULT}' "$(cat /proc/sys/kernel/random/uuid)"
 """
 
 
@@ -127,6 +130,7 @@ def bench_fan_out(repo: Path, peers: int) -> tuple[float, float]:
 
     async def main() -> tuple[float, float]:
         async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as d:
+            await d.fan_out([request("slow0", -1)])  # warm-up: the probe is cached after this
             t = time.perf_counter()
             [one] = await d.fan_out([request("slow0", 0)])
             single = time.perf_counter() - t
