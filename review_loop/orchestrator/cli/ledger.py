@@ -65,7 +65,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Dispatch the action."""
     from review_loop.agents.errors import InputError
     from review_loop.orchestrator.cli.common import repo_from
-    from review_loop.orchestrator.git import ensure_layout, rev_parse
+    from review_loop.orchestrator.git import rev_parse
     from review_loop.orchestrator.workflows import converge_gates as gates
     from review_loop.orchestrator.workflows.converge_store import check_run, default_run
 
@@ -77,7 +77,6 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         return gates.ledger_show(repo, run)
     if args.base is not None:
         rev_parse(repo, args.base)
-    ensure_layout(repo)
     if args.action == "set":
         return gates.ledger_set_item(
             repo,

@@ -47,6 +47,7 @@ from review_loop.agents.errors import InputError
 from review_loop.agents.evidence import Evidence
 from review_loop.orchestrator.dispatcher import Dispatcher
 from review_loop.orchestrator.files import atomic_write_bytes, utc_now
+from review_loop.orchestrator.git import ensure_layout, rev_parse
 from review_loop.orchestrator.workflows.converge_store import (
     PROTOCOL_ACTIONS,
     Journal,
@@ -363,11 +364,11 @@ def ledger_set_item(
             "--status", f"{status!r} is not a ledger status", ", ".join(LedgerStatus)
         ) from None
     paths = RunPaths(repo, run)
-    with run_lock(paths):
-        ledger = load_ledger(paths)
+
+    def build(ledger: Ledger) -> LedgerItem:
         old = next((i for i in ledger.items if i.id == item_id), None)
         try:
-            item = LedgerItem(
+            return LedgerItem(
                 id=item_id,
                 title=title if title is not None else (old.title if old else ""),
                 status=status_value,
@@ -377,6 +378,12 @@ def ledger_set_item(
         except ValueError as error:
             field = "--evidence" if "evidence" in str(error) else "--id"
             raise InputError(field, _first_error(error)) from None
+
+    build(load_ledger(paths))  # validate before anything is written
+    ensure_layout(repo)
+    with run_lock(paths):
+        ledger = load_ledger(paths)
+        item = build(ledger)
         ledger = save_ledger(paths, ledger.with_item(item))
     return {**ledger_show(repo, run), "item": item.model_dump(mode="json")}
 
@@ -393,15 +400,19 @@ def _first_error(error: ValueError) -> str:
 def ledger_meta(repo: Path, run: str, changes: dict[str, str]) -> dict[str, Any]:
     """Set the task text, Goal state, implemented summary or lessons."""
     paths = RunPaths(repo, run)
-    with run_lock(paths):
-        ledger = load_ledger(paths)
+
+    def apply(ledger: Ledger) -> Ledger:
         try:
-            updated = Ledger.model_validate(
+            return Ledger.model_validate(
                 {**ledger.model_dump(mode="json", by_alias=True), **changes}
             )
         except ValueError as error:
             raise InputError("--goal", _first_error(error)) from None
-        save_ledger(paths, updated)
+
+    apply(load_ledger(paths))  # validate before anything is written
+    ensure_layout(repo)
+    with run_lock(paths):
+        save_ledger(paths, apply(load_ledger(paths)))
     return ledger_show(repo, run)
 
 
@@ -437,6 +448,7 @@ def ledger_gate(
         raise InputError("--result", f"{result!r} is not a result token", "e.g. PASS")
     evidence = attest_evidence(repo, base, paths_filter)
     paths = RunPaths(repo, run)
+    ensure_layout(repo)
     with run_lock(paths):
         ledger = load_ledger(paths)
         record = GateRecord(
@@ -468,6 +480,9 @@ def ledger_result(
     from review_loop.orchestrator.evidence import attest_evidence
 
     paths = RunPaths(repo, run)
+    if base is not None:
+        rev_parse(repo, base)
+    ensure_layout(repo)
     with run_lock(paths):
         ledger = load_ledger(paths)
         last = ledger.gates[-1].evidence if ledger.gates else None
