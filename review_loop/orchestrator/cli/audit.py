@@ -1,0 +1,70 @@
+"""``review-loop audit``: the audit-implementation workflow, driven by the tool.
+
+One JSON document on stdout: the rendered run projection with its token and run file, the
+concerns dispatched and the ``filed`` findings; or ``{"ok": false, "status": "BLOCKED",
+...}`` with every field of the seed's BLOCKED diagnostic (exit 2). Progress on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from typing import Any
+
+USAGE = [
+    "review-loop audit <HEAD|branch|base...head|worktree:selector> [DIR] "
+    "[--concerns FILE] [--driver FILE] [--timeout SECONDS]",
+]
+OUTPUT = "json"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """The selector, the checkout directory, and where the concern agents are configured."""
+    parser.add_argument("selector")
+    parser.add_argument("directory", nargs="?", default=None)
+    parser.add_argument("--concerns", default=None)
+    parser.add_argument("--driver", default=None)
+    parser.add_argument("--timeout", default=None)
+
+
+def execute(args: argparse.Namespace) -> Mapping[str, Any]:
+    """Validate the options, then run the workflow on the dispatcher and the journal."""
+    import functools
+    import json
+    import sys
+
+    import anyio
+
+    from review_loop.agents import verification_audit as va
+    from review_loop.agents.errors import InputError
+    from review_loop.orchestrator.cli.common import (
+        load_user_prefs,
+        positive_seconds,
+        read_text_file,
+    )
+    from review_loop.orchestrator.workflows.audit import AuditRequest, run_audit
+
+    driver = None
+    if args.driver is not None:
+        text = read_text_file(args.driver, "--driver")
+        try:
+            driver = va.check_driver(json.loads(text), args.driver)
+        except ValueError as error:
+            raise InputError(
+                "--driver", str(error), "a JSON object with the six producer fields"
+            ) from None
+    timeout_ms = positive_seconds(args.timeout, "--timeout") if args.timeout else None
+    request = AuditRequest(
+        selector=args.selector,
+        directory=args.directory,
+        concerns_file=args.concerns,
+        driver=driver,
+        timeout_ms=timeout_ms,
+    )
+    prefs = load_user_prefs()
+
+    def progress(line: str) -> None:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    return anyio.run(functools.partial(run_audit, request, prefs=prefs, progress=progress))

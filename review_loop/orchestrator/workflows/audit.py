@@ -1,0 +1,619 @@
+"""``review-loop audit``: the audit-implementation seed, driven by the tool.
+
+1. Anchor: the repository that holds the target, the selector (``worktree:`` = advisory,
+   with the live modified and untracked paths), the run-driver identity, and the concern
+   configuration (validated before anything is recorded).
+2. Resolve the scope (stale base refused) into a start-input file in the scratch dir;
+   start the run with it.
+3. Read the selection back from the run's sealed input — never from the resolver again.
+4. Dispatch every selected, installed concern agent through the dispatcher, read-only
+   and in parallel, each with the complete changeset.
+5. Persist through the journal's single writer, one record at a time in the seed's order:
+   each concern's complete rows before its findings (only findings on touched text; the
+   rest are returned as ``filed``), a ``missing-skill`` unit per selected concern that is
+   not installed, an accounting record per path no concern claimed.
+6. Reconcile against the sealed inventory; finish with the status the evidence derives;
+   render.
+
+Any failure returns the seed's BLOCKED diagnostic with every field; once the run has
+started it stays open (unsealed), so its token still locates the durable state.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import anyio
+
+from review_loop.agents import verification as v
+from review_loop.agents import verification_audit as va
+from review_loop.agents.errors import ReviewLoopError
+from review_loop.orchestrator.dispatcher import Dispatcher, PeerRequest, resolve_peer
+from review_loop.orchestrator.journal import runs
+from review_loop.orchestrator.journal.store import Appended, Existing, Refused, write_file_atomic
+from review_loop.orchestrator.journal.writer import open_journal
+from review_loop.prefs import Prefs
+
+P = ParamSpec("P")
+T = TypeVar("T")
+Progress = Callable[[str], None]
+CONCERNS_NAME = "audit-concerns.json"
+CONCERNS_ENV = "REVIEW_LOOP_AUDIT_CONCERNS"
+
+
+class Blocked(Exception):
+    """The audit stopped; ``fields`` are the BLOCKED diagnostic's."""
+
+    def __init__(self, **fields: Any) -> None:
+        self.fields = fields
+        super().__init__(va.blocked_text(fields))
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditRequest:
+    """What ``review-loop audit`` was asked.
+
+    Attributes:
+        selector: ``HEAD``, a branch, ``<base>...<head>``, optionally ``worktree:``-prefixed.
+        directory: the checkout that holds the target (default: the current directory).
+        concerns_file: an explicit concern configuration (beside the user's and the repo's).
+        driver: the run-driver identity (six fields); default: review-loop itself.
+        timeout_ms: the per-concern deadline (default: the concern's, else prefs).
+    """
+
+    selector: str
+    directory: str | None = None
+    concerns_file: str | None = None
+    driver: Mapping[str, str] | None = None
+    timeout_ms: int | None = None
+
+
+async def _thread(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    return await anyio.to_thread.run_sync(lambda: function(*args, **kwargs))
+
+
+def _q(value: str) -> str:
+    return va.shell_quote(value)
+
+
+# --- anchor ---------------------------------------------------------------------------------
+
+
+def _live_paths(repo: Path) -> list[str]:
+    from review_loop.orchestrator.git import git
+
+    out = git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", check=False)
+    if out.returncode != 0:
+        raise Blocked(
+            command=f"git -C {_q(str(repo))} status --porcelain=v1 -z --untracked-files=all",
+            exitCode=out.returncode,
+            stderr=out.stderr.decode("utf-8", "replace").strip(),
+        )
+    fields = out.stdout.decode("utf-8", "surrogateescape").split("\0")
+    paths: list[str] = []
+    index = 0
+    while index < len(fields):
+        entry = fields[index]
+        index += 1
+        if len(entry) < 4:
+            continue
+        status, path = entry[:2], entry[3:]
+        paths.append(path)
+        if "R" in status or "C" in status:  # the source path follows
+            if index < len(fields) and fields[index]:
+                paths.append(fields[index])
+            index += 1
+    return list(dict.fromkeys(p for p in paths if not p.startswith(".review-handoff/")))
+
+
+def load_concern_agents(
+    repo: Path, explicit: str | None, env: Mapping[str, str] | None = None
+) -> dict[str, va.ConcernAgent]:
+    """The installed concern agents: the user's, then the repository's, then ``explicit``.
+
+    Raises:
+        Blocked: a configuration file is unreadable or malformed, or names a prompt file
+            that cannot be read (``diagnostic: configuration error``).
+    """
+    from review_loop.orchestrator.scope import _user_home
+
+    environ = os.environ if env is None else env
+    sources = [_user_home(environ) / CONCERNS_NAME, repo / ".review-loop" / CONCERNS_NAME]
+    sources = [path for path in sources if path.is_file()]
+    for item in [environ.get(CONCERNS_ENV, ""), explicit or ""]:
+        if item:
+            sources.append(Path(item))
+    agents: dict[str, va.ConcernAgent] = {}
+    for source in sources:
+        try:
+            entries = va.check_concern_config(json.loads(source.read_text("utf-8")), str(source))
+            for name, entry in entries.items():
+                prompt = entry["prompt"]
+                if prompt == "builtin":
+                    text = va.BUILTIN_PROMPT
+                else:
+                    path = Path(prompt)
+                    text = (path if path.is_absolute() else source.parent / path).read_text("utf-8")
+                agents[name] = va.ConcernAgent(
+                    entry["product"], text, entry["version"], entry["timeoutMs"]
+                )
+        except (OSError, ValueError) as error:
+            raise Blocked(
+                command=f"read concern configuration {_q(str(source))}",
+                stderr=str(error),
+                diagnostic=f"configuration error: {source}",
+            ) from None
+    return agents
+
+
+# --- the workflow ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Context:
+    repo: Path
+    scratch: Path
+    selector: str
+    committed: str
+    advisory: bool
+    driver: dict[str, str]
+    token: str | None = None
+    identity: str = ""
+    base: str = ""
+    head: str = ""
+
+    def locator(self) -> str:
+        return (
+            f"--verification-type audit --scope-type changeset --scope {_q(self.identity)} "
+            f"--run {_q(self.token or '')}"
+        )
+
+    def command(self, verb: str) -> str:
+        return f"review-loop verification run {verb} -C {_q(str(self.repo))} {self.locator()}"
+
+
+def _payload_file(ctx: _Context, index: int, payload: Mapping[str, Any]) -> Path:
+    folder = ctx.scratch / "payloads"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{index:04d}.json"
+    write_file_atomic(path, json.dumps(payload, ensure_ascii=False).encode("utf-8"), durable=False)
+    return path
+
+
+async def _dispatch(
+    dispatcher: Dispatcher,
+    ctx: _Context,
+    installed: Sequence[tuple[va.Concern, va.ConcernAgent]],
+    changed: Sequence[str],
+    live: Sequence[str],
+    timeout_ms: int | None,
+) -> list[va.ConcernResult]:
+    requests = []
+    prompts = []
+    for concern, agent in installed:
+        prompt = va.concern_prompt(
+            agent,
+            concern,
+            repository=str(ctx.repo),
+            base=ctx.base,
+            head=ctx.head,
+            changed_paths=changed,
+            live_paths=live,
+        )
+        prompts.append(prompt)
+        folder = ctx.scratch / "concerns" / concern.skill.replace(":", "__").replace("/", "_")
+        folder.mkdir(parents=True, exist_ok=True)
+        requests.append(
+            PeerRequest(
+                peer=agent.product,
+                prompt=prompt,
+                record_dir=folder,
+                timeout_ms=agent.timeout_ms or timeout_ms,
+            )
+        )
+    deliveries = await dispatcher.fan_out(requests) if requests else []
+    results = []
+    for (concern, agent), request, delivery in zip(installed, requests, deliveries, strict=True):
+        command = f"dispatch {concern.skill} to {agent.product} (read-only)"
+        if not delivery.ok or delivery.reply is None:
+            raise Blocked(
+                runToken=ctx.token,
+                command=command,
+                stderr=f"{delivery.state.value}: {delivery.reason or ''} {delivery.detail}".strip(),
+            )
+        try:
+            result = va.parse_concern_reply(delivery.reply.text)
+        except va.ConcernReplyError as error:
+            # Drive the concern to a final result once: the same session, asked again.
+            retry = await dispatcher.consult(
+                PeerRequest(
+                    peer=agent.product,
+                    prompt=(
+                        f"Your answer was not the response contract ({error}). Answer again "
+                        f"with the JSON object only.\n\n{va.RESPONSE_CONTRACT}\n"
+                    ),
+                    record_dir=request.record_dir / "again",
+                    resume_session_id=delivery.sessionId,
+                    timeout_ms=request.timeout_ms,
+                )
+            )
+            try:
+                if not retry.ok or retry.reply is None:
+                    raise va.ConcernReplyError(f"{retry.state.value}: {retry.reason or ''}")
+                result = va.parse_concern_reply(retry.reply.text)
+            except va.ConcernReplyError as again:
+                raise Blocked(
+                    runToken=ctx.token,
+                    command=command,
+                    stderr=f"unparseable concern reply: {again}",
+                ) from None
+        if result.status == "failed":
+            raise Blocked(runToken=ctx.token, command=f"{command}: {result.failure}")
+        results.append(result)
+    return results
+
+
+def _plan(
+    ctx: _Context,
+    concerns: Sequence[va.Concern],
+    agents: Mapping[str, va.ConcernAgent],
+    results: Mapping[str, va.ConcernResult],
+    inventory: Sequence[str],
+    selection: Sequence[Mapping[str, Any]],
+    touched: Callable[[va.ReturnedFinding], bool],
+    version: str,
+) -> tuple[list[tuple[str, str, dict[str, Any]]], list[str], list[str], list[dict[str, Any]]]:
+    records: list[tuple[str, str, dict[str, Any]]] = []
+    filed: list[str] = []
+    notes: list[str] = []
+    summary: list[dict[str, Any]] = []
+    claimed: set[str] = set()
+    for concern in concerns:
+        agent = agents.get(concern.skill) or agents.get("*")
+        if agent is None:
+            unit = va.missing_skill_unit(concern, ctx.driver)
+            records.append(("scope", unit["unitId"], unit))
+            summary.append({"skill": concern.skill, "status": "missing-skill"})
+            continue
+        result = results[concern.skill]
+        provenance = {
+            "agentOwningPluginVersion": version,
+            "skillOwningPluginVersion": agent.version,
+            "toolVersion": agent.product,
+        }
+        mine = set(concern.paths)
+        audited = [p for p in inventory if p in result.audited and p in mine]
+        for path in result.audited:
+            if path not in mine:
+                notes.append(
+                    f"{concern.skill}: claimed {path!r}, which its selection does not name"
+                )
+        units = {}
+        for path in audited:
+            unit = va.path_unit(concern, path, ctx.driver, provenance)
+            units[path] = unit
+            records.append(("scope", unit["unitId"], unit))
+        claimed.update(audited)
+        recorded: dict[str, dict[str, Any]] = {}
+        for finding in result.findings:
+            owner = units.get(finding.path)
+            if owner is None:
+                notes.append(
+                    f"{concern.skill}: finding {finding.rule} at {finding.location} withdrawn: "
+                    "it names no path the concern audited"
+                )
+                continue
+            key = f"{owner['unitId']}:{finding.rule}"
+            if not touched(finding):
+                filed.append(va.filed_line(key, finding, ctx.token or "", ctx.base, ctx.head))
+                continue
+            if key in recorded:
+                recorded[key]["message"] += f" (also at {finding.location})"
+                continue
+            payload = va.finding_payload(owner, finding, provenance)
+            recorded[key] = payload
+            records.append(("finding", key, payload))
+        notes.extend(f"{concern.skill}: {w}" for w in result.withdrawn)
+        summary.append(
+            {
+                "skill": concern.skill,
+                "product": agent.product,
+                "status": result.status,
+                "audited": len(audited),
+                "findings": len(recorded),
+            }
+        )
+    auditors = va.artifact_type_auditors(selection)
+    for path in inventory:
+        if path not in claimed:
+            unit = va.accounting_unit(path, auditors.get(path), ctx.driver)
+            records.append(("scope", unit["unitId"], unit))
+    return records, filed, notes, summary
+
+
+async def _persist(
+    ctx: _Context, run: runs.RunAddress, records: Sequence[tuple[str, str, dict[str, Any]]]
+) -> None:
+    async with open_journal(run.log) as journal:
+        for index, (verb, key, payload) in enumerate(records):
+            source = await _thread(_payload_file, ctx, index, payload)
+            mutation = (
+                runs.finding_mutation("audit", key, payload)
+                if verb == "finding"
+                else runs.scope_mutation("audit", run.selector, key, payload)
+            )
+            try:
+                outcome = await journal.record(mutation)
+            except (OSError, ReviewLoopError) as error:
+                outcome = Refused(error)
+            if isinstance(outcome, Refused):
+                raise Blocked(
+                    runToken=ctx.token,
+                    command=(
+                        f"{ctx.command(f'{verb} add')} --idempotency-key {_q(key)} "
+                        f"--payload {_q(str(source))}"
+                    ),
+                    payloadSource=str(source),
+                    payloadKey=key,
+                    exitCode=1,
+                    stderr=runs.rejection_text(verb, "audit", outcome.error),
+                )
+            assert isinstance(outcome, Appended | Existing)
+
+
+def _touched_text(
+    repo: Path, base: str, head: str, live: Sequence[str]
+) -> Callable[[va.ReturnedFinding], bool]:
+    from review_loop.orchestrator.git import git
+
+    diff = git(
+        repo,
+        "-c",
+        "core.quotepath=off",
+        "diff",
+        "-U0",
+        "--no-renames",
+        "--no-ext-diff",
+        f"{base}..{head}",
+        "--",
+        check=False,
+    )
+    deleted = git(
+        repo,
+        "diff",
+        "--name-only",
+        "-z",
+        "--no-renames",
+        "--diff-filter=D",
+        f"{base}..{head}",
+        "--",
+        check=False,
+    )
+    ranges = va.changed_lines(diff.stdout.decode("utf-8", "replace"))
+    gone = [p for p in deleted.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+    return lambda finding: va.is_touched(finding, ranges, gone, live)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("review-loop")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "0"
+
+
+async def run_audit(
+    request: AuditRequest,
+    *,
+    prefs: Prefs,
+    progress: Progress | None = None,
+    open_dispatcher: Callable[..., Any] | None = None,
+) -> dict[str, Any]:
+    """Run the whole audit; returns the result document or the BLOCKED document."""
+    say = progress or (lambda line: None)
+    try:
+        return await _audit(request, prefs=prefs, say=say, open_dispatcher=open_dispatcher)
+    except Blocked as blocked:
+        fields = {
+            "runToken": blocked.fields.get("runToken") or "not-started",
+            "command": blocked.fields.get("command"),
+            "payloadSource": blocked.fields.get("payloadSource"),
+            "payloadKey": blocked.fields.get("payloadKey"),
+            "exitCode": blocked.fields.get("exitCode"),
+            "stderr": blocked.fields.get("stderr"),
+            "diagnostic": blocked.fields.get("diagnostic"),
+        }
+        return {"ok": False, "status": "BLOCKED", "blocked": str(blocked), **fields}
+
+
+async def _audit(
+    request: AuditRequest,
+    *,
+    prefs: Prefs,
+    say: Progress,
+    open_dispatcher: Callable[..., Any] | None,
+) -> dict[str, Any]:
+    from review_loop.orchestrator import scope
+    from review_loop.orchestrator.files import file_stamp, utc_now
+    from review_loop.orchestrator.git import ensure_layout, repo_root
+
+    if not request.selector.strip():
+        raise Blocked(
+            command="review-loop audit", stderr="no selector: HEAD, a branch, or <base>...<head>"
+        )
+    directory = request.directory or os.getcwd()
+    try:
+        repo = repo_root(directory)
+    except ReviewLoopError as error:
+        raise Blocked(
+            command=f"git -C {_q(directory)} rev-parse --show-toplevel",
+            exitCode=128,
+            stderr=str(error),
+        ) from None
+    advisory = request.selector.startswith("worktree:")
+    committed = request.selector.removeprefix("worktree:")
+    driver = dict(request.driver or va.DEFAULT_DRIVER)
+    agents = load_concern_agents(repo, request.concerns_file)
+    for name, agent in agents.items():
+        try:
+            resolve_peer(agent.product, prefs, field=f"concern {name}")
+        except ReviewLoopError as error:
+            raise Blocked(
+                command=f"resolve the product of concern {name}",
+                stderr=str(error),
+                diagnostic="configuration error: concern configuration",
+            ) from None
+    live = await _thread(_live_paths, repo) if advisory else []
+    scratch = await _thread(ensure_layout, repo) / "runtime" / "audit" / file_stamp(utc_now())
+    scratch.mkdir(parents=True, exist_ok=True)
+    ctx = _Context(repo, scratch, request.selector, committed, advisory, driver)
+
+    # Stage 2: resolve into the start-input file, then open the run with it.
+    audit_input: dict[str, Any] = {
+        "selector": request.selector,
+        "repository": str(repo),
+        "advisory": advisory,
+        "runDriver": driver,
+        "deterministicVerification": "unestablished",
+    }
+    if advisory:
+        audit_input["live_paths"] = live
+    input_path = scratch / "audit-input.json"
+    start_path = scratch / "start-input.json"
+    write_file_atomic(input_path, json.dumps(audit_input, sort_keys=True).encode(), durable=False)
+    resolve_command = (
+        f"review-loop scope resolve {_q(committed)} --repo {_q(str(repo))} --audit-input "
+        f"{_q(str(input_path))} --scratch-dir {_q(str(scratch))} --output {_q(str(start_path))}"
+    )
+    try:
+        resolved = await _thread(scope.resolve, repo, committed, audit_input)
+    except scope.StaleBaseError as error:
+        raise Blocked(
+            command=resolve_command, exitCode=3, stderr=scope.dump(error.diagnostic())
+        ) from None
+    except scope.ScopeResolutionError as error:
+        raise Blocked(
+            command=resolve_command, exitCode=2, stderr=f"{scope.ERROR_PREFIX}: {error}"
+        ) from None
+    scope.write_output(start_path, scope.dump(resolved))
+    ctx.base, ctx.head = resolved["base"], resolved["head"]
+    ctx.identity = scope.scope_identity(resolved)
+    start_command = (
+        f"review-loop verification run start -C {_q(str(repo))} --verification-type audit "
+        f"--scope-type changeset --scope {_q(ctx.identity)} --input {_q(str(start_path))}"
+    )
+    try:
+        started = await _thread(
+            runs.start,
+            repo,
+            "audit",
+            "changeset",
+            ctx.identity,
+            str(start_path),
+            emit=lambda e: None,
+        )
+    except ReviewLoopError as error:
+        raise Blocked(command=start_command, exitCode=1, stderr=str(error)) from None
+    ctx.token = started["runToken"]
+    say(f"[review-loop] audit: run {ctx.token} started over {len(started['resolvedScope'])} paths")
+
+    # Stage 3-4: the selection from the sealed input; the inventory before any dispatch.
+    run = runs.address(repo, "audit", "changeset", ctx.identity, ctx.token)
+    try:
+        sealed = json.loads((await _thread(runs.read_input, run))["content"])
+    except (ReviewLoopError, ValueError) as error:
+        raise Blocked(
+            runToken=ctx.token, command=ctx.command("input"), exitCode=1, stderr=str(error)
+        ) from None
+    selection = sealed.get(scope.SELECTION_KEY) or []
+    changed = list(sealed.get("changed_paths") or [])
+    sealed_live = list(sealed.get(scope.LIVE_PATHS_KEY) or [])
+    inventory = changed + [p for p in sealed_live if p not in changed]
+    concerns = va.concerns_from_selection(selection)
+    installed = [(c, a) for c in concerns if (a := agents.get(c.skill) or agents.get("*"))]
+
+    # Stage 5: every installed selected concern, read-only, in parallel.
+    if open_dispatcher is None:
+        from review_loop.orchestrator.dispatcher import open_dispatcher as default_opener
+
+        open_dispatcher = default_opener
+    say(f"[review-loop] audit: dispatching {len(installed)} of {len(concerns)} selected concerns")
+    async with open_dispatcher(repo=repo, prefs=prefs, progress=say) as dispatcher:
+        results = await _dispatch(
+            dispatcher, ctx, installed, changed, sealed_live, request.timeout_ms
+        )
+    by_skill = {
+        concern.skill: result for (concern, _), result in zip(installed, results, strict=True)
+    }
+
+    # Stage 6: persist, one record at a time, in the seed's order.
+    touched = await _thread(_touched_text, repo, ctx.base, ctx.head, sealed_live)
+    records, filed, notes, summary = _plan(
+        ctx, concerns, agents, by_skill, inventory, selection, touched, _version()
+    )
+    await _persist(ctx, run, records)
+    say(f"[review-loop] audit: {len(records)} records persisted")
+
+    # Stage 7: reconcile against the sealed inventory; only exit 0 reaches finish.
+    reconcile_command = (
+        f"review-loop scope resolve {_q(committed)} --repo {_q(str(repo))} --reconcile-run "
+        f"{_q(ctx.token)} --scope-identity {_q(ctx.identity)}"
+    )
+    try:
+        verdict, code = await _thread(scope.reconcile_run, repo, committed, ctx.token, ctx.identity)
+    except scope.StaleBaseError as error:
+        raise Blocked(
+            runToken=ctx.token,
+            command=reconcile_command,
+            exitCode=3,
+            stderr=scope.dump(error.diagnostic()),
+        ) from None
+    except scope.ScopeResolutionError as error:
+        raise Blocked(
+            runToken=ctx.token,
+            command=reconcile_command,
+            exitCode=2,
+            stderr=f"{scope.RECONCILE_PREFIX}: {error}",
+        ) from None
+    if code != 0:
+        fields = [
+            name for name in ("drifted", "unexpected", "nonfinal", "unaccounted") if verdict[name]
+        ]
+        raise Blocked(
+            runToken=ctx.token,
+            command=reconcile_command,
+            exitCode=code,
+            stderr=scope.dump(verdict),
+            diagnostic=f"unreconciled: {', '.join(fields)}",
+        )
+    state = await _thread(run.log.state)
+    status = v.expected_audit_status(state.view, run.selector)
+    try:
+        finished = await _thread(runs.finish, run, status, emit=lambda e: None)
+        projection = await _thread(runs.render, run)
+    except ReviewLoopError as error:
+        raise Blocked(
+            runToken=ctx.token,
+            command=f"{ctx.command('finish')} --terminal-status {status}",
+            exitCode=1,
+            stderr=str(error),
+        ) from None
+    return {
+        "ok": True,
+        "runToken": ctx.token,
+        "runFile": started["locator"]["runTarget"],
+        "scopeIdentity": ctx.identity,
+        "advisory": advisory,
+        "terminalStatus": finished.get("terminalStatus"),
+        "concerns": summary,
+        "filed": filed or ["filed: none"],
+        "notes": notes,
+        "scratch": str(scratch),
+        "projection": projection,
+    }
