@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "ledger": "ledger",
     "verification": "verification",
     "scope": "scope",
+    "audit": "audit",
     "help": "help",
 }
 
