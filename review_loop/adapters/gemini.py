@@ -12,6 +12,7 @@ The session id is chosen before launch (``--session-id <uuid>``); a resume passe
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -91,15 +92,30 @@ _ARGUMENT_ERROR = re.compile(
 )
 
 
+_LINE_OPENS_OBJECT = re.compile(r"(?m)^\{")
+
+
 def _error_object(stderr: str) -> dict[str, Any] | None:
-    """The ``{"session_id", "error": {...}}`` object gemini prints on stderr, if any."""
+    """The ``{"session_id", "error": {...}}`` object gemini prints on stderr, if any.
+
+    It is the last top-level JSON object: 0.61 prints warnings and, for API errors, a
+    stack dump first, and the dump holds braces of its own (``_ApiError: {...}``,
+    ``Turn.run (...) {``), so neither the whole text nor a single line need parse.
+    """
+    decoder = json.JSONDecoder()
+    for found in reversed(list(_LINE_OPENS_OBJECT.finditer(stderr))):
+        try:
+            value, _ = decoder.raw_decode(stderr, found.start())
+        except ValueError:
+            continue
+        found_object = as_dict(value)
+        if isinstance(found_object.get("error"), dict):
+            return found_object
     data = parse_json_object(stderr)
     if data is not None and isinstance(data.get("error"), dict):
         return data
-    for line in json_lines(stderr):
-        if isinstance(line.get("error"), dict):
-            return line
-    return None
+    lines = [line for line in json_lines(stderr) if isinstance(line.get("error"), dict)]
+    return lines[-1] if lines else None
 
 
 def _refusal(stderr: str, error: Mapping[str, Any], returncode: int | None) -> Failure | None:

@@ -162,6 +162,11 @@ CASES: tuple[Golden, ...] = (
            returncode=1, reason="argument error"),
     Golden("gemini", "api-401", UNKNOWN, stderr="api-401.stderr.json", returncode=145,
            reason="api error 401", session_id=GEMINI_SID),
+    # 0.61 against a 401: warnings, then a stack dump quoting the body inline, then the
+    # pretty-printed error object (measured by tests/e2e/test_consult_real.py).
+    Golden("gemini", "api-401-after-stack-trace", UNKNOWN,
+           stderr="api-401-after-stack-trace.stderr.txt", returncode=145,
+           reason="api error 401", session_id=GEMINI_SID),
     Golden("gemini", "api-500", UNKNOWN, stderr="api-500.stderr.json", returncode=1,
            reason="api error 500", session_id=GEMINI_SID),
     Golden("gemini", "garbage", UNKNOWN, stdout="garbage.txt", reason="parse failed"),

@@ -88,6 +88,31 @@ def test_error_json_after_log_lines_on_stderr_is_found() -> None:
     assert "fake 401" in outcome.detail
 
 
+def test_error_object_after_a_stack_dump_is_the_last_top_level_object() -> None:
+    # Real 0.61 stderr: the stack dump holds braces ("_ApiError: {...}", "Turn.run (...) {")
+    # before the pretty-printed error object, so neither the whole text nor one line parses.
+    outcome = interpret(
+        b"", sample("gemini", "api-401-after-stack-trace.stderr.txt"), returncode=145
+    )
+    assert isinstance(outcome, Failure)
+    assert (outcome.state, outcome.reason) == (DeliveryState.DELIVERY_UNKNOWN, "api error 401")
+    assert outcome.session_id == GEMINI_SID
+    assert outcome.detail == (
+        '{"error":{"code":401,"message":"fake 401 bad key","status":"UNAUTHENTICATED"}}'
+    )
+
+
+def test_last_error_object_wins_and_trailing_lines_are_ignored() -> None:
+    first = json.dumps({"session_id": GEMINI_SID, "error": {"message": "old", "code": 500}})
+    last = json.dumps(
+        {"session_id": GEMINI_SID, "error": {"message": "new", "code": 401}}, indent=2
+    )
+    stderr = f"log {{ not json\n{first}\n{last}\nflushing telemetry }}\n".encode()
+    outcome = interpret(b"", stderr, returncode=145)
+    assert isinstance(outcome, Failure)
+    assert (outcome.reason, outcome.detail) == ("api error 401", "new")
+
+
 def test_auth_error_later_in_a_run_is_not_proof_of_non_submission() -> None:
     stderr = json.dumps(
         {"session_id": GEMINI_SID, "error": {"message": "OAuth token expired", "code": 41}}
