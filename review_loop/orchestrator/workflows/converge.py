@@ -30,11 +30,13 @@ from review_loop.agents.converge import (
     Ledger,
     LedgerStatus,
     PositionBlock,
+    Result,
     continuation_prompt,
     decision_text,
     frozen_scope,
     ledger_summary,
     parse_position,
+    render_missing_dependencies,
     round_a_prompt,
     round_b_prompt,
     section_text,
@@ -479,6 +481,20 @@ async def run_converge(dispatcher: Dispatcher, inputs: ConvergeInputs) -> dict[s
     """Run (or continue) the convergence of ``inputs.run``; returns the command document."""
     paths = RunPaths(dispatcher.repo, inputs.run)
     with run_lock(paths):
+        preflight = load_ledger(paths).preflight
+        if preflight is not None and not preflight.ready:
+            # The seed stops before any discussion when a capability is missing.
+            return {
+                "ok": False,
+                "status": Result.MISSING_DEPENDENCIES.value,
+                "result": Result.MISSING_DEPENDENCIES.value,
+                "run": inputs.run,
+                "missing": preflight.missing,
+                "block": render_missing_dependencies(preflight.missing),
+                "message": "the last preflight of this run failed; run `review-loop "
+                "preflight` again once the missing capability is there",
+                "asked": 0,
+            }
         return await _Converge(dispatcher, inputs, paths).run()
 
 

@@ -19,7 +19,11 @@ import pytest
 
 from review_loop.orchestrator.cli import run as cli_run
 from review_loop.orchestrator.dispatcher import open_dispatcher
-from review_loop.orchestrator.workflows.converge import ConvergeInputs, run_converge
+from review_loop.orchestrator.workflows.converge import (
+    ConvergeInputs,
+    run_converge,
+    select_converge_peers,
+)
 from review_loop.prefs import Prefs
 from tests.fakes import FakeCLIs
 
@@ -333,6 +337,30 @@ def _journal_exists(repo: Path) -> bool:
     return (repo / ".review-handoff" / "runtime" / "converge" / "task" / "journal.jsonl").exists()
 
 
+def test_peer_selection_skips_the_host_always() -> None:
+    prefs = Prefs.model_validate({"skipHost": False})
+    assert select_converge_peers(prefs, [], "claude") == ["codex", "grok"]
+    assert select_converge_peers(prefs, [], "codex") == ["claude", "grok"]
+    assert select_converge_peers(prefs, [], "grok") == ["claude", "codex"]
+    assert select_converge_peers(prefs, ["gemini"], "claude") == ["gemini", "codex"]
+    assert select_converge_peers(prefs, [], None) == ["claude", "codex"]
+    short = Prefs.model_validate({"order": ["claude", "codex"]})
+    assert select_converge_peers(short, [], "claude") == ["codex"]
+
+
+def test_peer_command_alias_launches_the_peer(
+    repo: Path, fakes: FakeCLIs, files: tuple[Path, Path]
+) -> None:
+    launcher = fakes.bin / "codex002"
+    launcher.write_text(f'#!/bin/sh\nexec "{fakes.bin / "codex"}" "$@"\n')
+    launcher.chmod(0o755)
+    fakes.script(codex=[position("codex002 A"), position("codex002 B1")], grok=[position("g")])
+    code, doc = converge(repo, files, "--peer-command", "codex002")
+    assert code == 0, doc
+    assert doc["peers"]["A"]["peer"] == "codex002" and doc["peers"]["A"]["product"] == "codex"
+    assert "- Peer A (codex) session: " in doc["recordText"]
+
+
 # -- preflight ---------------------------------------------------------------------------------
 
 
@@ -366,6 +394,25 @@ def test_preflight_missing_peer(
     assert {c["product"] for c in clis.calls()} == {"codex", "claude"}  # nothing stood in
     code, shown = rl(repo, "ledger", "show", "--run", "task")
     assert shown["ledger"]["preflight"]["ready"] is False
+    # no discussion starts after a failed preflight
+    plan = tmp_path / "plan.md"
+    plan.write_text(PLAN)
+    calls = len(clis.calls())
+    code, doc = rl(
+        repo,
+        "converge",
+        "--plan",
+        str(plan),
+        "--host-position",
+        str(plan),
+        "--host",
+        "claude",
+        "--run",
+        "task",
+    )
+    assert code == 2 and doc["status"] == "MISSING_DEPENDENCIES"
+    assert doc["block"].startswith("Task Completion Result\n- Result: MISSING_DEPENDENCIES")
+    assert len(clis.calls()) == calls
 
 
 # -- blind review ---------------------------------------------------------------------------------
