@@ -22,9 +22,8 @@ import time
 from pathlib import Path
 from typing import Final, NamedTuple
 
-from review_loop.agents.errors import NotAGitRepositoryError
+from review_loop.agents.errors import InputError, NotAGitRepositoryError
 from review_loop.agents.verification import branch_slug
-from review_loop.orchestrator.git import git
 
 STORE_DIR: Final = (".review-handoff", "verification")
 BRANCH_ENVS: Final = ("REVIEW_LOOP_VERIFY_BRANCH", "SPX_VERIFY_BRANCH")
@@ -57,6 +56,50 @@ class Product(NamedTuple):
         return self.branch_dir() / verification_type / "runs"
 
 
+def run_git(cwd: Path, *args: str) -> tuple[int, bytes, bytes]:
+    """``git -C cwd args...`` → ``(exit code, stdout, stderr)``, for short commands.
+
+    ``posix_spawn`` and two pipes instead of :mod:`subprocess`: every journal command
+    resolves its repository, and importing ``subprocess`` (with ``signal``, ``threading``,
+    ``selectors``) is a noticeable share of a command's start-up. Both outputs must be
+    small (stderr is read after stdout).
+    """
+    env = dict(os.environ)
+    env.setdefault("GIT_OPTIONAL_LOCKS", "0")
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    try:
+        pid = os.posix_spawnp(
+            "git",
+            ["git", "-C", str(cwd), *args],
+            env,
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_DUP2, out_w, 1),
+                (os.POSIX_SPAWN_DUP2, err_w, 2),
+            ],
+        )
+    except FileNotFoundError:
+        for fd in (out_r, out_w, err_r, err_w):
+            os.close(fd)
+        raise InputError("git", "the git executable is not on PATH", "an installed git") from None
+    os.close(out_w)
+    os.close(err_w)
+    outputs: list[bytes] = []
+    try:
+        for fd in (out_r, err_r):
+            chunks = []
+            while data := os.read(fd, 65536):
+                chunks.append(data)
+            outputs.append(b"".join(chunks))
+    finally:
+        os.close(out_r)
+        os.close(err_r)
+        _, status = os.waitpid(pid, 0)
+    out, err = outputs
+    return os.waitstatus_to_exitcode(status), out, err
+
+
 def locate_product(cwd: Path, *, env: dict[str, str] | None = None) -> Product:
     """Resolve the product root, the branch and its slug from one git call.
 
@@ -66,7 +109,7 @@ def locate_product(cwd: Path, *, env: dict[str, str] | None = None) -> Product:
     environ = os.environ if env is None else env
     if not cwd.is_dir():
         raise NotAGitRepositoryError(str(cwd), "no such directory")
-    result = git(
+    code, stdout, _ = run_git(
         cwd,
         "rev-parse",
         "--show-toplevel",
@@ -74,21 +117,20 @@ def locate_product(cwd: Path, *, env: dict[str, str] | None = None) -> Product:
         "HEAD",
         "--symbolic-full-name",
         "HEAD",
-        check=False,
     )
-    lines = result.stdout.decode("utf-8", "surrogateescape").splitlines()
+    lines = stdout.decode("utf-8", "surrogateescape").splitlines()
     head: str | None = None
     symbolic = "HEAD"
-    if result.returncode == 0 and len(lines) >= 4:
+    if code == 0 and len(lines) >= 4:
         top, common, head, symbolic = lines[:4]
     else:  # no commit yet: HEAD does not resolve
-        fallback = git(cwd, "rev-parse", "--show-toplevel", "--git-common-dir", check=False)
-        parts = fallback.stdout.decode("utf-8", "surrogateescape").splitlines()
-        if fallback.returncode != 0 or len(parts) < 2:
-            raise NotAGitRepositoryError(str(cwd), fallback.stderr.decode("utf-8", "replace"))
+        code, stdout, stderr = run_git(cwd, "rev-parse", "--show-toplevel", "--git-common-dir")
+        parts = stdout.decode("utf-8", "surrogateescape").splitlines()
+        if code != 0 or len(parts) < 2:
+            raise NotAGitRepositoryError(str(cwd), stderr.decode("utf-8", "replace"))
         top, common = parts[:2]
-        ref = git(cwd, "symbolic-ref", "--quiet", "HEAD", check=False)
-        symbolic = ref.stdout.decode("utf-8", "surrogateescape").strip() or "HEAD"
+        _, ref, _ = run_git(cwd, "symbolic-ref", "--quiet", "HEAD")
+        symbolic = ref.decode("utf-8", "surrogateescape").strip() or "HEAD"
     worktree = Path(top)
     common_dir = Path(common) if Path(common).is_absolute() else (worktree / common).resolve()
     root = common_dir.parent if common_dir.name == ".git" else worktree

@@ -251,7 +251,10 @@ class RunLog:
             :meth:`commit`; :meth:`create` makes it.
         stream_id: the ``streamid``/``runid`` every event carries (default: the file name).
         schema: the fold that :class:`Mutation` ``decide`` functions read.
-        snapshot_every: rewrite the snapshot once this many events follow it.
+        snapshot_every: rewrite the snapshot once this many events follow it...
+        snapshot_interval: ...and at least this many seconds have passed since this object
+            last wrote it (a long-lived writer sets it, so a growing snapshot is not
+            rewritten per batch; :meth:`checkpoint` writes the last one).
     """
 
     def __init__(
@@ -261,11 +264,14 @@ class RunLog:
         stream_id: str | None = None,
         schema: Schema = PLAIN,
         snapshot_every: int = 64,
+        snapshot_interval: float = 0.0,
     ) -> None:
         self.path = path
         self.stream_id = stream_id or path.name
         self.schema = schema
         self.snapshot_every = snapshot_every
+        self.snapshot_interval = snapshot_interval
+        self._snapshot_at = float("-inf")
         self.lock_path = path.with_name(path.name + ".lock")
         self.snapshot_path = path.with_name(path.name + ".state")
         self.sealed_path = path.with_name(path.name + ".sealed")
@@ -461,7 +467,10 @@ class RunLog:
                         os.ftruncate(fd, start)
                     raise
                 self._cache = state
-                if state.seq - state.snapshot_seq >= self.snapshot_every:
+                if (
+                    state.seq - state.snapshot_seq >= self.snapshot_every
+                    and time.monotonic() - self._snapshot_at >= self.snapshot_interval
+                ):
                     self._write_snapshot(state)
             finally:
                 os.close(fd)
@@ -504,6 +513,17 @@ class RunLog:
         self._apply(state, event)
         return Appended(event)
 
+    def checkpoint(self) -> None:
+        """Write the snapshot now if events follow it (a writer calls this when it stops)."""
+        with self._locked(fcntl.LOCK_EX):
+            fd = self._open(os.O_RDWR)
+            try:
+                state = self._load(fd, repair=True)
+                if state.seq > state.snapshot_seq:
+                    self._write_snapshot(state)
+            finally:
+                os.close(fd)
+
     def _write_snapshot(self, state: StreamState) -> None:
         doc = {
             "v": SNAPSHOT_VERSION,
@@ -523,6 +543,7 @@ class RunLog:
                 durable=False,
             )
             state.snapshot_seq = state.seq
+            self._snapshot_at = time.monotonic()
         except OSError:
             pass
 

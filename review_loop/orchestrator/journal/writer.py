@@ -18,6 +18,7 @@ an entry is committed (or refused) like every other.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from review_loop.orchestrator.journal.store import (
 DEFAULT_CAPACITY: Final = 64
 DEFAULT_MAX_BATCH: Final = 512
 DRAIN_SECONDS: Final = 10.0
+SNAPSHOT_INTERVAL: Final = 0.5
 
 
 class JournalClosedError(JournalError):
@@ -160,6 +162,11 @@ async def _write(
         for entry in leftover:
             entry.answer(None, JournalClosedError())
         receive.close()
+        if journal.committed:
+            # Leave a fresh snapshot, so the next reader folds no tail (a cache: best effort).
+            with anyio.CancelScope(shield=True) as scope, contextlib.suppress(Exception):
+                scope.deadline = anyio.current_time() + DRAIN_SECONDS
+                await anyio.to_thread.run_sync(journal.log.checkpoint)
 
 
 @asynccontextmanager
@@ -172,8 +179,10 @@ async def open_journal(
     """Start the single writer task for ``log``; yield the producer side.
 
     On exit the stream is closed and the writer drains and commits everything queued
-    before the context returns.
+    before the context returns. While it runs, the stream's snapshot is rewritten at most
+    every ``SNAPSHOT_INTERVAL`` seconds (and once more at the end), not once per batch.
     """
+    log.snapshot_interval = max(log.snapshot_interval, SNAPSHOT_INTERVAL)
     send, receive = anyio.create_memory_object_stream[_Entry](capacity)
     journal = Journal(send, log)
     async with anyio.create_task_group() as group:
