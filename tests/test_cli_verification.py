@@ -649,3 +649,108 @@ def test_five_processes_racing_one_key_record_one_event(
     assert sorted(a["idempotent"] for a in answers) == [False, True, True, True, True]
     events = run_cli("render", *locator(repo, token)).doc["events"]
     assert [e["seq"] for e in events] == [1, 2]
+
+
+# --- the other verification types -----------------------------------------------------------
+
+
+def test_test_runs_record_modules_and_failures(run_cli: Any, repo: Repo, tmp_path: Path) -> None:
+    started = run_cli(
+        "start",
+        "--verification-type",
+        "test",
+        "--scope-type",
+        "file",
+        "--scope",
+        "src/a.py",
+        "--input",
+        write(tmp_path / "i.json", "{}"),
+    )
+    token = started.doc["runToken"]
+    where = [
+        "--verification-type",
+        "test",
+        "--scope-type",
+        "file",
+        "--scope",
+        "src/a.py",
+        "--run",
+        token,
+    ]
+    module = write(tmp_path / "m.json", {"moduleId": "tests/test_a.py"})
+    failure = write(
+        tmp_path / "f.json", {"moduleId": "tests/test_a.py", "testName": "t", "errors": ["boom"]}
+    )
+    assert run_cli("scope", "add", *where, "--idempotency-key", "m", "--payload", module).code == 0
+    assert (
+        run_cli("finding", "add", *where, "--idempotency-key", "f", "--payload", failure).code == 0
+    )
+    passed = run_cli("finish", *where, "--terminal-status", "passed")
+    assert passed.code == 1 and "a run sealing as passed recorded no findings" in passed.err
+    approved = run_cli("finish", *where, "--terminal-status", "approved")
+    assert approved.code == 1 and "one the verification type seals with" in approved.err
+    failed = run_cli("finish", *where, "--terminal-status", "failed")
+    assert failed.code == 0 and failed.doc["terminalStatus"] == "failed"
+    assert run_cli("render", *where).doc["auditScopeUnits"] == []
+
+
+def test_review_runs_take_terminal_metadata(run_cli: Any, repo: Repo, tmp_path: Path) -> None:
+    started = run_cli(
+        "start",
+        "--verification-type",
+        "review",
+        "--scope-type",
+        "changeset",
+        "--scope",
+        repo.scope,
+        "--input",
+        write(tmp_path / "i.json", "{}"),
+    )
+    token = started.doc["runToken"]
+    where = [
+        "--verification-type",
+        "review",
+        "--scope-type",
+        "changeset",
+        "--scope",
+        repo.scope,
+        "--run",
+        token,
+    ]
+    scope = {
+        "path": "keep.py",
+        "commit": repo.head,
+        "side": "RIGHT",
+        "coverageState": "clean",
+        "line": 1,
+    }
+    assert (
+        run_cli(
+            "scope",
+            "add",
+            *where,
+            "--idempotency-key",
+            "s",
+            "--payload",
+            write(tmp_path / "s.json", scope),
+        ).code
+        == 0
+    )
+    metadata = {
+        "actor": "me",
+        "state": "approved",
+        "body": "",
+        "submittedAt": "2026-01-01T00:00:00Z",
+        "commit": repo.head,
+    }
+    done = run_cli(
+        "finish",
+        *where,
+        "--terminal-status",
+        "approved",
+        "--terminal-metadata",
+        write(tmp_path / "m.json", metadata),
+    )
+    assert done.code == 0, done.err
+    assert done.doc["terminalMetadata"] == metadata
+    assert run_cli("status", *where).doc["terminalMetadata"] == metadata
