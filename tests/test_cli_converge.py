@@ -159,3 +159,14 @@ def test_converge_and_preflight_as_processes(repo: Path, tmp_path: Path, fakes: 
     assert len(fakes.calls()) == before
     code, shown, _ = run_cli("ledger", "--repo", str(repo), fakes=fakes)
     assert code == 0 and shown["ledger"]["convergence"]["status"] == "converged"
+
+
+def test_preflight_with_git_writes_forbidden_stops_at_human_gate(
+    repo: Path, fakes: FakeCLIs
+) -> None:
+    exclude = repo / ".git" / "info" / "exclude"
+    before = exclude.read_bytes() if exclude.exists() else None
+    code, doc, _ = run_cli("preflight", "--repo", str(repo), "--no-git-writes", fakes=fakes)
+    assert code == 0 and doc["result"] == "HUMAN_GATE"
+    assert not (repo / ".review-handoff").exists() and fakes.calls() == []
+    assert (exclude.read_bytes() if exclude.exists() else None) == before

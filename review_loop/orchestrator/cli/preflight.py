@@ -12,7 +12,7 @@ from typing import Any
 
 USAGE = [
     "review-loop preflight --repo R [--host H] [--peer P [--peer P2]] [--peer-command NAME] "
-    "[--blind-reviewer claude] [--run NAME] [--timeout SECONDS]",
+    "[--blind-reviewer claude] [--run NAME] [--timeout SECONDS] [--no-git-writes]",
 ]
 OUTPUT = "json"
 
@@ -28,6 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--blind-reviewer", dest="blind_reviewer")
     parser.add_argument("--run")
     parser.add_argument("--timeout")
+    parser.add_argument("--no-git-writes", dest="no_git_writes", action="store_true")
 
 
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
@@ -65,6 +66,18 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         f"the host{' ' + repr(args.host) if args.host else ''} and the other peer"
         for side in "AB"[len(peers) :]
     ]
+    if args.no_git_writes:
+        # The exclude entry lives in $GIT_COMMON_DIR/info/exclude: with .git/** writes
+        # forbidden the loop stops before any source change (seed: HUMAN_GATE).
+        return {
+            "ok": True,
+            "status": "HUMAN_GATE",
+            "result": "HUMAN_GATE",
+            "run": run,
+            "message": "the loop writes /.review-handoff/ to $GIT_COMMON_DIR/info/exclude; "
+            "with .git/** writes forbidden it stops here, before any source change. "
+            "Nothing was written and no peer was asked.",
+        }
     ensure_layout(repo)
 
     async def main() -> Mapping[str, Any]:

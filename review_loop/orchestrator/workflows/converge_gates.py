@@ -4,6 +4,7 @@
   Peer A, Peer B and the blind reviewer (in parallel, no fallback — no product stands in
   for another), then ``sessions`` must list the session each left (the resumable handle).
   Anything missing gives the seed's ``MISSING_DEPENDENCIES`` block, naming exactly what.
+  Preflight always proves afresh (it is a liveness proof); every call is still journaled.
 - **blind review** computes the final evidence, sends only that (never a position) to a
   fresh read-only session of the blind reviewer, parses Fix / Backlog / Reject, recomputes
   the evidence afterwards, and records the review against the evidence id it saw. The
