@@ -297,6 +297,40 @@ def test_timeout_without_fallback_is_unverified_then_continues(
     assert doc["peers"]["A"]["sessionId"] == handle
 
 
+def test_timeout_in_round_b_continues_from_the_missing_side(
+    repo: Path, fakes: FakeCLIs, files: tuple[Path, Path]
+) -> None:
+    fakes.script(
+        claude=[position("claude A"), {"mode": "hang"}],
+        grok=[position("grok A"), position("grok B1")],
+    )
+    code, doc = converge(repo, files, "--timeout", "2", host_product="codex")
+    assert code == 2 and doc["status"] == "UNVERIFIED" and doc["missingStage"] == "B1"
+    session = doc["peers"]["A"]["sessionId"]
+    assert doc["peers"]["B"]["state"] == "DELIVERED"
+    fakes.script(claude=[position("claude B1")], grok=[position("never asked")])
+    before = len(fakes.calls())
+    code, doc = converge(repo, files, "--timeout", "20", host_product="codex")
+    assert code == 0, doc
+    assert doc["status"] == "converged" and doc["asked"] == 1 and doc["reused"] == 3
+    (call,) = fakes.calls()[before:]
+    assert call["product"] == "claude" and resumed(call) == session
+    assert "did not reach the host" in prompt_of(call) and "grok A" in prompt_of(call)
+
+
+def test_one_fallback_for_two_timeouts_never_answers_both_sides(
+    repo: Path, fakes: FakeCLIs, files: tuple[Path, Path]
+) -> None:
+    fakes.script(codex=[{"mode": "hang"}], grok=[{"mode": "hang"}], gemini=[position("gemini")])
+    code, doc = converge(repo, files, "--fallback", "gemini", "--timeout", "2")
+    assert code == 2 and doc["status"] == "UNVERIFIED"
+    products = {doc["peers"][s]["product"] for s in ("A", "B")}
+    assert "gemini" in products and len(products) == 2  # one side keeps gemini's answer
+    voided = [e for e in journal(repo) if e["event"] == "call.void"]
+    assert len(voided) == 1 and "collided" in voided[0]["reason"]
+    assert "fallback collided" in doc["recordText"]
+
+
 @pytest.mark.anyio
 async def test_interrupted_run_resumes_without_reasking(
     repo: Path, fakes: FakeCLIs, files: tuple[Path, Path]
