@@ -7,7 +7,11 @@
   record a gate result against the evidence computed now.
 - ``meta [--task T] [--goal G] [--implemented T] [--lessons T]``.
 - ``result [--base REF] [--paths a,b]``: recompute the evidence, derive the result, write
-  and return the "Task Completion Result" block; stale gate results are named.
+  and return the "Task Completion Result" block; stale gate results are named. ``ok`` is
+  false (exit 2) when the result is ``UNVERIFIED`` or ``MISSING_DEPENDENCIES``.
+
+The file is ``.review-handoff/runtime/converge/<run>/ledger.json`` (``--run`` defaults to
+the branch slug, as ``preflight``, ``converge`` and ``blind-review`` do).
 """
 
 from __future__ import annotations

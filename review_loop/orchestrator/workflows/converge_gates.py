@@ -24,6 +24,7 @@ from typing import Any
 import anyio
 
 from review_loop.agents.converge import (
+    GATE_PASS,
     MAX_BLIND_ROUNDS,
     BlindReviewSummary,
     CompletionInputs,
@@ -417,13 +418,6 @@ def ledger_meta(repo: Path, run: str, changes: dict[str, str]) -> dict[str, Any]
     return ledger_show(repo, run)
 
 
-def gate_pass_tokens() -> dict[str, list[str]]:
-    """Each gate's passing result tokens (for messages)."""
-    from review_loop.agents.converge import GATE_PASS
-
-    return {gate.value: sorted(tokens) for gate, tokens in GATE_PASS.items()}
-
-
 def ledger_gate(
     repo: Path,
     run: str,
@@ -465,6 +459,7 @@ def ledger_gate(
         **ledger_show(repo, run),
         "gate": record.model_dump(mode="json"),
         "passed": record.passed,
+        "passing": sorted(GATE_PASS[gate_value]),
         "evidenceId": evidence_id(evidence),
     }
 
