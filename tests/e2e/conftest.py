@@ -89,8 +89,12 @@ GIT_ENV = {
 @pytest.fixture
 def git_repo(tmp_path: Path) -> Path:
     """A temp git repo with one commit (README.md) for the CLI to run in."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
+    return init_git_repo(tmp_path / "repo")
+
+
+def init_git_repo(repo: Path) -> Path:
+    """Create ``repo`` (parents too) as a git repo with one commit (README.md)."""
+    repo.mkdir(parents=True)
     (repo / "README.md").write_text("# demo\n\nhello from the e2e repo\n")
     env = {**os.environ, **GIT_ENV}
     for args in (
