@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, Protocol
@@ -133,4 +134,11 @@ def run(argv: Sequence[str], *, stdout: Callable[[str], None] | None = None) -> 
 
 def main() -> NoReturn:
     """Console-script entry point."""
-    sys.exit(run(sys.argv[1:]))
+    try:
+        code = run(sys.argv[1:])
+    except BrokenPipeError:
+        # The reader went away (``review-loop help | head``): not our error to report.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        code = 1
+    sys.exit(code)
