@@ -193,6 +193,27 @@ def test_consult_lists_and_resumes_the_session(
     assert_only_handoff_added(repo)
 
 
+@pytest.mark.parametrize("product", ["claude", "codex"])  # gemini: see below
+def test_resuming_an_unknown_session_starts_a_new_one(product: str, peer_for: PeerFor) -> None:
+    # The CLI's own "not found" refusal (claude: "No conversation found with session ID",
+    # codex: "no rollout found for thread id") comes back within the dispatcher's 5 s window,
+    # so it starts a new session and says so. Gemini is left out: it alone needs 5-10 s to
+    # start on a loaded machine, which makes the window a coin toss.
+    peer = peer_for(product)
+    peer.api.script(f"fresh answer from {product}")
+    unknown = "0f0e0d0c-0b0a-4908-8706-050403020100"
+
+    ran, doc = peer.consult("anything", "--resume", unknown)
+
+    assert ran.returncode == 0, ran.describe()
+    assert (doc["ok"], doc["text"]) == (True, f"fresh answer from {product}"), doc
+    assert (doc.get("degraded"), doc.get("degradedReason")) == (True, "session_not_found"), doc
+    assert assert_uuid(doc["sessionId"]) != unknown
+    assert len(peer.api.turns()) == 1  # the refused resume never reached the model
+    assert [e["sessionId"] for e in peer.sessions()] == [doc["sessionId"]]
+    assert_only_handoff_added(peer.repo)
+
+
 # ----------------------------------------------------------------------------- failures
 
 CODE_OF_401 = {
