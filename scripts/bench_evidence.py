@@ -197,7 +197,10 @@ def main() -> None:
         help="where to build the repositories (default: /dev/shm when writable, so that "
         "building 10,000 files does not dominate the run)",
     )
+    parser.add_argument("--quick", action="store_true", help="3 runs per measurement")
     args = parser.parse_args()
+    if args.quick:
+        args.runs = min(args.runs, 3)
     version = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
     print(f"evidence benchmark: {version}, median of {args.runs} runs, in {args.dir or 'TMPDIR'}")
     with tempfile.TemporaryDirectory(prefix="bench-evidence-", dir=args.dir) as tmp:
