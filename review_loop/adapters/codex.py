@@ -50,6 +50,7 @@ from review_loop.agents.models import (
     AgentRequest,
     Capabilities,
     Completed,
+    DeliveryState,
     Failure,
     Invocation,
     Outcome,
@@ -128,6 +129,14 @@ def _events(text: str, *, kept: bytes | None) -> _Events:
     return _Events(thread_id, answer, usage, turn_failed, model_items, tuple(errors))
 
 
+def _thread_id(stdout: bytes) -> str | None:
+    """The id of the first ``thread.started`` event (the first line; lenient decode)."""
+    for event in json_lines(text_of(stdout)):
+        if event.get("type") == "thread.started":
+            return as_str(event.get("thread_id"))
+    return None
+
+
 def _tail_answer(kept: bytes) -> str | None:
     """The answer of a stream whose middle was cut out, or ``None`` if it is not provable.
 
@@ -197,9 +206,17 @@ class CodexAdapter:
         )
 
     def interpret(self, invocation: Invocation, completed: Completed) -> Outcome:
-        """Read the event stream; warnings (``error`` items and events) are not failures."""
+        """Read the event stream; warnings (``error`` items and events) are not failures.
+
+        A run ended by a timeout, a STOP or a cancellation keeps the thread id it printed
+        (``thread.started`` comes before the request): the session exists, and resuming it
+        is the only way to learn whether the model got the prompt.
+        """
         failure = generic_failure(completed)
         if failure is not None:
+            if failure.state is DeliveryState.DELIVERY_UNKNOWN and failure.session_id is None:
+                thread_id = _thread_id(completed.stdout) or invocation.session_id
+                failure = failure.model_copy(update={"session_id": thread_id})
             return failure
         if completed.stdout_truncated:
             stdout = text_of(completed.stdout)  # the cut may split a character

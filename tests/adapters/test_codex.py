@@ -233,3 +233,37 @@ def test_resume_commands_match_the_original_tool() -> None:
     commands = ADAPTER.resume_commands(CODEX_TID, ("codex",))
     assert commands.interactive == f"codex resume {CODEX_TID}"
     assert commands.headless == f'codex exec resume {CODEX_TID} "<prompt>"'
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"timed_out": True, "returncode": -15},
+        {"stopped": True, "returncode": -15},
+        {"cancelled": True, "returncode": -9},
+    ],
+    ids=["timeout", "stopped", "cancelled"],
+)
+def test_interrupted_run_keeps_the_thread_it_started(change: dict[str, object]) -> None:
+    # Real 0.171 output of a run killed while the model hung (tests/e2e/test_consult_real.py):
+    # thread.started, a metadata warning, turn.started — the session exists in codex's store.
+    stdout = sample("codex", "timeout-after-thread-started.jsonl")
+    outcome = interpret(stdout, **change)
+    assert isinstance(outcome, Failure)
+    assert outcome.state is DeliveryState.DELIVERY_UNKNOWN
+    assert outcome.session_id == CODEX_TID
+
+
+def test_interrupted_resume_without_output_keeps_the_resumed_id() -> None:
+    outcome = ADAPTER.interpret(build(CODEX_TID), finished(b"", timed_out=True, returncode=-15))
+    assert isinstance(outcome, Failure)
+    assert (outcome.reason, outcome.session_id) == ("timeout", CODEX_TID)
+
+
+def test_spawn_error_has_no_session() -> None:
+    outcome = ADAPTER.interpret(
+        build(CODEX_TID), finished(b"", spawn_error="gone", returncode=None)
+    )
+    assert isinstance(outcome, Failure)
+    assert outcome.state is DeliveryState.NOT_SUBMITTED
+    assert outcome.session_id is None

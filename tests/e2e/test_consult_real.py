@@ -276,6 +276,10 @@ def test_hang_times_out_as_delivery_unknown(product: str, peer_for: PeerFor) -> 
     # generous: interpreter start, the CLI probe (cached afterwards), TERM -> KILL grace
     assert took < timeout + 45, took
     assert [t.reply for t in peer.api.turns()] == ["hang"]  # it timed out mid-request
+    if product in RESUMABLE:  # the session exists: its id is kept, to resume and find out
+        sid = assert_uuid(doc["sessionId"])
+        assert attempt["sessionId"] == sid
+        assert [e["sessionId"] for e in peer.sessions()] == [sid]
     assert_nothing_left(peer)
     assert_only_handoff_added(peer.repo)
 
