@@ -1,8 +1,13 @@
 """Gemini CLI (``gemini`` 0.61): one JSON object on stdout, errors as JSON on stderr.
 
-Read-only by construction: ``--approval-mode plan`` lets the agent read but denies writes
-outside its own plans directory (cli-adapters.md §4). ``--skip-trust`` and
-``GEMINI_CLI_TRUST_WORKSPACE=true`` keep a headless run from stopping at the trust check.
+Read-only by construction, in two layers: ``--approval-mode plan`` lets the agent read but
+denies writes outside its own plans directory (cli-adapters.md §4), and
+``--admin-policy gemini_read_only.toml`` (shipped beside this module) denies leaving plan
+mode and the writing tools. Plan mode alone is not enough headless: 0.61 auto-approves
+``exit_plan_mode`` there and then runs every tool (YOLO). ``--admin-policy`` rather than
+``--policy``: the latter replaces the user's own policy directory instead of adding to it.
+``--skip-trust`` and ``GEMINI_CLI_TRUST_WORKSPACE=true`` keep a headless run from stopping at
+the trust check.
 The prompt goes on stdin; ``-p ""`` selects headless mode and appends nothing.
 
 The session id is chosen before launch (``--session-id <uuid>``); a resume passes
@@ -48,6 +53,7 @@ from review_loop.adapters.base import (
     generic_failure,
     json_lines,
 )
+from review_loop.agents.errors import AdapterRefusalError
 from review_loop.agents.models import (
     AgentRequest,
     Capabilities,
@@ -66,7 +72,11 @@ if TYPE_CHECKING:
 
 PRODUCT: Final = "gemini"
 
-READ_ONLY_FLAGS: Final = ("--approval-mode", "plan")
+READ_ONLY_POLICY: Final = Path(__file__).with_name("gemini_read_only.toml")
+"""Denies ``exit_plan_mode`` and the writing tools. Gemini silently ignores a policy file
+that is missing, so ``tests/adapters`` checks this one exists and says what it must."""
+
+READ_ONLY_FLAGS: Final = ("--approval-mode", "plan", "--admin-policy", str(READ_ONLY_POLICY))
 """Present in every argv ``build`` returns."""
 
 ENV: Final = {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
@@ -174,7 +184,17 @@ class GeminiAdapter:
     def build(
         self, request: AgentRequest, *, command: Sequence[str], capabilities: Capabilities
     ) -> Invocation:
-        """``gemini -o json --approval-mode plan --skip-trust -p "" --session-id|--resume``."""
+        """``gemini -o json <read-only flags> --skip-trust -p "" --session-id|--resume``.
+
+        Raises:
+            AdapterRefusalError: a resume or preassigned id that is not a safe token or UUID;
+                an empty prompt; an install path the read-only policy cannot be passed from.
+        """
+        if "," in str(READ_ONLY_POLICY):
+            # --admin-policy splits its value at commas: the policy would silently not load.
+            raise AdapterRefusalError(
+                PRODUCT, f"the read-only policy path {str(READ_ONLY_POLICY)!r} has a comma"
+            )
         argv = [*require_command(PRODUCT, command), "-o", "json", *READ_ONLY_FLAGS]
         argv += ["--skip-trust", "-p", ""]
         if request.resume_session_id is not None:

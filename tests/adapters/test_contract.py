@@ -37,7 +37,12 @@ READ_ONLY: dict[str, tuple[str, ...]] = {
         "Write,Edit,MultiEdit,NotebookEdit,Bash,Agent,WebFetch,WebSearch",
     ),
     "codex": ("-s", "read-only", "-c", 'sandbox_mode="read-only"', "-c", 'approval_policy="never"'),
-    "gemini": ("--approval-mode", "plan"),
+    "gemini": (
+        "--approval-mode",
+        "plan",
+        "--admin-policy",
+        str(Path(__file__).parents[2] / "review_loop" / "adapters" / "gemini_read_only.toml"),
+    ),
     "grok": (
         "--output-format",
         "json",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,11 @@ from review_loop.agents.models import (
 from tests.adapters.golden import GEMINI_SID, PROMPT, REPO, finished, sample
 
 CAPS = Capabilities()
-HEAD = ("gemini", "-o", "json", "--approval-mode", "plan", "--skip-trust", "-p", "")
+POLICY = Path(__file__).parents[2] / "review_loop" / "adapters" / "gemini_read_only.toml"
+HEAD = (
+    "gemini", "-o", "json", "--approval-mode", "plan", "--admin-policy", str(POLICY),
+    "--skip-trust", "-p", "",
+)  # fmt: skip
 
 
 def build(**fields: object) -> Invocation:
@@ -55,6 +60,21 @@ def test_resume_argv_replaces_the_session_id_flag() -> None:
     assert invocation.argv == (*HEAD, "--resume", GEMINI_SID)
     assert "--session-id" not in invocation.argv
     assert invocation.session_id == GEMINI_SID
+
+
+def test_read_only_policy_denies_leaving_plan_mode_and_writing() -> None:
+    # gemini silently ignores a missing or unreadable policy file, so check it here: headless
+    # 0.61 auto-approves exit_plan_mode and then runs every tool (tests/e2e/test_consult_real).
+    assert POLICY.is_file()
+    rules = tomllib.loads(POLICY.read_text())["rule"]
+    denied = {
+        tool
+        for rule in rules
+        if rule["decision"] == "deny" and "modes" not in rule and rule["priority"] >= 999
+        for tool in ([rule["toolName"]] if isinstance(rule["toolName"], str) else rule["toolName"])
+    }
+    assert {"exit_plan_mode", "write_file", "replace", "run_shell_command"} <= denied
+    assert "," not in str(POLICY)  # --admin-policy splits its value at commas
 
 
 def test_preassigned_id_must_be_a_uuid() -> None:

@@ -292,7 +292,8 @@ def write_attempts() -> list[Any]:
 
     The last item is the evidence of which read-only layer stopped the write: claude's
     ``--tools Read,Grep,Glob`` (the tool is not there), codex's read-only sandbox (the
-    command runs and fails), gemini's plan mode (writes only under its plans dir in HOME).
+    command runs and fails), gemini's admin-tier policy from the adapter (the tool is not
+    there; plan mode alone would answer "Access denied: plan path ...").
     """
 
     def case(product: str, tool: str, args: Callable[[Path], Any], denial: str) -> Any:
@@ -316,7 +317,7 @@ def write_attempts() -> list[Any]:
             "gemini",
             "write_file",
             lambda t: {"file_path": str(t), "content": "pwned\n"},
-            "Access denied: plan path",
+            'Tool \\"write_file\\" not found',  # the JSON error quoted as text
         ),
     ]
 
@@ -341,6 +342,37 @@ def test_a_write_attempt_leaves_the_repo_untouched(
     assert doc["ok"] is True and doc["text"].startswith("TOOL RESULT: "), doc
     assert not target.exists(), f"{tool} wrote the file; the model was told: {doc['text']}"
     assert denial in doc["text"], doc["text"]
+    assert_only_handoff_added(peer.repo)
+
+
+def test_gemini_cannot_leave_plan_mode_to_write(peer_for: PeerFor) -> None:
+    # Headless, gemini 0.61's own plan.toml ALLOWS exit_plan_mode ("Plan approved. Switching
+    # to YOLO mode"), after which write_file and run_shell_command run unasked. The adapter's
+    # admin-tier policy must deny the way out (and the writing tools themselves).
+    peer = peer_for("gemini")
+    target = peer.repo / "pwned.txt"
+    peer.api.script(
+        Reply.tool("exit_plan_mode", {"plan_filename": "plan.md"}),
+        Reply.tool("write_file", {"file_path": str(target), "content": "pwned\n"}),
+        Reply.tool("run_shell_command", {"command": f"touch {target}"}),
+        Reply.answer("done"),
+    )
+
+    ran, doc = peer.consult("Please create pwned.txt")
+
+    assert ran.returncode == 0, ran.describe()
+    assert doc["ok"] is True and doc["text"] == "done", doc
+    turns = peer.api.turns()
+    assert [t.reply for t in turns] == ["tool", "tool", "tool", "text"], ran.describe()
+    results = [
+        part["functionResponse"]
+        for turn in turns[1:]
+        for part in turn.body["contents"][-1]["parts"]
+        if "functionResponse" in part
+    ]
+    assert [r["name"] for r in results] == ["exit_plan_mode", "write_file", "run_shell_command"]
+    assert all("error" in r["response"] for r in results), results
+    assert not target.exists()
     assert_only_handoff_added(peer.repo)
 
 
