@@ -292,12 +292,15 @@ def write_attempts() -> list[Any]:
 
     The last item is the evidence of which read-only layer stopped the write: claude's
     ``--tools Read,Grep,Glob`` (the tool is not there), codex's read-only sandbox (the
-    command runs and fails), gemini's admin-tier policy from the adapter (the tool is not
-    there; plan mode alone would answer "Access denied: plan path ...").
+    command runs and fails; asking to run it unsandboxed is refused), gemini's admin-tier
+    policy from the adapter (the tool is not there; plan mode alone would answer "Access
+    denied: plan path ...").
     """
 
-    def case(product: str, tool: str, args: Callable[[Path], Any], denial: str) -> Any:
-        return pytest.param(product, tool, args, denial, id=f"{product}-{tool}")
+    def case(
+        product: str, tool: str, args: Callable[[Path], Any], denial: str, how: str = ""
+    ) -> Any:
+        return pytest.param(product, tool, args, denial, id=f"{product}-{tool}{how}")
 
     return [
         case(
@@ -313,6 +316,17 @@ def write_attempts() -> list[Any]:
             "No such tool available: Bash",
         ),
         case("codex", "exec_command", lambda t: {"cmd": f"touch {t}"}, "Read-only file system"),
+        case(  # asking to leave the sandbox: approval_policy="never" refuses
+            "codex",
+            "exec_command",
+            lambda t: {
+                "cmd": f"touch {t}",
+                "sandbox_permissions": "require_escalated",
+                "justification": "needed",
+            },
+            "you cannot ask for escalated permissions if the approval policy is Never",
+            "-escalated",
+        ),
         case(
             "gemini",
             "write_file",
