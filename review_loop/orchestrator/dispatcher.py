@@ -50,6 +50,12 @@ from review_loop.agents.models import (
 )
 from review_loop.agents.records import Attempt, Delivery, Fallback, SessionRecord
 from review_loop.orchestrator.files import append_line, atomic_write_json, utc_now
+from review_loop.orchestrator.isolation import (
+    isolation_failed,
+    namespace_available,
+    protected_paths,
+    read_only_argv,
+)
 from review_loop.orchestrator.log import log_event
 from review_loop.orchestrator.process import Started, resolve_executable, run_process
 from review_loop.prefs import Prefs, state_home
@@ -412,6 +418,19 @@ class Dispatcher:
                 atomic_write_json, record_path, record.model_dump(mode="json")
             )
 
+        if invocation.isolate_in_copy and not await namespace_available():
+            return finish(
+                Failure(
+                    state=DeliveryState.NOT_SUBMITTED,
+                    reason="refused",
+                    detail=(
+                        f"{peer.product} has no read-only mode here and no read-only mount "
+                        "namespace can be made (unshare --mount failed), so it cannot run "
+                        "without being able to write to the repository"
+                    ),
+                ),
+                None,
+            )
         async with self._isolated(invocation) as runnable, anyio.create_task_group() as group:
             group.start_soon(self._liveness, peer.name, deadline_ms / 1000)
             completed = await run_process(
@@ -431,7 +450,14 @@ class Dispatcher:
                 graceMs=self.prefs.graceMs,
                 why="the session ignored SIGTERM for the whole grace period",
             )
-        outcome = peer.adapter.interpret(runnable, completed)
+        if invocation.isolate_in_copy and isolation_failed(completed.returncode, completed.stderr):
+            failure = Failure(
+                state=DeliveryState.NOT_SUBMITTED,
+                reason="refused",
+                detail=completed.stderr.decode("utf-8", "replace").strip(),
+            )
+            return finish(failure, completed)
+        outcome = peer.adapter.interpret(invocation, completed)
         return finish(outcome, completed)
 
     async def _liveness(self, name: str, timeout_s: float) -> None:
@@ -447,23 +473,32 @@ class Dispatcher:
 
     @asynccontextmanager
     async def _isolated(self, invocation: Invocation) -> AsyncIterator[Invocation]:
-        """Run CLIs without a read-only mode in a throw-away copy of the repository."""
+        """Run a CLI without a read-only mode in a throw-away copy, repository read-only.
+
+        See :mod:`~review_loop.orchestrator.isolation`; the caller has checked that a
+        read-only mount namespace is available.
+        """
         if not invocation.isolate_in_copy:
             yield invocation
             return
         scratch = Path(tempfile.mkdtemp(prefix="review-loop-isolated-"))
         copy = scratch / self.repo.name
-        await anyio.to_thread.run_sync(
-            lambda: shutil.copytree(
-                self.repo,
-                copy,
-                symlinks=True,
-                ignore=shutil.ignore_patterns(".review-handoff"),
-            )
-        )
-        argv = tuple(str(copy) if word == str(invocation.cwd) else word for word in invocation.argv)
         try:
-            yield invocation.model_copy(update={"cwd": copy, "argv": argv})
+            await anyio.to_thread.run_sync(
+                lambda: shutil.copytree(
+                    self.repo,
+                    copy,
+                    symlinks=True,
+                    ignore=shutil.ignore_patterns(".review-handoff"),
+                )
+            )
+            argv = tuple(
+                str(copy) if word == str(invocation.cwd) else word for word in invocation.argv
+            )
+            protected = await protected_paths(self.repo)
+            yield invocation.model_copy(
+                update={"cwd": copy, "argv": read_only_argv(protected, argv)}
+            )
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(lambda: shutil.rmtree(scratch, ignore_errors=True))

@@ -13,7 +13,7 @@ temp git repo):
 - a scripted tool call that tries to write a file leaves the repo untouched, also when the
   model first asks to leave the sandbox (codex) or plan mode (gemini);
 - the npm grok 0.0.34 (no read-only mode) answers from a throw-away copy of the repo; an
-  absolute path still reaches the real repo (xfail: the copy is not a sandbox);
+  absolute path fails too: the repository is mounted read-only around it;
 - after every test ``.review-handoff/`` is the only thing our tool added to the repo.
 """
 
@@ -438,11 +438,6 @@ def test_grok_create_file_writes_only_into_the_copy(peer_for: PeerFor) -> None:
     assert_only_handoff_added(peer.repo)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="orchestrator: isolate_in_copy only changes grok's cwd; a tool call with an "
-    "absolute path into the real repo still writes there (no sandbox around the copy)",
-)
 def test_grok_cannot_write_into_the_repo_by_absolute_path(
     peer_for: PeerFor,
 ) -> None:

@@ -283,7 +283,10 @@ def main(product: str) -> int:
     sid = _session_id(product, argv)
     mode = step.get("mode", "ok")
     if step.get("write"):
-        Path(step["write"]).write_text("written by a fake reviewer\n")
+        try:
+            Path(step["write"]).write_text("written by a fake reviewer\n")
+        except OSError as error:  # a read-only tree refuses it; the run goes on, as a CLI's would
+            _print(f"write refused: {error}", err=True)
     if step.get("delay"):
         time.sleep(float(step["delay"]))
     first_line = prompt.strip().splitlines()[-1] if prompt.strip() else ""

@@ -294,6 +294,20 @@ async def test_grok_without_read_only_runs_in_a_throwaway_copy(
     assert sorted(p.name for p in repo.iterdir()) == [".git", ".review-handoff", "a.txt"]
 
 
+async def test_grok_without_read_only_cannot_write_by_absolute_path(
+    repo: Path, fakes: FakeCLIs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy alone is no sandbox: the repository itself is mounted read-only as well."""
+    monkeypatch.setenv("FAKE_GROK_VARIANT", "vibe")
+    target = repo / "pwned.txt"
+    fakes.script(grok=[{"mode": "ok", "text": "tried", "write": str(target)}])
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        delivery = await d.consult(request(repo, "grok"))
+    assert delivery.ok
+    assert not target.exists()
+    assert (repo / "a.txt").read_text() == "hello\n"
+
+
 async def test_grok_build_runs_read_only_in_place(repo: Path, fakes: FakeCLIs) -> None:
     async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
         delivery = await d.consult(request(repo, "grok"))
@@ -319,3 +333,18 @@ async def test_probe_is_cached_until_the_executable_changes(
     async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
         assert (await d.consult(request(repo, "grok"))).ok
     assert "--sandbox" not in fakes.calls()[2]["argv"]
+
+
+async def test_grok_without_read_only_is_refused_where_no_namespace_can_be_made(
+    repo: Path, fakes: FakeCLIs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a read-only mount namespace the unsafe CLI never starts: NOT_SUBMITTED."""
+    from review_loop.orchestrator import isolation
+
+    monkeypatch.setenv("FAKE_GROK_VARIANT", "vibe")
+    monkeypatch.setattr(isolation, "_available", False)
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        delivery = await d.consult(request(repo, "grok"))
+    assert delivery.state is DeliveryState.NOT_SUBMITTED
+    assert "no read-only mode" in delivery.detail
+    assert fakes.calls() == []
