@@ -400,7 +400,7 @@ class Dispatcher:
             )
         if invocation.session_id is not None:
             record = record.model_copy(update={"sessionId": invocation.session_id})
-        atomic_write_json(record_path, record.model_dump(mode="json"))
+        atomic_write_json(record_path, record.model_dump(mode="json"), durable=False)
 
         async def on_started(info: Started) -> None:
             nonlocal record
@@ -414,8 +414,11 @@ class Dispatcher:
                     "updated": utc_now(),
                 }
             )
+            # Not fsynced: it must survive a crash of this process (the reaper reads it),
+            # and the session it describes cannot outlive a crash of the machine.
+            document = record.model_dump(mode="json")
             await anyio.to_thread.run_sync(
-                atomic_write_json, record_path, record.model_dump(mode="json")
+                lambda: atomic_write_json(record_path, document, durable=False)
             )
 
         if invocation.isolate_in_copy and not await namespace_available():

@@ -10,15 +10,20 @@ from pathlib import Path
 from typing import Any
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same directory and a rename."""
+def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write ``data`` to ``path`` via a temp file in the same directory and a rename.
+
+    ``durable=False`` skips the fsync: the file is still never half-written, and it
+    survives a crash of this process, only not a crash of the machine.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         with _suppress_os():
@@ -26,10 +31,10 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
-def atomic_write_json(path: Path, document: Any) -> None:
-    """Write ``document`` as pretty JSON atomically."""
+def atomic_write_json(path: Path, document: Any, *, durable: bool = True) -> None:
+    """Write ``document`` as pretty JSON atomically (see :func:`atomic_write_bytes`)."""
     text = json.dumps(document, ensure_ascii=False, indent=2) + "\n"
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, text.encode("utf-8"), durable=durable)
 
 
 def append_line(path: Path, document: Any) -> None:

@@ -37,7 +37,8 @@ from review_loop.agents.models import Completed, Invocation
 
 MARKER_ENV = "REVIEW_LOOP_SESSION_MARKER"
 STOP_POLL_S = 0.2
-TRACK_POLL_S = 0.25
+TRACK_POLL_S = 0.1
+TRACK_POLL_MAX_S = 2.0
 DEFAULT_HEAD_CAP = 4 * 1024 * 1024
 DEFAULT_TAIL_CAP = 4 * 1024 * 1024
 STDERR_CAP = 256 * 1024
@@ -294,9 +295,14 @@ async def run_process(
     timed_out = stopped = False
 
     async def track() -> None:
+        # Each scan reads /proc whole; with many sessions at once that adds up, so the
+        # interval backs off. A descendant that escapes the group later is still found at
+        # termination by this run's environment marker.
+        interval = TRACK_POLL_S
         while True:
             await anyio.to_thread.run_sync(tree.track)
-            await anyio.sleep(TRACK_POLL_S)
+            await anyio.sleep(interval)
+            interval = min(interval * 2, TRACK_POLL_MAX_S)
 
     async def wait_exit_or_stop() -> bool:
         hit = False
