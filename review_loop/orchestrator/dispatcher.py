@@ -421,6 +421,20 @@ class Dispatcher:
                 lambda: atomic_write_json(record_path, document, durable=False)
             )
 
+        if invocation.isolate_in_copy:
+            # The namespace wrapper becomes argv[0]; the CLI itself must still be proven
+            # present, or a missing one would look like a crash instead of NOT_SUBMITTED.
+            executable = resolve_executable(invocation.argv[0], dict(os.environ))
+            if executable is None:
+                return finish(
+                    Failure(
+                        state=DeliveryState.NOT_SUBMITTED,
+                        reason="spawn failed",
+                        detail=f"executable not found: {invocation.argv[0]}",
+                    ),
+                    None,
+                )
+            invocation = invocation.model_copy(update={"argv": (executable, *invocation.argv[1:])})
         if invocation.isolate_in_copy and not await namespace_available():
             return finish(
                 Failure(

@@ -348,3 +348,13 @@ async def test_grok_without_read_only_is_refused_where_no_namespace_can_be_made(
     assert delivery.state is DeliveryState.NOT_SUBMITTED
     assert "no read-only mode" in delivery.detail
     assert fakes.calls() == []
+
+
+async def test_missing_cli_without_read_only_is_not_submitted(repo: Path, fakes: FakeCLIs) -> None:
+    """The isolation wrapper must not turn a missing executable into a crash."""
+    p = prefs(peerCommands={"grok002": PeerCommand(product="grok", command=("nope-grok",))})
+    async with open_dispatcher(repo=repo, prefs=p, progress=lambda _: None) as d:
+        delivery = await d.consult(request(repo, "grok002"))
+    assert delivery.state is DeliveryState.NOT_SUBMITTED
+    assert delivery.reason == "spawn failed"
+    assert delivery.detail == "executable not found: nope-grok"
