@@ -78,6 +78,9 @@ class PeerRequest:
         avoid: products that must not be swapped in (the host, the other peers).
         timeout_ms: this request's per-attempt deadline (default: prefs).
         stop_files: extra STOP files (a run's own) polled besides the global one.
+        isolate: run in a throw-away copy of the repository without ``.review-handoff/``,
+            the repository mounted read-only, for a reviewer that must not see earlier
+            records (the blind review). Its session cannot be resumed from the repository.
     """
 
     peer: str
@@ -88,6 +91,7 @@ class PeerRequest:
     avoid: tuple[str, ...] = ()
     timeout_ms: int | None = None
     stop_files: tuple[Path, ...] = ()
+    isolate: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,6 +402,8 @@ class Dispatcher:
                 Failure(state=DeliveryState.NOT_SUBMITTED, reason="refused", detail=str(refusal)),
                 None,
             )
+        if request.isolate:
+            invocation = invocation.model_copy(update={"isolate_in_copy": True})
         if invocation.session_id is not None:
             record = record.model_copy(update={"sessionId": invocation.session_id})
         atomic_write_json(record_path, record.model_dump(mode="json"), durable=False)

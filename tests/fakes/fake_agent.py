@@ -72,6 +72,7 @@ def _log(product: str, argv: list[str], stdin: str) -> None:
         "argv": argv,
         "stdin": stdin,
         "cwd": os.getcwd(),
+        "cwd_entries": sorted(os.listdir(".")),
         "pid": os.getpid(),
         "pgid": os.getpgid(0),
         "env": {k: v for k, v in os.environ.items() if k.startswith(("CLAUDE", "GEMINI", "FAKE"))},

@@ -253,6 +253,9 @@ async def run_blind_review(
                 peer=reviewer,
                 prompt=blind_review_prompt(evidence, diff),
                 timeout_ms=timeout_ms,
+                # blind also on disk: a copy without .review-handoff/, where the earlier
+                # positions are kept, and the repository itself read-only
+                isolate=True,
             )
         common = {
             "round": round_number,

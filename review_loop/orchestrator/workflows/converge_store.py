@@ -236,6 +236,7 @@ async def journaled_call(
     fallback: tuple[str, ...] = (),
     avoid: tuple[str, ...] = (),
     timeout_ms: int | None = None,
+    isolate: bool = False,
 ) -> dict[str, Any]:
     """Ask one peer; journal the start before the prompt is sent and the end on arrival."""
     call_id = f"{journal.seq + 1:04d}-{stage}-{side}".replace(" ", "-").lower()
@@ -259,6 +260,7 @@ async def journaled_call(
             fallback=fallback,
             avoid=avoid,
             timeout_ms=timeout_ms,
+            isolate=isolate,
         )
     )
     last = delivery.attempts[-1] if delivery.attempts else None

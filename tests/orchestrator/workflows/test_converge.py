@@ -482,6 +482,10 @@ def test_blind_review_finds_a_fix_then_clean(
     assert resumed(claude_calls[0]) is None  # a fresh session
     assert evidence["digest"] in prompt and "len(x)" in prompt  # only the final evidence
     assert "app.py owns the guard" not in prompt and "codex" not in prompt  # no position
+    # ... and nothing on disk shows one: it ran in a copy without .review-handoff/
+    assert claude_calls[0]["cwd"] != str(repo)
+    assert ".review-handoff" not in claude_calls[0]["cwd_entries"]
+    assert "app.py" in claude_calls[0]["cwd_entries"]
     # the same evidence is never reviewed twice
     code, again = rl(repo, "blind-review", "--run", "task")
     assert again["reused"] is True and again["verdict"] == "FIX"

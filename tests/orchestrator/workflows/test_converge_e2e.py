@@ -79,3 +79,53 @@ def test_converge_with_real_claude_and_codex(
         assert any("This is round A" in text for _, text in b_turn.messages)
         assert "Scope is T1 only" in b_turn.last_user_text  # the host's and other's positions
     assert doc["peers"]["A"]["sessionId"] and doc["peers"]["B"]["sessionId"]
+
+
+def test_blind_review_with_real_claude_sees_no_earlier_record(
+    api: FakeModelAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real claude runs the blind review in a copy without ``.review-handoff/``.
+
+    The model asks to list the working directory (a read-only tool call); the listing that
+    comes back must show the code but not the records of the earlier positions.
+    """
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "app.py").write_text("def f(x):\n    return x[0]\n")
+    git_env = {**os.environ, **GIT_ENV}
+    for args in (["init", "-q", "-b", "main"], ["add", "app.py"], ["commit", "-qm", "init"]):
+        subprocess.run(["git", *args], cwd=repo, env=git_env, check=True, timeout=30)
+    secret = repo / ".review-handoff" / "runtime" / "converge" / "e2e" / "position-a.md"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("Peer A said: ship it\n")
+    (repo / "app.py").write_text("def f(x):\n    return x[0] if x else None\n")
+    home = tmp_path / "home"
+    for key, value in {**cli_env("claude", api, home)}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("PATH", f"{bin_dir()}:{os.environ['PATH']}")
+    review = "## Findings\n\nNone\n\nVerdict: CLEAN"
+    api.script(Reply.tool_then("Glob", {"pattern": "**/*"}, then=review))
+    out: list[str] = []
+    code = cli_run(
+        ["blind-review", "--repo", str(repo), "--run", "e2e", "--timeout", "120"],
+        stdout=out.append,
+    )
+    doc = json.loads(out[0])
+    assert code == 0, doc
+    # the request after the tool call carries the Glob result: the files the reviewer saw
+    listing = [block for t in api.turns("anthropic") for block in _tool_results(t.body)]
+    assert any("app.py" in text for text in listing), "the Glob listing never came back"
+    assert not any("position-a" in text or ".review-handoff" in text for text in listing)
+    assert secret.read_text() == "Peer A said: ship it\n"
+
+
+def _tool_results(body: object) -> list[str]:
+    """The text of every ``tool_result`` block in an Anthropic request body."""
+    found: list[str] = []
+    messages = body.get("messages", []) if isinstance(body, dict) else []
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                found.append(json.dumps(block.get("content")))
+    return found
