@@ -155,29 +155,46 @@ class ProcessTree:
                 count += 1
         return count
 
-    def quick_alive(self) -> bool:
-        """:meth:`alive` without the full marker scan when no descendant was ever seen."""
-        return self.alive(thorough=False)
+    def _group_alive(self) -> bool:
+        try:
+            os.killpg(self.pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False  # the common case after a normal exit: nobody left in the group
+        # killpg(0) succeeds for zombies too; look closer before calling it alive.
+        for proc in psutil.process_iter(["pid", "status"]):
+            with suppress(psutil.Error, OSError):
+                if (
+                    proc.info["status"] != psutil.STATUS_ZOMBIE
+                    and os.getpgid(proc.pid) == self.pgid
+                ):
+                    return True
+        return False
 
-    def alive(self, *, thorough: bool = True) -> bool:
+    def _seen_alive(self) -> bool:
+        for pid, created in list(self.seen.items()):
+            with suppress(psutil.Error):
+                proc = psutil.Process(pid)
+                if proc.create_time() == created and proc.status() != psutil.STATUS_ZOMBIE:
+                    return True
+        return False
+
+    def quick_alive(self) -> bool:
+        """The cheap check after a normal exit: the group and the descendants seen.
+
+        It reads no other process's environment; a descendant that escaped the group
+        unseen is found by :meth:`alive` when the session is stopped, and a pipe it holds
+        open sends the run down that path too.
+        """
+        return self._group_alive() or self._seen_alive()
+
+    def alive(self) -> bool:
         """Whether any process of this session other than the reaped child still runs.
 
-        ``thorough=False`` is the cheap check used after a normal exit: the group and the
-        descendants the tracker saw. The full scan for this run's environment marker (which
-        finds a descendant that left the group with ``setsid``) runs when anything was seen.
+        Besides the group and the descendants seen, this scans every process for this run's
+        environment marker, which finds a descendant that left the group with ``setsid``.
         """
-        with suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pgid, 0)
-            # killpg(0) succeeds for zombies too; look closer before calling it alive.
-            for proc in psutil.process_iter(["pid", "status"]):
-                with suppress(psutil.Error, OSError):
-                    if (
-                        proc.info["status"] != psutil.STATUS_ZOMBIE
-                        and os.getpgid(proc.pid) == self.pgid
-                    ):
-                        return True
-        if not thorough and not self.seen:
-            return False
+        if self.quick_alive():
+            return True
         return any(p.status() != psutil.STATUS_ZOMBIE for p in self._members())
 
 
