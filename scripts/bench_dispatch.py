@@ -63,14 +63,16 @@ def setup(root: Path) -> tuple[Path, Path]:
     return bin_dir, repo
 
 
-async def direct_run(repo: Path) -> None:
+async def direct_run(repo: Path, exe: str = "claude") -> None:
     """The baseline: run the fake CLI with anyio, feed the prompt, read the output."""
-    result = await anyio.run_process(["claude", "-p"], input=b"prompt", cwd=repo)
+    result = await anyio.run_process([exe, "-p"], input=b"prompt", cwd=repo)
     json.loads(result.stdout)
 
 
-def bench_overhead(repo: Path, rounds: int) -> tuple[float, float]:
-    prefs = Prefs()
+def bench_overhead(repo: Path, rounds: int, exe: str = "claude") -> tuple[float, float]:
+    prefs = Prefs.model_validate(
+        {"peerCommands": {"bench": {"product": "claude", "command": [exe]}}}
+    )
 
     async def main() -> tuple[list[float], list[float]]:
         direct: list[float] = []
@@ -78,14 +80,14 @@ def bench_overhead(repo: Path, rounds: int) -> tuple[float, float]:
         async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as d:
             for i in range(rounds):
                 t = time.perf_counter()
-                await direct_run(repo)
+                await direct_run(repo, exe)
                 direct.append(time.perf_counter() - t)
                 t = time.perf_counter()
                 delivery = await d.consult(
                     PeerRequest(
-                        peer="claude",
+                        peer="bench",
                         prompt="prompt",
-                        record_dir=repo / ".review-handoff" / "runtime" / "bench" / f"r{i}",
+                        record_dir=repo / ".review-handoff" / "runtime" / "bench" / f"{exe}{i}",
                     )
                 )
                 assert delivery.ok, delivery
@@ -185,6 +187,11 @@ def main() -> None:
         print(
             f"1. dispatcher overhead: direct anyio {direct:.1f} ms, dispatcher {dispatched:.1f} ms"
             f" per consult -> ratio {dispatched / direct:.2f} (target <= 1.05)"
+        )
+        direct, dispatched = bench_overhead(repo, 3 if quick else 5, "slowclaude")
+        print(
+            f"   the same with a fake CLI that answers after 1 s: direct {direct:.0f} ms, "
+            f"dispatcher {dispatched:.0f} ms -> ratio {dispatched / direct:.3f}"
         )
         floor, consult, sessions_small = bench_process(repo, 5 if quick else 15)
         print(
