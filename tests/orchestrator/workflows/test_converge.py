@@ -10,7 +10,6 @@ the default prefs order Peer A is ``codex`` and Peer B is ``grok``.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from review_loop.orchestrator.workflows.converge import (
 )
 from review_loop.prefs import Prefs
 from tests.fakes import FakeCLIs
+from tests.gitrepo import committed_repo, git
 
 PLAN = "# Plan\n\n- T1: guard empty input in app.f\n- T2: document it\n"
 HOST = (
@@ -47,22 +47,9 @@ def position(label: str, *disagreements: str, human: tuple[str, ...] = ()) -> di
     return {"mode": "ok", "text": text}
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
-    ).stdout
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.email", "t@example.com")
-    git(root, "config", "user.name", "t")
-    (root / "app.py").write_text("def f(x):\n    return x[0]\n")
-    git(root, "add", "app.py")
-    git(root, "commit", "-qm", "init")
+    root = committed_repo(tmp_path / "repo", {"app.py": "def f(x):\n    return x[0]\n"})
     return root
 
 

@@ -18,6 +18,7 @@ import pytest
 
 from review_loop.orchestrator.cli import run as cli_run
 from tests.fakes import FakeCLIs
+from tests.gitrepo import committed_repo
 
 HEADER = (
     "| ID | 严重度 | 标题 | 证据 | Target files | Required fix | Acceptance check |\n"
@@ -55,22 +56,9 @@ def again(reassess: list[str], verdict: str, new: list[str] | None = None) -> di
     return {"mode": "ok", "text": text}
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
-    ).stdout
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.email", "t@example.com")
-    git(root, "config", "user.name", "t")
-    (root / "app.py").write_text("def f(x):\n    return x[0]\n")
-    git(root, "add", "app.py")
-    git(root, "commit", "-qm", "init")
+    root = committed_repo(tmp_path / "repo", {"app.py": "def f(x):\n    return x[0]\n"})
     (root / "app.py").write_text("def f(x):\n    return x[0] if x else None\n")
     return root
 
