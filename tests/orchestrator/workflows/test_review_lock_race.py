@@ -1,0 +1,64 @@
+"""Process tests: processes racing for one packet lock, fresh and stale.
+
+Whatever the interleaving, at most one process holds the lock at a time, and a stale lock
+(its owner dead) is reclaimed by exactly one of the racers.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from review_loop.orchestrator.workflows.review_store import LOCK_DIR
+
+ROOT = Path(__file__).resolve().parents[3]
+RACER = """
+import sys, time
+from pathlib import Path
+from review_loop.agents.errors import StateError
+from review_loop.orchestrator.workflows.review_store import packet_lock
+runtime, start = Path(sys.argv[1]), float(sys.argv[2])
+while time.time() < start:
+    time.sleep(0.001)
+try:
+    with packet_lock(runtime):
+        print("held", flush=True)
+        time.sleep(1.5)
+except StateError as error:
+    print("refused", error.code, flush=True)
+"""
+
+
+def race(runtime: Path, racers: int) -> list[str]:
+    start = time.time() + 1.0
+    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, str(runtime), str(start)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(racers)
+    ]
+    return [p.communicate(timeout=60)[0].strip() for p in procs]
+
+
+@pytest.mark.parametrize("stale", [False, True], ids=["free", "stale"])
+def test_exactly_one_racer_holds_the_lock(tmp_path: Path, stale: bool) -> None:
+    runtime = tmp_path / "runtime"
+    if stale:
+        dead = subprocess.Popen([sys.executable, "-c", "pass"])
+        dead.wait()
+        lock = runtime / LOCK_DIR
+        lock.mkdir(parents=True)
+        (lock / "owner").write_text(f"old-token\n{dead.pid}\n")
+    results = race(runtime, 8)
+    assert results.count("held") == 1, results
+    assert all(r == "held" or r == "refused PACKET_LOCK_HELD" for r in results), results
+    assert list(runtime.iterdir()) == []  # released by the winner; no stale copy left aside
