@@ -16,6 +16,7 @@ Layout (``reference/origins.md`` §3.3), under ``<repo>/.review-handoff/``::
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -23,7 +24,7 @@ import secrets
 import shutil
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -232,45 +233,38 @@ def _held(message: str) -> StateError:
 
 
 def _reclaim(runtime: Path, lock: Path, token: str) -> None:
-    """Take over ``lock`` if its owner is gone; else raise ``PACKET_LOCK_HELD``."""
-    try:
-        owner = (lock / "owner").read_text(encoding="utf-8")
-    except (FileNotFoundError, NotADirectoryError):
-        owner = ""
-    if not owner.strip():
+    """Take over ``lock`` if its owner is gone; else raise ``PACKET_LOCK_HELD``.
+
+    Reclaimers take turns under an flock on a sibling file, so two of them can never both
+    judge the same stale lock and one remove the other's fresh one. A holder never needs
+    that flock: a live owner's lock is never judged stale.
+    """
+    with open(runtime / f"{LOCK_DIR}.reclaim", "a+") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)
         try:
-            age = time.time() - lock.stat().st_mtime
-        except FileNotFoundError:
-            age = LOCK_GRACE_S
-        if age < LOCK_GRACE_S:
-            raise _held("packet lock held (owner not published yet)")
-    else:
-        lines = owner.splitlines()
+            owner = (lock / "owner").read_text(encoding="utf-8")
+        except (FileNotFoundError, NotADirectoryError):
+            owner = ""
+        if not owner.strip():
+            try:
+                age = time.time() - lock.stat().st_mtime
+            except FileNotFoundError:
+                age = LOCK_GRACE_S  # released meanwhile: free to take
+            if age < LOCK_GRACE_S:
+                raise _held("packet lock held (owner not published yet)")
+        else:
+            lines = owner.splitlines()
+            try:
+                pid = int(lines[1]) if len(lines) > 1 else 0
+            except ValueError:
+                pid = 0
+            if _pid_alive(pid):
+                raise _held(f"packet lock held by pid {pid}")
+        shutil.rmtree(lock, ignore_errors=True)
         try:
-            pid = int(lines[1]) if len(lines) > 1 else 0
-        except ValueError:
-            pid = 0
-        if _pid_alive(pid):
-            raise _held(f"packet lock held by pid {pid}")
-    # Move the stale lock aside atomically, then check it is the one we judged stale.
-    aside = runtime / f"{LOCK_DIR}.stale-{token}"
-    try:
-        os.rename(lock, aside)
-    except FileNotFoundError:
-        raise _held("packet lock changed hands while reclaiming it") from None
-    try:
-        moved = (aside / "owner").read_text(encoding="utf-8")
-    except FileNotFoundError:
-        moved = ""
-    if moved != owner:
-        with suppress(OSError):
-            os.rename(aside, lock)
-        raise _held("packet lock changed hands while reclaiming it")
-    shutil.rmtree(aside, ignore_errors=True)
-    try:
-        _publish(lock, token)
-    except FileExistsError:
-        raise _held("packet lock taken by another process while reclaiming it") from None
+            _publish(lock, token)
+        except FileExistsError:
+            raise _held("packet lock taken by another process while reclaiming it") from None
 
 
 @contextmanager

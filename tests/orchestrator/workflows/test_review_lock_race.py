@@ -61,4 +61,5 @@ def test_exactly_one_racer_holds_the_lock(tmp_path: Path, stale: bool) -> None:
     results = race(runtime, 8)
     assert results.count("held") == 1, results
     assert all(r == "held" or r == "refused PACKET_LOCK_HELD" for r in results), results
-    assert list(runtime.iterdir()) == []  # released by the winner; no stale copy left aside
+    # released by the winner; only the reclaimers' turn-taking file may remain
+    assert [p.name for p in runtime.iterdir()] in ([], [f"{LOCK_DIR}.reclaim"])
