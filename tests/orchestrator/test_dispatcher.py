@@ -358,3 +358,27 @@ async def test_missing_cli_without_read_only_is_not_submitted(repo: Path, fakes:
     assert delivery.state is DeliveryState.NOT_SUBMITTED
     assert delivery.reason == "spawn failed"
     assert delivery.detail == "executable not found: nope-grok"
+
+
+def test_reaper_marks_a_session_whose_process_is_gone_as_lost(repo: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    record_dir = repo / ".review-handoff" / "runtime" / "t" / "lost"
+    record_dir.mkdir(parents=True)
+    running = {
+        "product": "codex", "sessionId": "s-1", "updated": "2026-11-29T10:00:00.000Z",
+        "cwd": str(repo), "peer": "codex", "status": "running", "pid": dead.pid,
+        "pgid": dead.pid, "ownerPid": dead.pid, "startedAt": "2026-11-29T10:00:00.000Z",
+    }  # fmt: skip
+    (record_dir / "reviewer-session.json").write_text(json.dumps(running))
+    finished = dict(running, status="finished", sessionId="s-2")
+    (repo / ".review-handoff" / "runtime" / "t" / "done").mkdir()
+    (repo / ".review-handoff" / "runtime" / "t" / "done" / "reviewer-session.json").write_text(
+        json.dumps(finished)
+    )
+    reaped = reap_sync(repo, grace=0.1)
+    assert [(r.sessionId, r.status, r.state) for r in reaped] == [
+        ("s-1", "lost", "DELIVERY_UNKNOWN")
+    ]
+    assert json.loads((record_dir / "reviewer-session.json").read_text())["status"] == "lost"
+    assert reap_sync(repo, grace=0.1) == []  # marked once; a finished record is left alone
