@@ -58,9 +58,9 @@ from review_loop.orchestrator.isolation import (
 )
 from review_loop.orchestrator.log import log_event
 from review_loop.orchestrator.process import Started, resolve_executable, run_process
+from review_loop.orchestrator.reaper import SESSION_FILE
 from review_loop.prefs import Prefs, state_home
 
-SESSION_FILE = "reviewer-session.json"
 RESUME_NOT_FOUND_WINDOW_MS = 5000
 PROBE_DEADLINE_S = 15.0
 
@@ -566,4 +566,11 @@ async def open_dispatcher(
     yield dispatcher
 
 
-__all__ = ["Dispatcher", "PeerRequest", "ResolvedPeer", "open_dispatcher", "resolve_peer"]
+__all__ = [
+    "SESSION_FILE",
+    "Dispatcher",
+    "PeerRequest",
+    "ResolvedPeer",
+    "open_dispatcher",
+    "resolve_peer",
+]

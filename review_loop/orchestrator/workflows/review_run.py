@@ -53,7 +53,7 @@ from review_loop.agents.review_prompt import (
     build_review_prompt,
     correction_prompt,
 )
-from review_loop.orchestrator.dispatcher import Dispatcher, PeerRequest, resolve_peer
+from review_loop.orchestrator.dispatcher import SESSION_FILE, Dispatcher, PeerRequest, resolve_peer
 from review_loop.orchestrator.files import append_line, atomic_write_bytes, utc_now
 from review_loop.orchestrator.git import current_branch, ensure_layout, rev_parse
 from review_loop.orchestrator.workflows.review_store import (
@@ -77,7 +77,6 @@ PWC = Verdict.PASS_WITH_CONCERNS.value
 DEFAULT_REVIEWER = "codex"
 DEFAULT_SCOPE = "auto-loop"
 LARGE_DIFF_LINES = 500
-SESSION_FILE = "reviewer-session.json"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
