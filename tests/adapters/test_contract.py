@@ -205,12 +205,25 @@ def test_flag_like_session_ids_are_refused(product: str, session_id: str) -> Non
         ({"timed_out": True, "returncode": None}, DeliveryState.DELIVERY_UNKNOWN),
         ({"stopped": True, "returncode": -15}, DeliveryState.DELIVERY_UNKNOWN),
         ({"cancelled": True, "returncode": -9}, DeliveryState.DELIVERY_UNKNOWN),
+        # A CLI that traps SIGTERM, or finishes just as the deadline fires, can exit 0
+        # with a whole answer: the run was still interrupted, so it is never a reply.
+        ({"timed_out": True, "returncode": 0}, DeliveryState.DELIVERY_UNKNOWN),
+        ({"stopped": True, "returncode": 0}, DeliveryState.DELIVERY_UNKNOWN),
+        ({"cancelled": True, "returncode": 0}, DeliveryState.DELIVERY_UNKNOWN),
         (
             {"spawn_error": "No such file or directory", "returncode": None},
             DeliveryState.NOT_SUBMITTED,
         ),
     ],
-    ids=["timeout", "stopped", "cancelled", "spawn-error"],
+    ids=[
+        "timeout",
+        "stopped",
+        "cancelled",
+        "timeout-exit-0",
+        "stopped-exit-0",
+        "cancelled-exit-0",
+        "spawn-error",
+    ],
 )
 def test_interrupted_run_never_yields_a_reply(
     product: str, change: dict[str, object], state: DeliveryState
@@ -221,6 +234,8 @@ def test_interrupted_run_never_yields_a_reply(
     outcome = golden.adapter().interpret(golden.invocation(), golden.completed(**change))
     assert isinstance(outcome, Failure)
     assert outcome.state is state
+    if change.get("timed_out"):
+        assert outcome.reason == "timeout"
 
 
 @pytest.mark.parametrize("product", PRODUCTS, ids=PRODUCTS)

@@ -382,3 +382,44 @@ def test_reaper_marks_a_session_whose_process_is_gone_as_lost(repo: Path) -> Non
     ]
     assert json.loads((record_dir / "reviewer-session.json").read_text())["status"] == "lost"
     assert reap_sync(repo, grace=0.1) == []  # marked once; a finished record is left alone
+
+
+async def test_resume_not_found_after_the_window_keeps_the_resume(
+    repo: Path, fakes: FakeCLIs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A late "session not found" is no proof the session is gone: the resume is kept."""
+    from review_loop.orchestrator import dispatcher as dispatcher_module
+
+    monkeypatch.setattr(dispatcher_module, "RESUME_NOT_FOUND_WINDOW_MS", 300)
+    sid = "11111111-2222-3333-4444-555555555555"
+    fakes.script(
+        claude=[{"mode": "session-not-found", "delay": 1.0}, {"mode": "ok", "text": "late"}]
+    )
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        delivery = await d.consult(request(repo, resume_session_id=sid))
+    assert not delivery.degraded and delivery.degradedReason is None
+    calls = fakes.calls()
+    assert len(calls) == 2
+    for call in calls:
+        argv = call["argv"]
+        assert argv[argv.index("--resume") + 1] == sid
+
+
+async def test_fan_out_never_gives_two_peers_the_same_fallback(
+    repo: Path, fakes: FakeCLIs
+) -> None:
+    fakes.script(
+        claude=[{"mode": "hang"}], codex=[{"mode": "hang"}], gemini=[{"mode": "ok", "text": "G"}]
+    )
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        a, b = await d.fan_out(
+            [
+                request(repo, "claude", timeout_ms=1000, fallback=("gemini",)),
+                request(repo, "codex", timeout_ms=1000, fallback=("gemini",)),
+            ]
+        )
+    assert [a.product, b.product].count("gemini") == 1
+    assert len([c for c in fakes.calls() if c["product"] == "gemini"]) == 1
+    other = b if a.product == "gemini" else a
+    assert other.state is DeliveryState.DELIVERY_UNKNOWN
+    assert other.fallbacks == []

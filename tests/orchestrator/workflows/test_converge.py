@@ -482,6 +482,12 @@ def test_blind_review_finds_a_fix_then_clean(
     code, second = rl(repo, "blind-review", "--run", "task")
     assert code == 0 and second["verdict"] == "CLEAN" and second["round"] == 2
     assert second["evidence"]["digest"] != evidence["digest"]
+    # every blind review is a fresh session: the second never resumes the first
+    claude_calls = [c for c in fakes.calls() if c["product"] == "claude"]
+    assert len(claude_calls) == 2
+    assert resumed(claude_calls[1]) is None
+    assert second["reviewer"]["fresh"] is True
+    assert second["reviewer"]["sessionId"] != doc["reviewer"]["sessionId"]
     (repo / "app.py").write_text("def f(x):\n    return None\n")
     code, third = rl(repo, "blind-review", "--run", "task")
     assert code == 2 and third["status"] == "budget_exhausted"
