@@ -1,34 +1,258 @@
-"""Small file primitives: nothing half-written."""
+"""Small file primitives: nothing half-written, and nothing written through a link.
+
+Every path these functions take is split in two. Up to its first component named
+``.review-handoff`` (or up to ``anchor`` when a caller passes one), the path is opened as
+the operating system resolves it: the repository root is the caller's choice. From that
+component down, every directory is opened relative to the handle of its parent with
+``O_NOFOLLOW | O_DIRECTORY``, missing ones are made with ``mkdir(dir_fd=…)``, and the file
+itself is opened with ``O_NOFOLLOW`` (and ``O_EXCL`` for temporary files) relative to its
+directory's handle. A symbolic link anywhere in that part — committed in the repository or
+planted beside it — is refused with :class:`HandoffPathError`, which names the path and the
+link; a ``..`` component is refused the same way. So no write (or believed read) under
+``.review-handoff/`` can land outside the repository. See ``docs/handoff-writes.md``.
+"""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
-import tempfile
+import secrets
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from review_loop.agents.errors import InputError, StateError
+
+HANDOFF_DIR = ".review-handoff"
+"""The component from which every path is walked without following links."""
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_NAME_ACCEPTED = "a name without '/', '..' or NUL that does not start with '.'"
+
+
+class HandoffPathError(StateError, OSError):
+    """A path under ``.review-handoff/`` passes through a symbolic link (or ``..``).
+
+    Both a :class:`StateError` (the CLI prints it as a clean error, exit 1) and an
+    ``OSError`` with ``errno`` ``ELOOP`` (code that treats an unwritable file as a failed
+    write treats this one so too, and writes nothing).
+
+    Attributes:
+        path: the path that was to be opened.
+        component: the offending component (the link itself), as a path.
+        target: where the link points, when it is one.
+    """
+
+    def __init__(self, path: Path, component: Path, target: str | None) -> None:
+        self.path = path
+        self.component = component
+        self.target = target
+        if target is None:
+            message = f"{path}: '..' ({component}) is not allowed under {HANDOFF_DIR}/"
+        else:
+            message = (
+                f"{path}: {component} is a symbolic link (to {target}); review-loop never "
+                f"reads or writes through a link under {HANDOFF_DIR}/ (remove the link and "
+                "run again)"
+            )
+        StateError.__init__(self, "HANDOFF_LINK_REFUSED", message)
+        self.errno = errno.ELOOP
+        self.strerror = message
+        self.filename = str(path)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def check_name(field: str, value: str, accepted: str = _NAME_ACCEPTED) -> str:
+    """Refuse a name from the command line that would become a path component.
+
+    Returns ``value`` when it is one plain component: not empty, no ``/``, no NUL, no
+    ``..``, not starting with ``.``.
+
+    Raises:
+        InputError: names ``field``, the value and what is accepted.
+    """
+    if not value or "/" in value or "\0" in value or ".." in value or value.startswith("."):
+        raise InputError(field, f"{value!r} cannot be part of a file name", accepted)
+    return value
+
+
+# -- the walk -----------------------------------------------------------------------------
+
+
+def _split(path: Path, anchor: Path | None, whole: bool) -> tuple[Path, tuple[str, ...]]:
+    """The prefix opened normally, and the components walked without following links.
+
+    A path with neither an anchor nor a ``.review-handoff`` component (a temp dir, the
+    state home) is opened as usual; only its final file is opened without following.
+    """
+    if anchor is not None:
+        return anchor, path.relative_to(anchor).parts
+    parts = path.parts
+    if HANDOFF_DIR in parts:
+        index = parts.index(HANDOFF_DIR)
+        return Path(*parts[:index]) if index else Path("."), parts[index:]
+    return (path, ()) if whole else (path.parent, (path.name,))
+
+
+def _refuse_if_link(dir_fd: int, name: str, path: Path, shown: Path) -> None:
+    """Raise :class:`HandoffPathError` when ``name`` (in ``dir_fd``) is a symbolic link."""
+    try:
+        info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return
+    if stat.S_ISLNK(info.st_mode):
+        try:
+            target = os.readlink(name, dir_fd=dir_fd)
+        except OSError:
+            target = "?"
+        raise HandoffPathError(path, shown, target)
+
+
+def _reraise(error: OSError, shown: Path) -> OSError:
+    """The same error, naming the whole path instead of one component."""
+    return type(error)(error.errno, os.strerror(error.errno or 0), str(shown))
+
+
+def _open_dir(dir_fd: int, name: str, path: Path, shown: Path, *, create: bool) -> int:
+    """Open directory ``name`` in ``dir_fd`` without following a link; make it if asked."""
+    if name == "..":
+        raise HandoffPathError(path, shown, None)
+    for _ in range(2):
+        try:
+            return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+        except FileNotFoundError as error:
+            if not create:
+                raise _reraise(error, shown) from None
+        except OSError as error:
+            if error.errno in (errno.ENOTDIR, errno.ELOOP):
+                _refuse_if_link(dir_fd, name, path, shown)
+            raise _reraise(error, shown) from None
+        with suppress(FileExistsError):  # another process made it meanwhile: open it
+            os.mkdir(name, 0o777, dir_fd=dir_fd)
+    return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+
+
+@contextmanager
+def _walk(
+    path: Path, *, create: bool, anchor: Path | None = None, whole: bool = False
+) -> Iterator[tuple[int, str]]:
+    """Yield ``(handle of the parent directory, final name)`` of ``path``, walked safely.
+
+    ``whole=True`` walks ``path`` itself as a directory too (the name yielded is ``"."``).
+    ``create`` makes missing directories (the prefix as usual, the rest with ``dir_fd``).
+    """
+    prefix, parts = _split(path, anchor, whole)
+    if create:
+        prefix.mkdir(parents=True, exist_ok=True)
+    if not whole and not parts:
+        raise IsADirectoryError(errno.EISDIR, "not a file", str(path))
+    directories, last = (parts, ".") if whole else (parts[:-1], parts[-1])
+    if last == "..":
+        raise HandoffPathError(path, path, None)
+    fd = os.open(prefix, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        shown = prefix
+        for name in directories:
+            shown = shown / name
+            child = _open_dir(fd, name, path, shown, create=create)
+            os.close(fd)
+            fd = child
+        yield fd, last
+    finally:
+        os.close(fd)
+
+
+def _open_in(dir_fd: int, name: str, path: Path, flags: int, mode: int) -> int:
+    """Open the final component without following a link (refused with the link named)."""
+    try:
+        return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENOTDIR, errno.EISDIR):
+            _refuse_if_link(dir_fd, name, path, path)
+        raise _reraise(error, path) from None
+
+
+# -- primitives ---------------------------------------------------------------------------
+
+
+def open_fd(path: Path, flags: int, mode: int = 0o644, *, anchor: Path | None = None) -> int:
+    """``os.open(path, flags | O_NOFOLLOW)`` after the no-follow walk; the caller closes it.
+
+    With ``O_CREAT`` in ``flags`` missing directories are made on the way.
+
+    Raises:
+        HandoffPathError: a component under ``.review-handoff/`` is a symbolic link.
+        OSError: as ``os.open`` (``FileNotFoundError``, ``FileExistsError`` …), naming
+            ``path``.
+    """
+    with _walk(path, create=bool(flags & os.O_CREAT), anchor=anchor) as (dir_fd, name):
+        return _open_in(dir_fd, name, path, flags, mode)
+
+
+def read_bytes(path: Path, *, anchor: Path | None = None) -> bytes:
+    """The whole file, read without following a link under ``.review-handoff/``."""
+    fd = open_fd(path, os.O_RDONLY, anchor=anchor)
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
+def make_dirs(path: Path, *, anchor: Path | None = None) -> None:
+    """``mkdir -p path``, never through a link under ``.review-handoff/``."""
+    with _walk(path, create=True, anchor=anchor, whole=True):
+        pass
+
+
+def make_dir_exclusive(path: Path, mode: int = 0o777) -> None:
+    """Make directory ``path`` (its parents as needed); ``FileExistsError`` if it exists."""
+    with _walk(path, create=True) as (dir_fd, name):
+        try:
+            os.mkdir(name, mode, dir_fd=dir_fd)
+        except OSError as error:
+            raise _reraise(error, path) from None
+
+
+def make_temp_file(directory: Path, prefix: str, suffix: str) -> tuple[int, Path]:
+    """A new file ``directory/<prefix><random><suffix>`` (0600, ``O_EXCL``), open for writing."""
+    with _walk(directory, create=True, whole=True) as (dir_fd, _):
+        while True:
+            name = f"{prefix}{secrets.token_hex(6)}{suffix}"
+            flags = os.O_RDWR | os.O_CREAT | os.O_EXCL
+            with suppress(FileExistsError):
+                return _open_in(dir_fd, name, directory / name, flags, 0o600), directory / name
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Write ``data`` to ``path`` via a temp file in the same directory and a rename.
 
-    ``durable=False`` skips the fsync: the file is still never half-written, and it
-    survives a crash of this process, only not a crash of the machine.
+    ``durable=False`` skips the fsyncs: the file is still never half-written, and it
+    survives a crash of this process, only not a crash of the machine. A link at ``path``
+    itself is refused too, though the rename would only replace it: a planted link is a
+    sign to stop, not to paper over.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            if durable:
-                os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with _suppress_os():
-            os.unlink(tmp)
-        raise
+    with _walk(path, create=True) as (dir_fd, name):
+        _refuse_if_link(dir_fd, name, path, path)
+        tmp = f".{name}.{secrets.token_hex(6)}.tmp"
+        fd = _open_in(dir_fd, tmp, path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            try:
+                _write_all(fd, data)
+                if durable:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
+            raise
+        if durable:
+            os.fsync(dir_fd)
 
 
 def atomic_write_json(path: Path, document: Any, *, durable: bool = True) -> None:
@@ -37,16 +261,88 @@ def atomic_write_json(path: Path, document: Any, *, durable: bool = True) -> Non
     atomic_write_bytes(path, text.encode("utf-8"), durable=durable)
 
 
-def append_line(path: Path, document: Any) -> None:
-    """Append one JSON line and fsync it (O_APPEND keeps concurrent lines whole)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    line = (json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+def append_bytes(path: Path, data: bytes, *, anchor: Path | None = None) -> None:
+    """Append ``data`` with one ``O_APPEND`` write and fsync it; never through a link."""
+    fd = open_fd(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, anchor=anchor)
     try:
-        os.write(fd, line)
+        _write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def append_line(path: Path, document: Any) -> None:
+    """Append one JSON line and fsync it (O_APPEND keeps concurrent lines whole)."""
+    line = (json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    append_bytes(path, line)
+
+
+def rename(source: Path, target: Path) -> None:
+    """``os.rename`` between two directories each reached by the no-follow walk."""
+    with (
+        _walk(source, create=False) as (src_fd, src_name),
+        _walk(target, create=True) as (dst_fd, dst_name),
+    ):
+        _refuse_if_link(dst_fd, dst_name, target, target)
+        try:
+            os.rename(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+        except OSError as error:
+            raise _reraise(error, source) from None
+
+
+def unlink(path: Path, *, missing_ok: bool = False) -> None:
+    """Remove the file ``path`` (a link itself is removed, never what it points to)."""
+    try:
+        with _walk(path, create=False) as (dir_fd, name):
+            try:
+                os.unlink(name, dir_fd=dir_fd)
+            except OSError as error:
+                raise _reraise(error, path) from None
+    except FileNotFoundError:
+        if not missing_ok:
+            raise
+
+
+def remove_tree(path: Path) -> None:
+    """``rmtree`` of ``path`` relative to its parent's handle; errors are ignored.
+
+    ``shutil.rmtree`` with ``dir_fd`` never follows a link inside the tree; a link at
+    ``path`` itself is left alone.
+    """
+    import shutil
+
+    with suppress(FileNotFoundError, NotADirectoryError), _walk(path, create=False) as (fd, name):
+        shutil.rmtree(name, ignore_errors=True, dir_fd=fd)
+
+
+def refuse_links(directory: Path) -> None:
+    """Raise :class:`HandoffPathError` if ``directory`` or anything below it is a link.
+
+    A pre-flight for commands that write several files into one directory: the link is
+    named before the first write rather than at the one that meets it.
+    """
+    with _walk(directory, create=False, whole=True) as (fd, _):
+        _scan(fd, directory)
+
+
+def _scan(dir_fd: int, shown: Path) -> None:
+    with os.scandir(dir_fd) as entries:
+        found = [(entry.name, entry.is_symlink(), entry.is_dir()) for entry in entries]
+    for name, is_link, is_dir in found:
+        if is_link:
+            _refuse_if_link(dir_fd, name, shown / name, shown / name)
+        elif is_dir:
+            child = _open_dir(dir_fd, name, shown / name, shown / name, create=False)
+            try:
+                _scan(child, shown / name)
+            finally:
+                os.close(child)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def utc_now() -> str:
@@ -57,11 +353,3 @@ def utc_now() -> str:
 def file_stamp(iso: str) -> str:
     """An ISO time usable in a file name: ``:`` and ``.`` become ``-`` (as the original)."""
     return iso.replace(":", "-").replace(".", "-")
-
-
-class _suppress_os:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> bool:
-        return exc[0] is not None and issubclass(exc[0], OSError)  # type: ignore[arg-type]

@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 from review_loop.agents.errors import InputError, NotAGitRepositoryError
+from review_loop.orchestrator.files import append_bytes, make_dirs, read_bytes
 
 EXCLUDE_ENTRY = "/.review-handoff/"
 
@@ -81,25 +82,24 @@ def ensure_excluded(repo: Path) -> bool:
     Idempotent: nothing is written when the file already has the entry (or a line starting
     with ``.review-handoff/``), as the original tool does.
     """
-    exclude = common_dir(repo) / "info" / "exclude"
+    git_dir = common_dir(repo)  # info/ and exclude are opened without following a link
+    exclude = git_dir / "info" / "exclude"
     try:
-        existing = exclude.read_text(encoding="utf-8")
+        existing = read_bytes(exclude, anchor=git_dir).decode("utf-8")
     except FileNotFoundError:
         existing = ""
     for line in existing.splitlines():
         stripped = line.strip()
         if stripped == EXCLUDE_ENTRY or stripped.startswith(".review-handoff/"):
             return False
-    exclude.parent.mkdir(parents=True, exist_ok=True)
     prefix = "" if not existing or existing.endswith("\n") else "\n"
-    with exclude.open("a", encoding="utf-8") as handle:
-        handle.write(f"{prefix}{EXCLUDE_ENTRY}\n")
+    append_bytes(exclude, f"{prefix}{EXCLUDE_ENTRY}\n".encode(), anchor=git_dir)
     return True
 
 
 def ensure_layout(repo: Path) -> Path:
     """Create ``.review-handoff/`` (and its runtime dirs) and the exclude entry."""
     base = repo / ".review-handoff"
-    (base / "runtime" / "consults").mkdir(parents=True, exist_ok=True)
+    make_dirs(base / "runtime" / "consults")  # refuses a link on the way
     ensure_excluded(repo)
     return base

@@ -85,13 +85,14 @@ class BoundedCapture:
             del self.tail[: len(self.tail) - self.tail_cap]
 
     def _open_spill(self) -> None:
+        from review_loop.orchestrator.files import make_temp_file  # no link followed
+
         directory = self.spill_dir or Path(tempfile.gettempdir())
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix="stdout-", suffix=".spill", dir=directory)
+        fd, name = make_temp_file(directory, "stdout-", ".spill")
         handle = os.fdopen(fd, "wb")
         handle.write(self.head)
         self._spill = handle
-        self.spill_path = Path(name)
+        self.spill_path = name
 
     def close(self) -> None:
         if self._spill is not None:

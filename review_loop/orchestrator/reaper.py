@@ -21,7 +21,7 @@ import psutil
 
 from review_loop.agents.models import DeliveryState
 from review_loop.agents.records import SessionRecord
-from review_loop.orchestrator.files import atomic_write_json, utc_now
+from review_loop.orchestrator.files import atomic_write_json, read_bytes, utc_now
 
 SESSION_FILE = "reviewer-session.json"
 
@@ -44,8 +44,8 @@ def find_records(repo: Path) -> list[tuple[Path, SessionRecord]]:
     found: list[tuple[Path, SessionRecord]] = []
     for path in runtime.glob(f"*/*/{SESSION_FILE}"):
         try:
-            found.append((path, SessionRecord.model_validate(json.loads(path.read_bytes()))))
-        except (OSError, ValueError):
+            found.append((path, SessionRecord.model_validate(json.loads(read_bytes(path)))))
+        except (OSError, ValueError):  # a link under .review-handoff/ too (not followed)
             continue  # unreadable or foreign: skipped, as the original tool does
     return found
 

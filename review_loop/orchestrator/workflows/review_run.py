@@ -54,7 +54,14 @@ from review_loop.agents.review_prompt import (
     correction_prompt,
 )
 from review_loop.orchestrator.dispatcher import SESSION_FILE, Dispatcher, PeerRequest, resolve_peer
-from review_loop.orchestrator.files import append_line, atomic_write_bytes, utc_now
+from review_loop.orchestrator.files import (
+    append_line,
+    atomic_write_bytes,
+    read_bytes,
+    rename,
+    unlink,
+    utc_now,
+)
 from review_loop.orchestrator.git import current_branch, ensure_layout, rev_parse
 from review_loop.orchestrator.workflows.review_store import (
     PacketRef,
@@ -384,7 +391,7 @@ async def _run_locked(
     warnings: list[str] = []
     frozen_digest = state.get(f"evidenceDigest{round_number}")
     if frozen_digest and evidence_path.exists():
-        diff_bytes = evidence_path.read_bytes()
+        diff_bytes = read_bytes(evidence_path)
         if sha256_bytes(diff_bytes) != frozen_digest:
             save_state(runtime, state)
             return _fail_closed(
@@ -511,7 +518,7 @@ def _stored_session(runtime: Path, product: str) -> str | None:
     import json
 
     try:
-        record = json.loads((runtime / SESSION_FILE).read_text(encoding="utf-8"))
+        record = json.loads(read_bytes(runtime / SESSION_FILE).decode("utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(record, dict) or record.get("product") != product:
@@ -646,7 +653,7 @@ def _write_round(
         completion=completion,
     )
     # The packet must still be exactly what this round started from.
-    current = ref.path.read_bytes()
+    current = read_bytes(ref.path)
     if sha256_bytes(current) != state.get("roundStartPacketHash"):
         save_state(runtime, state)
         return _fail_closed(
@@ -675,9 +682,8 @@ def _write_round(
     final = ref
     if status == "archived":
         final = PacketRef(ref.repo, ref.slug, ref.base, archived=True)
-        final.path.parent.mkdir(parents=True, exist_ok=True)
-        ref.path.rename(final.path)
-        (runtime / "STOP").unlink(missing_ok=True)
+        rename(ref.path, final.path)
+        unlink(runtime / "STOP", missing_ok=True)
     state.update(ledger_to_state(ledger))
     state.update(
         {
@@ -873,9 +879,8 @@ def close_packet(repo: Path, packet: str, reason: str) -> dict[str, Any]:
         save_state(ref.runtime, state)
         atomic_write_bytes(ref.path, encoded)
         final = PacketRef(ref.repo, ref.slug, ref.base, archived=True)
-        final.path.parent.mkdir(parents=True, exist_ok=True)
-        ref.path.rename(final.path)
-        (ref.runtime / "STOP").unlink(missing_ok=True)
+        rename(ref.path, final.path)
+        unlink(ref.runtime / "STOP", missing_ok=True)
         state.update(
             {
                 "packetHash": sha256_bytes(encoded),

@@ -21,7 +21,6 @@ import hashlib
 import json
 import os
 import secrets
-import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,7 +34,16 @@ import psutil
 from review_loop.agents.errors import InputError, StateError
 from review_loop.agents.review import Finding, Ledger, branch_slug, legacy_branch_slug
 from review_loop.agents.review_packet import PACKET_NAME_RE, split_packet
-from review_loop.orchestrator.files import atomic_write_json
+from review_loop.orchestrator.files import (
+    HandoffPathError,
+    atomic_write_json,
+    make_dir_exclusive,
+    make_dirs,
+    open_fd,
+    read_bytes,
+    refuse_links,
+    remove_tree,
+)
 
 HANDOFF = ".review-handoff"
 STATE_FILE = "auto-run-state.json"
@@ -97,13 +105,13 @@ def create_packet(repo: Path, slug: str, scope: str, render: Any) -> PacketRef:
     (up to 20 tries).
     """
     folder = active_dir(repo, slug)
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dirs(folder)
     stamp = datetime.now().strftime("%Y-%m-%d_%H-%M")
     for attempt in range(CREATE_RETRIES):
         base = f"{stamp}-{scope}" + (f"-{attempt + 1:02d}" if attempt else "")
         path = folder / f"{base}.md"
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = open_fd(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         except FileExistsError:
             continue
         with os.fdopen(fd, "wb") as handle:
@@ -191,7 +199,7 @@ def read_packet(ref: PacketRef, identity: str) -> tuple[bytes, dict[str, str], s
         InputError: the frontmatter's ``branch`` is not the current branch identity, or
             the packet is a classic (manual-mode) packet.
     """
-    data = ref.path.read_bytes()
+    data = read_bytes(ref.path)
     try:
         meta, body = split_packet(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as error:
@@ -222,8 +230,8 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _publish(lock: Path, token: str) -> None:
-    os.mkdir(lock)
-    fd = os.open(lock / "owner", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    make_dir_exclusive(lock)
+    fd = open_fd(lock / "owner", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(f"{token}\n{os.getpid()}\n")
 
@@ -239,10 +247,11 @@ def _reclaim(runtime: Path, lock: Path, token: str) -> None:
     judge the same stale lock and one remove the other's fresh one. A holder never needs
     that flock: a live owner's lock is never judged stale.
     """
-    with open(runtime / f"{LOCK_DIR}.reclaim", "a+") as guard:
+    flags = os.O_RDWR | os.O_CREAT | os.O_APPEND
+    with os.fdopen(open_fd(runtime / f"{LOCK_DIR}.reclaim", flags), "a+") as guard:
         fcntl.flock(guard, fcntl.LOCK_EX)
         try:
-            owner = (lock / "owner").read_text(encoding="utf-8")
+            owner = read_bytes(lock / "owner").decode("utf-8")
         except (FileNotFoundError, NotADirectoryError):
             owner = ""
         if not owner.strip():
@@ -260,7 +269,7 @@ def _reclaim(runtime: Path, lock: Path, token: str) -> None:
                 pid = 0
             if _pid_alive(pid):
                 raise _held(f"packet lock held by pid {pid}")
-        shutil.rmtree(lock, ignore_errors=True)
+        remove_tree(lock)
         try:
             _publish(lock, token)
         except FileExistsError:
@@ -277,7 +286,8 @@ def packet_lock(runtime: Path) -> Iterator[str]:
     Raises:
         StateError: ``PACKET_LOCK_HELD`` — another live process holds the lock.
     """
-    runtime.mkdir(parents=True, exist_ok=True)
+    make_dirs(runtime)
+    refuse_links(runtime)  # before the first write of the command, not at the one that meets it
     lock = runtime / LOCK_DIR
     token = f"{os.getpid()}-{time.time_ns()}-{secrets.token_hex(4)}"
     try:
@@ -292,11 +302,11 @@ def packet_lock(runtime: Path) -> Iterator[str]:
         yield token
     finally:
         try:
-            current = (lock / "owner").read_text(encoding="utf-8")
-        except OSError:
+            current = read_bytes(lock / "owner").decode("utf-8")
+        except (OSError, ValueError):
             current = ""
         if current.startswith(token + "\n"):
-            shutil.rmtree(lock, ignore_errors=True)
+            remove_tree(lock)
 
 
 # -- state --------------------------------------------------------------------------------
@@ -314,9 +324,11 @@ def load_state(runtime: Path) -> dict[str, Any] | None:
     """
     path = runtime / STATE_FILE
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_bytes(path).decode("utf-8"))
     except FileNotFoundError:
         return None
+    except HandoffPathError:
+        raise  # a link is refused as such, not as a recoverable state
     except (OSError, ValueError) as error:
         raise StateRecoveryRequired(f"{path} is unreadable: {error}") from None
     if not isinstance(data, dict):
