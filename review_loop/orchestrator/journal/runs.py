@@ -24,6 +24,7 @@ from typing import Any, Final, NamedTuple
 
 from review_loop.agents import verification as v
 from review_loop.agents.errors import ReviewLoopError
+from review_loop.orchestrator.journal.dirs import Directory
 from review_loop.orchestrator.journal.layout import (
     BACKEND_IDENTITY,
     Product,
@@ -42,9 +43,7 @@ from review_loop.orchestrator.journal.store import (
     RunLog,
     Schema,
     StreamState,
-    fsync_directory,
     utc_timestamp,
-    write_file_atomic,
 )
 
 PREFIX: Final = "review-loop verification run"
@@ -88,6 +87,7 @@ SCHEMA: Final = Schema(
 )
 
 Emit = Callable[[Mapping[str, Any]], None]
+Warn = Callable[[str], None]
 ReadSource = Callable[[str], str]
 
 
@@ -110,6 +110,12 @@ def read_source(source: str) -> str:
 def emit_stderr(event: Mapping[str, Any]) -> None:
     """Stream one journal event as a JSON line on stderr (stdout holds the result)."""
     sys.stderr.write(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n")
+    sys.stderr.flush()
+
+
+def warn_stderr(message: str) -> None:
+    """A warning on stderr (the command still succeeds)."""
+    sys.stderr.write(message + "\n")
     sys.stderr.flush()
 
 
@@ -197,7 +203,7 @@ def address(cwd: Path, verification_type: str, scope_type: str, scope: str, run:
         selector=selector,
         token=run,
         runs_dir=runs_dir,
-        log=RunLog(run_file(runs_dir, run), schema=SCHEMA),
+        log=RunLog(run_file(runs_dir, run), schema=SCHEMA, anchor=product.root),
     )
 
 
@@ -205,10 +211,11 @@ def _recorded_input(run: RunAddress) -> dict[str, Any] | None:
     if not v.is_safe_segment(run.token):
         return None
     try:
-        text = run.input_path.read_text(encoding="utf-8")
+        with run.log.directory() as directory:
+            text = directory.read(run.input_path.name).decode("utf-8")
     except FileNotFoundError:
         return None
-    except OSError as error:
+    except (OSError, UnicodeDecodeError) as error:
         raise _fail("INPUT_READ_FAILED", _error_text(error)) from None
     try:
         record = json.loads(text)
@@ -410,9 +417,9 @@ def _write_context(product: Product, verification_type: str, selector: v.Selecto
     }
     digest = v.sha256_hex(v.canonical_json(payload).encode("utf-8"))
     contexts = product.branch_dir() / "verification-context" / "contexts"
-    contexts.mkdir(parents=True, exist_ok=True)
     document = v.canonical_json({"context": payload, "digest": digest}).encode("utf-8")
-    write_file_atomic(contexts / f"context-{digest}.json", document)
+    with Directory.open(contexts, anchor=product.root, create=True) as directory:
+        directory.write_atomic(f"context-{digest}.json", document)
     return digest
 
 
@@ -455,18 +462,8 @@ def start(
         raise _fail("INPUT_PERSIST_FAILED", _error_text(error)) from None
 
     runs_dir = product.runs_dir(verification_type)
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    for _attempt in range(10):
-        token = new_run_token()
-        log = RunLog(run_file(runs_dir, token), schema=SCHEMA)
-        try:
-            log.create()
-            break
-        except FileExistsError:
-            continue
-    else:
-        raise _fail("INPUT_PERSIST_FAILED", "run token collision limit exhausted")
-
+    log = _create_log(product, runs_dir)
+    token = log.path.name.removeprefix("run-").removesuffix(".jsonl")
     created = [log.path]
     try:
         record = {
@@ -477,7 +474,8 @@ def start(
             "content": content,
         }
         path = input_record(runs_dir, token)
-        write_file_atomic(path, json.dumps(record, ensure_ascii=False).encode("utf-8"))
+        with log.directory() as directory:
+            directory.write_atomic(path.name, json.dumps(record, ensure_ascii=False).encode())
         created.append(path)
         outcome = log.commit(
             [
@@ -492,11 +490,10 @@ def start(
         if not isinstance(outcome, Appended):
             raise _fail("RUN_CONTEXT_FAILED")
     except BaseException as error:
-        for leftover in [*created, log.lock_path, log.snapshot_path]:
-            with contextlib.suppress(OSError):
-                leftover.unlink()
-        with contextlib.suppress(OSError):
-            fsync_directory(runs_dir)
+        with contextlib.suppress(OSError), log.directory() as directory:
+            for leftover in [*created, log.lock_path, log.snapshot_path]:
+                directory.unlink(leftover.name)
+            directory.sync()
         if isinstance(error, OSError):
             raise _fail("INPUT_PERSIST_FAILED", _error_text(error)) from None
         raise
@@ -516,6 +513,20 @@ def start(
             "runTarget": str(log.path),
         },
     }
+
+
+def _create_log(product: Product, runs_dir: Path) -> RunLog:
+    """A new run's empty log, under a fresh token (its directories made no-follow)."""
+    for _attempt in range(10):
+        log = RunLog(run_file(runs_dir, new_run_token()), schema=SCHEMA, anchor=product.root)
+        try:
+            log.create()
+        except FileExistsError:
+            continue
+        except OSError as error:
+            raise _fail("INPUT_PERSIST_FAILED", _error_text(error)) from None
+        return log
+    raise _fail("INPUT_PERSIST_FAILED", "run token collision limit exhausted")
 
 
 def read_input(run: RunAddress) -> dict[str, Any]:
@@ -612,6 +623,7 @@ def finish(
     *,
     read: ReadSource = read_source,
     emit: Emit = emit_stderr,
+    warn: Warn = warn_stderr,
 ) -> dict[str, Any]:
     """Record the terminal status (checked against the evidence), seal, report the projection.
 
@@ -631,6 +643,7 @@ def finish(
     _projection_input(run, state)
     if state.sealed_seq is not None:
         run.log.ensure_seal_marker()
+        _warn_seal_marker(run, state.sealed_seq, warn)
         return _finish_report(run, state)
     metadata: Any = None
     if metadata_source is not None:
@@ -658,7 +671,18 @@ def finish(
         raise VerificationError(rejection_text("finish", run.verification_type, outcome.error))
     if isinstance(outcome, Appended):
         emit(outcome.event)
+    # The terminal event is durable: that is the seal, whatever happened to its marker.
+    _warn_seal_marker(run, outcome.sequence, warn)
     return _finish_report(run, run.log.state())
+
+
+def _warn_seal_marker(run: RunAddress, sequence: int, warn: Warn) -> None:
+    error = run.log.seal_marker_error
+    if error is not None:
+        warn(
+            f"{PREFIX} finish: warning: the run is sealed by its terminal event (seq "
+            f"{sequence}); its seal marker, a cache, could not be written: {_error_text(error)}"
+        )
 
 
 def status(run: RunAddress) -> dict[str, Any]:
@@ -679,7 +703,19 @@ def status(run: RunAddress) -> dict[str, Any]:
     report.update(view["terminal"] or {})
     report["findingCount"] = view["findingCount"]
     report["nextActions"] = v.next_actions(view)
+    report.update(_healing(run, state))
     return report
+
+
+def _healing(run: RunAddress, state: StreamState) -> dict[str, Any]:
+    """Beyond the spx shape, only when there is something to say: moved-aside tails."""
+    extra: dict[str, Any] = {}
+    quarantined = run.log.quarantined()
+    if quarantined:
+        extra["quarantined"] = quarantined
+    if state.tail is not None:  # a read-only run: the tail is ignored, not moved
+        extra["ignoredTail"] = {"offset": state.tail.offset, "bytes": state.tail.size}
+    return extra
 
 
 def render(run: RunAddress) -> dict[str, Any]:

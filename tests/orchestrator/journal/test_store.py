@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
+from review_loop.orchestrator import state_auth
 from review_loop.orchestrator.journal.store import (
+    SNAPSHOT_PURPOSE,
     Appended,
     Existing,
     JournalCorruptError,
@@ -47,6 +49,21 @@ def log(tmp_path: Path) -> RunLog:
 
 def put(key: str, value: Any = None, type: str = "item") -> Mutation:
     return Mutation(type=type, id=key, key=key, data={"value": value})
+
+
+def read_snapshot(log: RunLog) -> dict[str, Any]:
+    """The snapshot's body (its first line is the MAC header)."""
+    header, _, body = log.snapshot_path.read_bytes().partition(b"\n")
+    assert set(json.loads(header)) == {"v", "mac"}
+    document: dict[str, Any] = json.loads(body)
+    return document
+
+
+def write_snapshot(log: RunLog, doc: dict[str, Any], *, mac: str | None = None) -> None:
+    """Write a snapshot; signed with this user's key unless ``mac`` is given."""
+    body = json.dumps(doc, separators=(",", ":")).encode()
+    claimed = state_auth.mac_bytes(SNAPSHOT_PURPOSE, body) if mac is None else mac
+    log.snapshot_path.write_bytes(json.dumps({"v": 2, "mac": claimed}).encode() + b"\n" + body)
 
 
 def seqs(log: RunLog) -> list[int]:
@@ -209,9 +226,9 @@ def test_corrupt_snapshot_is_rebuilt_from_the_log(log: RunLog) -> None:
 def test_snapshot_of_another_log_is_not_trusted(log: RunLog, tmp_path: Path) -> None:
     for index in range(5):
         log.commit([put(f"k{index}", index)])
-    doc = json.loads(log.snapshot_path.read_text())
+    doc = read_snapshot(log)
     doc["seq"] = 2  # lies about the position: the tail no longer starts at seq 3
-    log.snapshot_path.write_text(json.dumps(doc))
+    write_snapshot(log, doc)  # signed with the user's own key: only the position lies
     state = RunLog(log.path, schema=COUNTING).state()
     assert state.seq == 5 and state.view["n"] == 5
 
