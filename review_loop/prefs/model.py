@@ -12,6 +12,13 @@ from review_loop.agents.errors import PrefsError
 
 DEFAULT_ORDER: tuple[str, ...] = ("claude", "codex", "grok")
 DEFAULT_TIMEOUT_MS = 1_200_000  # 20 minutes, as the original review-loop
+# A deadline outside these bounds is a typo (seconds given as ms, or ms as s), never a wish:
+# below one second no reviewer can answer, above one day a hung one is never stopped.
+MIN_TIMEOUT_MS = 1_000
+MAX_TIMEOUT_MS = 86_400_000
+TIMEOUT_RANGE = (
+    f"an integer of milliseconds from {MIN_TIMEOUT_MS} (1 s) to {MAX_TIMEOUT_MS} (1 day)"
+)
 DEFAULT_GRACE_MS = 5_000
 DEFAULT_LIVENESS_MS = 30_000
 ALIAS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -51,7 +58,7 @@ class Prefs(BaseModel):
         order: reviewer preference order, most preferred first.
         skipHost: drop the host product from ``order`` when picking reviewers.
         peerCommands: alias name -> the product and launcher it stands for.
-        timeoutMs: the deadline of one attempt.
+        timeoutMs: the deadline of one attempt, from 1 s to 1 day.
         graceMs: time between SIGTERM and SIGKILL of a stopped session's process group.
         livenessMs: interval of the ``status=active`` line on stderr.
     """
@@ -61,7 +68,7 @@ class Prefs(BaseModel):
     order: tuple[str, ...] = DEFAULT_ORDER
     skipHost: bool = False
     peerCommands: dict[str, PeerCommand] = Field(default_factory=dict)
-    timeoutMs: int = Field(default=DEFAULT_TIMEOUT_MS, gt=0)
+    timeoutMs: int = Field(default=DEFAULT_TIMEOUT_MS, ge=MIN_TIMEOUT_MS, le=MAX_TIMEOUT_MS)
     graceMs: int = Field(default=DEFAULT_GRACE_MS, ge=0)
     livenessMs: int = Field(default=DEFAULT_LIVENESS_MS, gt=0)
 

@@ -11,7 +11,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from review_loop.agents.errors import PrefsError
-from review_loop.prefs.model import Prefs, ProductSet
+from review_loop.prefs.model import (
+    MAX_TIMEOUT_MS,
+    MIN_TIMEOUT_MS,
+    TIMEOUT_RANGE,
+    Prefs,
+    ProductSet,
+)
 
 HOME_ENV = "REVIEW_LOOP_HOME"
 TIMEOUT_ENV = "REVIEW_LOOP_TIMEOUT_MS"
@@ -37,7 +43,25 @@ def _describe(error: ValidationError, source: str) -> PrefsError:
     accepted = {
         "extra_forbidden": "order, skipHost, peerCommands, timeoutMs, graceMs, livenessMs",
     }.get(first["type"])
+    if where == "timeoutMs":
+        accepted = TIMEOUT_RANGE
     return PrefsError(f"{source}: {where}", first["msg"], accepted)
+
+
+def timeout_override(value: str) -> int:
+    """``REVIEW_LOOP_TIMEOUT_MS`` as milliseconds, within the accepted deadline range.
+
+    Raises:
+        PrefsError: not an integer, or below one second or above one day (the message
+            names the variable and the range).
+    """
+    try:
+        number = int(value.strip())
+    except ValueError:
+        raise PrefsError(TIMEOUT_ENV, f"{value!r} is not an integer", TIMEOUT_RANGE) from None
+    if not MIN_TIMEOUT_MS <= number <= MAX_TIMEOUT_MS:
+        raise PrefsError(TIMEOUT_ENV, f"{value!r} is out of range", TIMEOUT_RANGE)
+    return number
 
 
 def parse_prefs(data: Mapping[str, Any], *, source: str, known: ProductSet) -> Prefs:
@@ -58,11 +82,12 @@ def load_prefs(
     """Load prefs from ``path`` (default :func:`prefs_path`) with env overrides applied.
 
     A missing file means the defaults. ``REVIEW_LOOP_TIMEOUT_MS`` overrides ``timeoutMs``
-    and must be a positive integer.
+    and must be an integer of milliseconds from one second to one day.
 
     Raises:
         PrefsError: the file is unreadable, not TOML, or fails validation; or the env
-            override is not a positive integer.
+            override is not an integer in that range. Every message names the file (or the
+            variable) and the key.
     """
     env = os.environ if env is None else env
     path = prefs_path(env) if path is None else path
@@ -79,17 +104,9 @@ def load_prefs(
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
             raise PrefsError(str(path), f"not valid TOML: {error}", "a TOML table") from None
     prefs = parse_prefs(data, source=str(path), known=known)
-    override = env.get("REVIEW_LOOP_TIMEOUT_MS")
+    override = env.get(TIMEOUT_ENV)
     if override is not None and override != "":
-        try:
-            value = int(override)
-        except ValueError:
-            value = 0
-        if value <= 0:
-            raise PrefsError(
-                TIMEOUT_ENV, f"must be a positive integer of milliseconds, got {override!r}"
-            )
-        prefs = prefs.model_copy(update={"timeoutMs": value})
+        prefs = prefs.model_copy(update={"timeoutMs": timeout_override(override)})
     return prefs
 
 

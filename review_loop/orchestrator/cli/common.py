@@ -54,14 +54,55 @@ def read_text_file(path_text: str, field: str) -> str:
 
 
 def positive_seconds(value: str, field: str) -> int:
-    """Seconds given on the command line, as milliseconds."""
+    """A deadline given on the command line in seconds, as milliseconds.
+
+    Accepted: a number of seconds from 1 to 86400 (one day). Anything else — not a number,
+    NaN, infinite, below one second (``0.0004`` once became 0 ms, which meant "the
+    default", twenty minutes) or above one day — is refused with the accepted range.
+
+    Raises:
+        InputError: naming ``field``, the value, and the accepted range.
+    """
+    from review_loop.prefs.model import MAX_TIMEOUT_MS, MIN_TIMEOUT_MS
+
+    accepted = (
+        f"a number of seconds from {MIN_TIMEOUT_MS // 1000} to {MAX_TIMEOUT_MS // 1000} "
+        "(one day), e.g. 600"
+    )
     try:
         seconds = float(value)
     except ValueError:
-        seconds = -1
-    if not seconds > 0 or seconds != seconds or seconds == float("inf"):
-        raise InputError(field, f"{value!r} is not a positive number of seconds", "e.g. 600")
-    return int(seconds * 1000)
+        raise InputError(field, f"{value!r} is not a number of seconds", accepted) from None
+    if seconds != seconds or seconds in (float("inf"), float("-inf")):
+        raise InputError(field, f"{value!r} is not a number of seconds", accepted)
+    milliseconds = round(seconds * 1000)
+    if not MIN_TIMEOUT_MS <= milliseconds <= MAX_TIMEOUT_MS:
+        raise InputError(field, f"{value!r} is out of range", accepted)
+    return milliseconds
+
+
+def checked_resume_id(value: str | None, field: str = "--resume") -> str | None:
+    """A session id to resume, checked before anything is written (``None`` stays ``None``).
+
+    The same rule every adapter applies when it builds argv (a plain token: letters,
+    digits, ``._:-``, not starting with ``-``), applied here so a refused ``--resume`` is
+    refused before a record is created, with exit code 1.
+
+    Raises:
+        InputError: the id is not a plain token (``../../etc/passwd``, ``-x``, empty).
+    """
+    from review_loop.adapters._common import is_plain_token
+
+    if value is None:
+        return None
+    if not is_plain_token(value):
+        raise InputError(
+            field,
+            f"{value[:80]!r} is not a session id",
+            "a session id as the CLI printed it: letters, digits and '._:-', "
+            "not starting with '-', at most 200 characters",
+        )
+    return value
 
 
 def parse_bool(value: str | None, field: str) -> bool | None:

@@ -34,17 +34,17 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Validate everything first (nothing is written on bad input), then consult."""
     import shutil
 
-    import anyio
-
     from review_loop.agents.errors import InputError
     from review_loop.orchestrator.cli.common import (
+        checked_resume_id,
         load_user_prefs,
         parse_bool,
         positive_seconds,
         read_text_file,
         repo_from,
     )
-    from review_loop.orchestrator.dispatcher import open_dispatcher, resolve_peer
+    from review_loop.orchestrator.cli.stops import Stop, run_cancellable
+    from review_loop.orchestrator.dispatcher import resolve_peer
     from review_loop.orchestrator.git import ensure_layout
     from review_loop.orchestrator.workflows.consult import (
         ConsultPlan,
@@ -92,12 +92,12 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         fallback=resolve_fallbacks(prefs, args.fallback),
         host=args.host,
         timeout_ms=positive_seconds(args.timeout, "--timeout") if args.timeout else None,
-        resume_session_id=args.resume,
+        resume_session_id=checked_resume_id(args.resume),
     )
     ensure_layout(repo)
 
-    async def main() -> Mapping[str, Any]:
-        async with open_dispatcher(repo=repo, prefs=prefs) as dispatcher:
-            return await run_consult(dispatcher, plan)
+    async def main(stop: Stop) -> Mapping[str, Any]:
+        async with stop.open_dispatcher(repo=repo, prefs=prefs) as dispatcher:
+            return await run_consult(dispatcher, plan, interrupted=stop.keep)
 
-    return anyio.run(main)
+    return run_cancellable(main)
