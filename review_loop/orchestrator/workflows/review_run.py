@@ -63,16 +63,18 @@ from review_loop.orchestrator.files import (
     utc_now,
 )
 from review_loop.orchestrator.git import current_branch, ensure_layout, rev_parse
+from review_loop.orchestrator.trust import note_untrusted, reporting, reporting_async
 from review_loop.orchestrator.workflows.review_store import (
     PacketRef,
     StateRecoveryRequired,
     branch_slugs,
     create_packet,
-    latest_packet,
+    latest_trusted_packet,
     ledger_from_state,
     ledger_to_state,
     load_state,
     packet_lock,
+    packet_problem,
     read_packet,
     resolve_packet_arg,
     save_state,
@@ -170,10 +172,40 @@ def _findings_out(ledger: Ledger, ids: list[str]) -> list[dict[str, Any]]:
 # -- run ----------------------------------------------------------------------------------
 
 
+def _trusted_packet_of(repo: Path, plan: RunPlan, slugs: tuple[str, ...]) -> PacketRef | None:
+    """The packet this call works on, or ``None`` for a new one.
+
+    Only a packet whose record is authenticated is continued (or reported as archived): an
+    untrusted one (a state without a valid MAC, a staged or archived packet without a
+    state) is reported and the review runs again on a new packet, with a real reviewer
+    call. ``--continue`` passes over untrusted packets to the newest trusted one.
+    """
+    if plan.packet:
+        ref = resolve_packet_arg(repo, slugs, plan.packet)
+        problem = packet_problem(ref)
+        if problem is None:
+            return ref
+        note_untrusted(*problem)
+        return None
+    if not plan.cont:
+        return None
+    active, skipped = latest_trusted_packet(repo, slugs[0], archived=False)
+    if active is not None:
+        return active
+    archived, more = latest_trusted_packet(repo, slugs[0], archived=True)
+    if archived is None and not skipped + more:
+        raise InputError("--continue", "this branch has no active packet", "run first")
+    return archived
+
+
+@reporting_async
 async def run_review(
     dispatcher: Dispatcher, plan: RunPlan, *, evidence_fn: EvidenceFn | None = None
 ) -> dict[str, Any]:
     """One ``run`` call. Returns the result document (``ok`` false → exit 2).
+
+    The result names what was not believed (``untrusted``) and the files git tracks under
+    ``.review-handoff/`` (``tracked``); see ``docs/authenticated-state.md``.
 
     Raises:
         InputError: bad options, or a packet in a state this call cannot work on.
@@ -184,16 +216,7 @@ async def run_review(
     ensure_layout(repo)
     identity = _identity(repo)
     slugs = branch_slugs(identity)
-    ref: PacketRef | None = None
-    if plan.packet:
-        ref = resolve_packet_arg(repo, slugs, plan.packet)
-    elif plan.cont:
-        ref = latest_packet(repo, slugs[0], archived=False)
-        if ref is None:
-            archived = latest_packet(repo, slugs[0], archived=True)
-            if archived is None:
-                raise InputError("--continue", "this branch has no active packet", "run first")
-            ref = archived
+    ref = _trusted_packet_of(repo, plan, slugs)
     if ref is not None and ref.archived:
         if not plan.cont:
             raise InputError("--packet", "the packet is archived", "an active packet")
@@ -779,12 +802,35 @@ def _locked_packet(repo: Path, packet: str) -> tuple[PacketRef, str]:
     return ref, identity
 
 
+def _untrusted(ref: PacketRef) -> dict[str, Any] | None:
+    """``STATE_UNTRUSTED`` (fail closed) for a packet whose record is not authenticated.
+
+    ``fix-completion`` and ``close`` write a new, signed state: on a forged record that
+    would launder it into one this user's review-loop vouches for.
+    """
+    problem = packet_problem(ref)
+    if problem is None:
+        return None
+    note_untrusted(*problem)
+    path, reason = problem
+    return _fail_closed(
+        "STATE_UNTRUSTED",
+        f"{path}: {reason}; review-loop did not write this record, so it will not build on "
+        "it. Start a new review with run (no --packet).",
+        ref,
+    )
+
+
+@reporting
 def fix_completion(repo: Path, packet: str, body_text: str) -> dict[str, Any]:
     """Append the fixer's ``# Fix Completion`` and set the packet back in progress."""
     stage = normalise_fix_completion(body_text)
     ref, identity = _locked_packet(repo, packet)
     if ref.archived:
         raise InputError("--packet", "the packet is archived", "an active packet")
+    refused = _untrusted(ref)
+    if refused is not None:
+        return refused
     with packet_lock(ref.runtime):
         data, meta, body = read_packet(ref, identity)
         failure, state = _check_state(ref, data)
@@ -839,6 +885,7 @@ def fix_completion(repo: Path, packet: str, body_text: str) -> dict[str, Any]:
         }
 
 
+@reporting
 def close_packet(repo: Path, packet: str, reason: str) -> dict[str, Any]:
     """``close --reason accept-concerns``: the user accepted the concerns; archive."""
     if reason != "accept-concerns":
@@ -846,6 +893,9 @@ def close_packet(repo: Path, packet: str, reason: str) -> dict[str, Any]:
     ref, identity = _locked_packet(repo, packet)
     if ref.archived:
         raise InputError("--packet", "the packet is already archived", "an active packet")
+    refused = _untrusted(ref)
+    if refused is not None:
+        return refused
     with packet_lock(ref.runtime):
         data, meta, body = read_packet(ref, identity)
         failure, state = _check_state(ref, data)

@@ -12,6 +12,13 @@ Layout (``reference/origins.md`` §3.3), under ``<repo>/.review-handoff/``::
         STOP                     per-packet stop file
         .auto-run.lock/owner     "<token>\\n<pid>\\n"
         events.jsonl
+
+Trust (``docs/authenticated-state.md``): ``auto-run-state.json`` carries a MAC made with
+the per-user secret (:mod:`review_loop.orchestrator.state_auth`, purpose
+:data:`STATE_PURPOSE`), and it pins the packet's sha256 (``packetHash``). A packet is
+believed only through an authenticated state; a state without a valid MAC (committed,
+copied, forged) is never read as a verdict or a round: it is reported
+(:func:`review_loop.orchestrator.trust.note_untrusted`) and the review runs again.
 """
 
 from __future__ import annotations
@@ -30,10 +37,12 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from review_loop.agents.errors import InputError, StateError
 from review_loop.agents.review import Finding, Ledger, branch_slug, legacy_branch_slug
-from review_loop.agents.review_packet import PACKET_NAME_RE, split_packet
+from review_loop.agents.review_packet import PACKET_NAME_RE, h1_sections, split_packet
+from review_loop.orchestrator import state_auth
 from review_loop.orchestrator.files import (
     HandoffPathError,
     atomic_write_json,
@@ -44,12 +53,16 @@ from review_loop.orchestrator.files import (
     refuse_links,
     remove_tree,
 )
+from review_loop.orchestrator.trust import note_repo, note_untrusted
 
 HANDOFF = ".review-handoff"
 STATE_FILE = "auto-run-state.json"
 LOCK_DIR = ".auto-run.lock"
 LOCK_GRACE_S = 2.0
 CREATE_RETRIES = 20
+# The MAC purpose of a run state: a MAC made for another kind of document never matches.
+STATE_PURPOSE = "review-loop/review-run-state/v1"
+_FIRST_ANCHORS = ("review_handoff", "review_intake")
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -136,6 +149,35 @@ def latest_packet(repo: Path, slug: str, *, archived: bool) -> PacketRef | None:
         return None
     found.sort()
     return PacketRef(repo, slug, found[-1][2].stem, archived=archived)
+
+
+def packets_newest_first(repo: Path, slug: str, *, archived: bool) -> list[PacketRef]:
+    """Every packet of the branch (active or archived), newest (by name, then mtime) first."""
+    folder = repo / HANDOFF / ("archive" if archived else "active") / slug
+    if not folder.is_dir():
+        return []
+    found = sorted(
+        (path.name, path.lstat().st_mtime, path.stem)
+        for path in folder.glob("*.md")
+        if PACKET_NAME_RE.match(path.name)
+    )
+    return [PacketRef(repo, slug, stem, archived=archived) for _, _, stem in reversed(found)]
+
+
+def latest_trusted_packet(repo: Path, slug: str, *, archived: bool) -> tuple[PacketRef | None, int]:
+    """The newest packet whose record is authenticated, and how many newer ones were not.
+
+    Every packet passed over is reported with :func:`note_untrusted` (a committed or forged
+    packet never hides, or stands in for, the user's own).
+    """
+    skipped = 0
+    for ref in packets_newest_first(repo, slug, archived=archived):
+        problem = packet_problem(ref)
+        if problem is None:
+            return ref, skipped
+        note_untrusted(*problem)
+        skipped += 1
+    return None, skipped
 
 
 def resolve_packet_arg(repo: Path, slugs: tuple[str, ...], value: str) -> PacketRef:
@@ -316,29 +358,161 @@ class StateRecoveryRequired(Exception):
     """The state file exists but cannot be read as the tool wrote it."""
 
 
-def load_state(runtime: Path) -> dict[str, Any] | None:
-    """``auto-run-state.json`` or ``None`` when there is none yet.
+class RunState(BaseModel):
+    """The keys of ``auto-run-state.json`` whose type the run relies on.
+
+    Only checks shapes (the file keeps its other keys: ``evidenceRound<N>``, ...); a signed
+    state that fails it is reported naming the file and the key.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    round: StrictInt = Field(default=0, ge=0)
+    roundsBudget: StrictInt | None = Field(default=None, ge=1)
+    packetHash: StrictStr | None = None
+    roundStartPacketHash: StrictStr | None = None
+    baseSha: StrictStr | None = None
+    reviewer: StrictStr | None = None
+    completion: StrictStr | None = None
+    lastVerdict: StrictStr | None = None
+    lifecycleState: StrictStr | None = None
+    paths: list[StrictStr] | None = None
+    pathFilter: list[StrictStr] | None = None
+    findingIds: list[StrictStr] | None = None
+    findingCatalog: dict[StrictStr, dict[str, Any]] | None = None
+    openBlocking: list[StrictStr] | None = None
+    openConcerns: list[StrictStr] | None = None
+    evidence: dict[str, Any] | None = None
+    pendingStage: dict[str, Any] | None = None
+
+
+def state_shape_problem(data: dict[str, Any]) -> str | None:
+    """What is wrong with the state's keys (``key 'round': ...``), or ``None``."""
+    try:
+        RunState.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        key = ".".join(str(part) for part in first["loc"])
+        return f"key {key!r}: {first['msg']} (found {first.get('input')!r})"
+    for key, value in data.items():
+        if key.startswith("evidenceDigest") and not isinstance(value, str):
+            return f"key {key!r}: not a sha256 string (found {value!r})"
+        if key.startswith("evidenceRound") and not isinstance(value, dict):
+            return f"key {key!r}: not an evidence object (found {value!r})"
+    return None
+
+
+def read_state(runtime: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """``(state, problem)``: the authenticated state, or why the file is not believed.
+
+    ``(None, None)`` when there is no state yet. A file that is not JSON or has no valid
+    MAC gives ``(None, reason)``: it is untrusted, never an error.
 
     Raises:
-        StateRecoveryRequired: the file is not a JSON object.
+        StateRecoveryRequired: the file cannot be read, or a state this user's
+            review-loop signed has a key of the wrong type (names the file and the key).
     """
     path = runtime / STATE_FILE
     try:
-        data = json.loads(read_bytes(path).decode("utf-8"))
+        raw = read_bytes(path)
     except FileNotFoundError:
-        return None
+        return None, None
     except HandoffPathError:
         raise  # a link is refused as such, not as a recoverable state
-    except (OSError, ValueError) as error:
+    except OSError as error:
         raise StateRecoveryRequired(f"{path} is unreadable: {error}") from None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        return None, f"not JSON ({error}); no valid MAC"
     if not isinstance(data, dict):
-        raise StateRecoveryRequired(f"{path} does not hold a JSON object")
-    return data
+        return None, "not a JSON object; no valid MAC"
+    shape = state_shape_problem(data)
+    if not state_auth.verify(STATE_PURPOSE, data):
+        return None, "no valid MAC" + (f"; {shape}" if shape else "")
+    if shape:
+        raise StateRecoveryRequired(f"{path}: {shape}")
+    return data, None
+
+
+def load_state(runtime: Path) -> dict[str, Any] | None:
+    """The authenticated ``auto-run-state.json``, or ``None`` (none yet, or untrusted).
+
+    An untrusted file is reported (:func:`note_untrusted`) and treated as absent.
+
+    Raises:
+        StateRecoveryRequired: see :func:`read_state`.
+    """
+    note_repo(runtime.parents[3])
+    state, problem = read_state(runtime)
+    if problem is not None:
+        note_untrusted(runtime / STATE_FILE, problem)
+    return state
+
+
+def packet_problem(ref: PacketRef) -> tuple[Path, str] | None:
+    """``(path, reason)`` when the packet's review record cannot be believed, else ``None``.
+
+    Believed: a packet with an authenticated run state (an archived one must also be
+    byte for byte the packet that state pins), and an active packet that has no state and
+    no review stage yet (its first round is a real review either way). Everything else —
+    a state without a valid MAC, review stages or an archive without one — is untrusted.
+    """
+    note_repo(ref.repo)
+    state_path = ref.runtime / STATE_FILE
+    try:
+        state, problem = read_state(ref.runtime)
+    except StateRecoveryRequired:
+        return None  # authenticated but damaged: the run fails closed on it, naming the key
+    if problem is not None:
+        return state_path, problem
+    try:
+        data = read_bytes(ref.path)
+    except OSError:
+        return None  # gone or unreadable: reading it reports that
+    if state is not None:
+        if ref.archived and state.get("packetHash") != sha256_bytes(data):
+            return ref.path, "the archived packet is not the one its run state authenticates"
+        return None
+    if ref.archived:
+        return ref.path, "an archived packet without a run state with a valid MAC"
+    try:
+        meta, body = split_packet(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None  # not a packet: reading it reports that
+    staged = any(anchor not in _FIRST_ANCHORS for anchor, _ in h1_sections(body))
+    if staged or meta.get("lifecycle_state") == "archived":
+        return ref.path, "review stages without a run state with a valid MAC"
+    return None
+
+
+def authenticated_archives(
+    repo: Path, slugs: tuple[str, ...]
+) -> list[tuple[PacketRef, dict[str, Any]]]:
+    """The archived packets of the branch with an authenticated state, newest first.
+
+    The untrusted ones are reported and skipped.
+    """
+    found: list[tuple[PacketRef, dict[str, Any]]] = []
+    for slug in slugs:
+        for ref in packets_newest_first(repo, slug, archived=True):
+            problem = packet_problem(ref)
+            if problem is not None:
+                note_untrusted(*problem)
+                continue
+            try:
+                state, _ = read_state(ref.runtime)
+            except StateRecoveryRequired as error:
+                note_untrusted(ref.runtime / STATE_FILE, str(error))
+                continue
+            if state is not None:
+                found.append((ref, state))
+    return found
 
 
 def save_state(runtime: Path, state: dict[str, Any]) -> None:
-    """Write the state atomically (temp file + rename)."""
-    atomic_write_json(runtime / STATE_FILE, state)
+    """Sign the state (``mac``) and write it atomically (temp file + rename)."""
+    atomic_write_json(runtime / STATE_FILE, state_auth.sign(STATE_PURPOSE, state))
 
 
 def ledger_from_state(state: dict[str, Any]) -> Ledger | None:

@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 
+from review_loop.orchestrator import state_auth
 from review_loop.orchestrator.cli import run as cli_run
+from review_loop.orchestrator.workflows.review_store import STATE_PURPOSE
 from tests.fakes import FakeCLIs
 from tests.gitrepo import committed_repo
 
@@ -94,6 +96,11 @@ def runtime_of(doc: dict[str, Any], repo: Path) -> Path:
 def state_of(doc: dict[str, Any], repo: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((runtime_of(doc, repo) / "auto-run-state.json").read_text())
     return data
+
+
+def write_signed_state(path: Path, state: dict[str, Any]) -> None:
+    """Write a run state as review-loop itself would: signed with this user's secret."""
+    path.write_text(json.dumps(state_auth.sign(STATE_PURPOSE, state)))
 
 
 def resumed_ids(fakes: FakeCLIs) -> list[str | None]:
@@ -334,12 +341,17 @@ def test_interrupted_stage_write_needs_recovery(repo: Path, fakes: FakeCLIs) -> 
     state_path = runtime_of(doc, repo) / "auto-run-state.json"
     state = json.loads(state_path.read_text())
     state["pendingStage"] = {"round": 1, "anchor": "review_findings"}
-    state_path.write_text(json.dumps(state))
+    write_signed_state(state_path, state)  # as the tool's own interrupted write leaves it
     code, res = rl(repo, "run", "--continue")
     assert code == 2 and res["status"] == "STATE_RECOVERY_REQUIRED"
+    # A state that is not even JSON carries no MAC: it is untrusted, never a verdict, and
+    # the review runs again on a new packet (docs/authenticated-state.md).
     state_path.write_text("{not json")
+    fakes.script(codex=[first(verdict="NO_FINDINGS")])
     code, res = rl(repo, "run", "--continue")
-    assert code == 2 and res["status"] == "STATE_RECOVERY_REQUIRED"
+    assert code == 0 and res["status"] == "archived", res
+    assert res["packetId"] != doc["packetId"] and len(fakes.calls()) == 2
+    assert [u["path"] for u in res["untrusted"]] == [str(state_path)]
 
 
 def test_incomplete_ledger_needs_migration(repo: Path, fakes: FakeCLIs, tmp_path: Path) -> None:
@@ -349,7 +361,7 @@ def test_incomplete_ledger_needs_migration(repo: Path, fakes: FakeCLIs, tmp_path
     state_path = runtime_of(doc, repo) / "auto-run-state.json"
     state = json.loads(state_path.read_text())
     del state["findingCatalog"]
-    state_path.write_text(json.dumps(state))
+    write_signed_state(state_path, state)  # an older review-loop's state, signed by this user
     # the packet's own stages can rebuild it ...
     fakes.script(codex=[again(["| F1 | resolved | ok |"], "PASS")])
     packet = Path(doc["packetPath"])
@@ -363,7 +375,7 @@ def test_incomplete_ledger_needs_migration(repo: Path, fakes: FakeCLIs, tmp_path
     broken = saved.replace("| F1 | [阻塞] |".encode(), b"| F1 | major |")
     packet.write_bytes(broken)
     state["packetHash"] = hashlib.sha256(broken).hexdigest()
-    state_path.write_text(json.dumps(state))
+    write_signed_state(state_path, state)
     code, res = rl(repo, "run", "--continue")
     assert code == 2 and res["status"] == "STATE_MIGRATION_REQUIRED", res
 
