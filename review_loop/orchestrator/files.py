@@ -168,10 +168,21 @@ def _walk(
         os.close(fd)
 
 
-def _open_in(dir_fd: int, name: str, path: Path, flags: int, mode: int) -> int:
-    """Open the final component without following a link (refused with the link named)."""
+def _guarded(path: Path, anchor: Path | None = None) -> bool:
+    """Whether ``path`` is walked without following links (see the module docstring)."""
+    return anchor is not None or HANDOFF_DIR in path.parts
+
+
+def _open_in(
+    dir_fd: int, name: str, path: Path, flags: int, mode: int, *, guarded: bool = True
+) -> int:
+    """Open the final component without following a link (refused with the link named).
+
+    An unguarded path (outside ``.review-handoff/``) follows a final link as before.
+    """
+    nofollow = os.O_NOFOLLOW if guarded else 0
     try:
-        return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+        return os.open(name, flags | nofollow | os.O_CLOEXEC, mode, dir_fd=dir_fd)
     except OSError as error:
         if error.errno in (errno.ELOOP, errno.ENOTDIR, errno.EISDIR):
             _refuse_if_link(dir_fd, name, path, path)
@@ -192,7 +203,7 @@ def open_fd(path: Path, flags: int, mode: int = 0o644, *, anchor: Path | None = 
             ``path``.
     """
     with _walk(path, create=bool(flags & os.O_CREAT), anchor=anchor) as (dir_fd, name):
-        return _open_in(dir_fd, name, path, flags, mode)
+        return _open_in(dir_fd, name, path, flags, mode, guarded=_guarded(path, anchor))
 
 
 def read_bytes(path: Path, *, anchor: Path | None = None) -> bytes:
@@ -236,7 +247,8 @@ def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None
     sign to stop, not to paper over.
     """
     with _walk(path, create=True) as (dir_fd, name):
-        _refuse_if_link(dir_fd, name, path, path)
+        if _guarded(path):
+            _refuse_if_link(dir_fd, name, path, path)
         tmp = f".{name}.{secrets.token_hex(6)}.tmp"
         fd = _open_in(dir_fd, tmp, path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
@@ -283,7 +295,8 @@ def rename(source: Path, target: Path) -> None:
         _walk(source, create=False) as (src_fd, src_name),
         _walk(target, create=True) as (dst_fd, dst_name),
     ):
-        _refuse_if_link(dst_fd, dst_name, target, target)
+        if _guarded(target):
+            _refuse_if_link(dst_fd, dst_name, target, target)
         try:
             os.rename(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
         except OSError as error:

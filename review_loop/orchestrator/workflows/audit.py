@@ -34,8 +34,9 @@ from review_loop.agents import verification as v
 from review_loop.agents import verification_audit as va
 from review_loop.agents.errors import ReviewLoopError
 from review_loop.orchestrator.dispatcher import Dispatcher, PeerRequest, resolve_peer
+from review_loop.orchestrator.files import atomic_write_bytes, make_dirs
 from review_loop.orchestrator.journal import runs
-from review_loop.orchestrator.journal.store import Appended, Existing, Refused, write_file_atomic
+from review_loop.orchestrator.journal.store import Appended, Existing, Refused
 from review_loop.orchestrator.journal.writer import open_journal
 from review_loop.prefs import Prefs
 
@@ -179,9 +180,9 @@ class _Context:
 
 def _payload_file(ctx: _Context, index: int, payload: Mapping[str, Any]) -> Path:
     folder = ctx.scratch / "payloads"
-    folder.mkdir(exist_ok=True)
+    make_dirs(folder)
     path = folder / f"{index:04d}.json"
-    write_file_atomic(path, json.dumps(payload, ensure_ascii=False).encode("utf-8"), durable=False)
+    atomic_write_bytes(path, json.dumps(payload, ensure_ascii=False).encode("utf-8"), durable=False)
     return path
 
 
@@ -207,7 +208,7 @@ async def _dispatch(
         )
         prompts.append(prompt)
         folder = ctx.scratch / "concerns" / concern.skill.replace(":", "__").replace("/", "_")
-        folder.mkdir(parents=True, exist_ok=True)
+        make_dirs(folder)
         requests.append(
             PeerRequest(
                 peer=agent.product,
@@ -471,7 +472,7 @@ async def _audit(
             ) from None
     live = await _thread(_live_paths, repo) if advisory else []
     scratch = await _thread(ensure_layout, repo) / "runtime" / "audit" / file_stamp(utc_now())
-    scratch.mkdir(parents=True, exist_ok=True)
+    make_dirs(scratch)
     ctx = _Context(repo, scratch, request.selector, committed, advisory, driver)
 
     # Stage 2: resolve into the start-input file, then open the run with it.
@@ -486,7 +487,7 @@ async def _audit(
         audit_input["live_paths"] = live
     input_path = scratch / "audit-input.json"
     start_path = scratch / "start-input.json"
-    write_file_atomic(input_path, json.dumps(audit_input, sort_keys=True).encode(), durable=False)
+    atomic_write_bytes(input_path, json.dumps(audit_input, sort_keys=True).encode(), durable=False)
     resolve_command = (
         f"review-loop scope resolve {_q(committed)} --repo {_q(str(repo))} --audit-input "
         f"{_q(str(input_path))} --scratch-dir {_q(str(scratch))} --output {_q(str(start_path))}"
@@ -501,7 +502,7 @@ async def _audit(
         raise Blocked(
             command=resolve_command, exitCode=2, stderr=f"{scope.ERROR_PREFIX}: {error}"
         ) from None
-    scope.write_output(start_path, scope.dump(resolved))
+    atomic_write_bytes(start_path, (scope.dump(resolved) + "\n").encode("utf-8"))
     ctx.base, ctx.head = resolved["base"], resolved["head"]
     ctx.identity = scope.scope_identity(resolved)
     start_command = (

@@ -37,7 +37,7 @@ from review_loop.agents.converge import Ledger
 from review_loop.agents.errors import InputError, StateError
 from review_loop.agents.records import Delivery
 from review_loop.orchestrator.dispatcher import SESSION_FILE, Dispatcher, PeerRequest
-from review_loop.orchestrator.files import append_line, atomic_write_json, utc_now
+from review_loop.orchestrator.files import append_line, atomic_write_json, read_bytes, utc_now
 
 RUN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}$")
 PROTOCOL_ACTIONS = (
@@ -117,7 +117,7 @@ def load_ledger(paths: RunPaths) -> Ledger:
         StateError: ``LEDGER_INVALID`` — the file is not a ledger this tool wrote.
     """
     try:
-        data = paths.ledger.read_bytes()
+        data = read_bytes(paths.ledger)
     except FileNotFoundError:
         return Ledger()
     try:
@@ -153,7 +153,7 @@ class Journal:
         self.path = path
         self.entries: list[dict[str, Any]] = []
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            lines = read_bytes(path).decode("utf-8").splitlines()
         except FileNotFoundError:
             lines = []
         for line in lines:
@@ -209,7 +209,7 @@ class Journal:
 
 def _read_record(record_dir: Path) -> tuple[str, str] | None:
     try:
-        record = json.loads((record_dir / SESSION_FILE).read_bytes())
+        record = json.loads(read_bytes(record_dir / SESSION_FILE))
     except (OSError, ValueError):
         return None
     if isinstance(record, dict) and record.get("sessionId") and record.get("product"):

@@ -47,6 +47,7 @@ from review_loop.orchestrator.files import (
     atomic_write_bytes,
     atomic_write_json,
     file_stamp,
+    make_dirs,
     utc_now,
 )
 from review_loop.orchestrator.git import ensure_layout, git, rev_parse
@@ -280,7 +281,7 @@ class _Run:
         ensure_layout(dispatcher.repo)
         stamp = f"{file_stamp(utc_now())}-{os.getpid()}"
         root = dispatcher.repo / ".review-handoff" / "runtime" / RUNS_DIR / stamp
-        root.mkdir(parents=True, exist_ok=True)
+        make_dirs(root)  # never through a link under .review-handoff/
         progress(f"{vd.PROGRESS_PREFIX} records: {root}")
         return cls(dispatcher, plan, tree, root, progress)
 
