@@ -131,8 +131,54 @@ class LedgerItem(_Model):
         return self
 
 
+# Gates whose result must be proven by review-loop's own authenticated record: a typed
+# token is never enough for them (``docs/authenticated-state.md``).
+PROVEN_GATES = frozenset({Gate.AGENTIC_REVIEW, Gate.BLIND_REVIEW})
+Provenance = Literal["proven", "self-reported"]
+PROVEN: Provenance = "proven"
+SELF_REPORTED: Provenance = "self-reported"
+
+
+class GateProof(_Model):
+    """What proved a gate result: a record review-loop wrote and authenticated itself.
+
+    Attributes:
+        kind: ``review-packet`` (an archived review packet whose run state carries a valid
+            MAC) or ``blind-review`` (a blind review this run's journal recorded).
+        ref: the packet id, or the blind review's record path.
+        path: the packet or record file.
+        round: the review round that gave the verdict.
+        reviewer: the reviewer (peer name or product) that answered.
+        sessionId: the reviewer's session.
+    """
+
+    kind: Literal["review-packet", "blind-review"]
+    ref: str
+    path: str = ""
+    round: int | None = None
+    reviewer: str | None = None
+    sessionId: str | None = None
+
+    def describe(self) -> str:
+        """``review packet <id> (round 2, codex session s1)``."""
+        what = "review packet" if self.kind == "review-packet" else "blind review"
+        parts = [f"round {self.round}"] if self.round is not None else []
+        who = self.reviewer or ""
+        if self.sessionId:
+            who = f"{who} session {self.sessionId}".strip()
+        if who:
+            parts.append(who)
+        detail = ", ".join(parts)
+        return f"{what} {self.ref}" + (f" ({detail})" if detail else "")
+
+
 class GateRecord(_Model):
-    """A gate's result and the evidence id it covered."""
+    """A gate's result and the evidence id it covered.
+
+    Attributes:
+        provenance: ``proven`` (``proof`` names the authenticated record it came from) or
+            ``self-reported`` (a token the caller typed; stored and shown as such).
+    """
 
     gate: Gate
     result: str
@@ -140,11 +186,24 @@ class GateRecord(_Model):
     session: str | None = None
     detail: str = ""
     recordedAt: str = ""
+    provenance: Provenance = SELF_REPORTED
+    proof: GateProof | None = None
+
+    @model_validator(mode="after")
+    def _proof_matches(self) -> GateRecord:
+        if (self.provenance == PROVEN) != (self.proof is not None):
+            raise ValueError("a proven gate result names its proof, a self-reported one none")
+        return self
 
     @property
     def passed(self) -> bool:
         """Whether the result is one of the gate's passing tokens."""
         return self.result in GATE_PASS[self.gate]
+
+    @property
+    def proven(self) -> bool:
+        """Whether an authenticated record proved this result."""
+        return self.proof is not None
 
 
 class ConvergenceSummary(_Model):
@@ -582,6 +641,11 @@ def derive_result(inputs: CompletionInputs) -> tuple[Result, list[str]]:
             unverified.append(f"{gate.value}: stale (covers {evidence_id(record.evidence)})")
         elif not record.passed:
             unverified.append(f"{gate.value}: {record.result}")
+        elif gate is Gate.AGENTIC_REVIEW and not record.proven:
+            unverified.append(
+                f"{gate.value}: {record.result} is self-reported; only an authenticated "
+                "archived review packet of this evidence proves it"
+            )
     reviews = ledger.blindReviews
     if len(reviews) >= MAX_BLIND_ROUNDS and reviews[-1].verdict == "FIX":
         unverified.append(f"blind review budget used ({MAX_BLIND_ROUNDS} rounds, last one FIX)")
@@ -618,6 +682,25 @@ def _gate_line(ledger: Ledger, gate: Gate, current: Evidence | None) -> str:
     return f"{record.result}: {session}{evidence_id(record.evidence)}{stale}"
 
 
+def gate_provenance(ledger: Ledger) -> dict[str, list[str]]:
+    """The gates whose latest result is ``proven`` and those ``self-reported``."""
+    out: dict[str, list[str]] = {PROVEN: [], SELF_REPORTED: []}
+    for gate, record in ledger.latest_gates().items():
+        out[record.provenance].append(gate.value)
+    return out
+
+
+def _provenance_line(ledger: Ledger) -> str:
+    latest = ledger.latest_gates()
+    proven = [
+        f"{gate.value} ({record.proof.describe()})"
+        for gate, record in latest.items()
+        if record.proof is not None
+    ]
+    typed = [gate.value for gate, record in latest.items() if record.proof is None]
+    return f"proven: {', '.join(proven) or 'none'}; self-reported: {', '.join(typed) or 'none'}"
+
+
 def render_completion(inputs: CompletionInputs, result: Result, reasons: Iterable[str]) -> str:
     """The seed's "Task Completion Result" block."""
     ledger, current = inputs.ledger, inputs.evidence
@@ -646,6 +729,7 @@ def render_completion(inputs: CompletionInputs, result: Result, reasons: Iterabl
         f"- Agentic review: {_gate_line(ledger, Gate.AGENTIC_REVIEW, current)}\n"
         f"- Architecture hardening: {_gate_line(ledger, Gate.ARCHITECTURE_HARDENING, current)}\n"
         f"- Final Claude audit: {audit}\n"
+        f"- Gate provenance: {_provenance_line(ledger)}\n"
         f"- Fixed / Backlog / Rejected: {_findings_line(ledger)}\n"
         f"- Protocol, Git, and external actions: {inputs.protocol}\n"
         f"- Lessons: {ledger.lessons or 'none (no comparable evidence recorded)'}\n"

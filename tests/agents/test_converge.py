@@ -10,6 +10,7 @@ from review_loop.agents.converge import (
     CompletionInputs,
     ConvergenceSummary,
     Gate,
+    GateProof,
     GateRecord,
     Ledger,
     LedgerItem,
@@ -198,7 +199,13 @@ def done_ledger(evidence: Evidence) -> Ledger:
         ),
         gates=[
             GateRecord(gate=Gate.VERIFICATION, result="PASS", evidence=evidence),
-            GateRecord(gate=Gate.AGENTIC_REVIEW, result="NO_FINDINGS", evidence=evidence),
+            GateRecord(
+                gate=Gate.AGENTIC_REVIEW,
+                result="NO_FINDINGS",
+                evidence=evidence,
+                provenance="proven",
+                proof=GateProof(kind="review-packet", ref="main/2026-01-01_00-00-x", round=1),
+            ),
             GateRecord(
                 gate=Gate.ARCHITECTURE_HARDENING, result="NO_ACTIONABLE_FINDINGS", evidence=evidence
             ),
@@ -302,12 +309,17 @@ def test_completion_block_names_every_field() -> None:
         "- Agentic review",
         "- Architecture hardening",
         "- Final Claude audit",
+        "- Gate provenance",  # added: which gate results were proven, which self-reported
         "- Fixed / Backlog / Rejected",
         "- Protocol, Git, and external actions",
         "- Lessons",
         "- Result",
     ]
     assert "STALE" not in text
+    assert (
+        "- Gate provenance: proven: agentic-review (review packet main/2026-01-01_00-00-x "
+        "(round 1)); self-reported: verification, architecture-hardening, blind-review\n"
+    ) in text
     stale = render_completion(
         CompletionInputs(ledger=done_ledger(evidence), evidence=ev("2"), protocol="none"),
         Result.UNVERIFIED,
@@ -326,3 +338,26 @@ def test_missing_dependencies_block() -> None:
         "or automatic install\n"
         "- Work started: no\n"
     )
+
+
+def test_a_self_reported_agentic_review_never_completes() -> None:
+    """COMPLETED needs an agentic-review proven by a review packet, not a typed token."""
+    evidence = ev()
+    typed = GateRecord(gate=Gate.AGENTIC_REVIEW, result="PASS", evidence=evidence)
+    assert typed.provenance == "self-reported" and not typed.proven
+    ledger = done_ledger(evidence)
+    ledger = ledger.model_copy(update={"gates": [*ledger.gates, typed]})
+    result, reasons = result_of(ledger, evidence)
+    assert result is Result.UNVERIFIED
+    assert reasons == [
+        "agentic-review: PASS is self-reported; only an authenticated archived review packet "
+        "of this evidence proves it"
+    ]
+
+
+def test_a_gate_is_proven_exactly_when_it_names_its_proof() -> None:
+    proof = GateProof(kind="blind-review", ref="blind-review-1.md")
+    with pytest.raises(ValidationError):
+        GateRecord(gate=Gate.VERIFICATION, result="PASS", evidence=ev(), provenance="proven")
+    with pytest.raises(ValidationError):
+        GateRecord(gate=Gate.VERIFICATION, result="PASS", evidence=ev(), proof=proof)

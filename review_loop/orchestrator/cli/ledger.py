@@ -4,7 +4,11 @@
 - ``set --id ID --status S [--title T] [--evidence E]``: add or change an item
   (``VERIFIED_DONE``, ``OBSOLETE`` and ``EXCLUDED`` need ``--evidence``).
 - ``gate --gate G --result TOKEN [--session S] [--detail D] [--base REF] [--paths a,b]``:
-  record a gate result against the evidence computed now.
+  record a gate result against the evidence computed now, stored as ``self-reported``.
+  ``gate --gate agentic-review [--base REF] [--paths a,b]`` takes no token: its result
+  comes from an authenticated archived review packet whose evidence equals the current
+  evidence (a typed ``--result`` is ignored and reported); with none, nothing is written
+  and ``ok`` is false (exit 2, ``status: GATE_UNPROVEN``).
 - ``meta [--task T] [--goal G] [--implemented T] [--lessons T]``.
 - ``result [--base REF] [--paths a,b]``: recompute the evidence, derive the result, write
   and return the "Task Completion Result" block; stale gate results are named. ``ok`` is
@@ -25,8 +29,9 @@ USAGE = [
     "review-loop ledger show [--repo R] [--run NAME]",
     "review-loop ledger set --id ID --status VERIFIED_DONE|PENDING|OBSOLETE|EXCLUDED|"
     "HUMAN_DECISION [--title T] [--evidence E] [--run NAME]",
-    "review-loop ledger gate --gate verification|agentic-review|architecture-hardening "
+    "review-loop ledger gate --gate verification|architecture-hardening "
     "--result TOKEN [--session S] [--detail D] [--base REF] [--paths a,b] [--run NAME]",
+    "review-loop ledger gate --gate agentic-review [--base REF] [--paths a,b] [--run NAME]",
     "review-loop ledger meta [--task T] [--goal completed|active-checkpoint|not-created|"
     "deferred-conflict] [--implemented T] [--lessons T] [--run NAME]",
     "review-loop ledger result [--base REF] [--paths a,b] [--run NAME]",
@@ -91,12 +96,17 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
             evidence=args.evidence,
         )
     if args.action == "gate":
+        gate = _required(args.gate, "--gate", "a gate name")
         return gates.ledger_gate(
             repo,
             run,
-            gate=_required(args.gate, "--gate", "a gate name"),
-            result=_required(args.result, "--result", "the gate's result token"),
+            gate=gate,
+            # agentic-review is proven by a review packet; the others need their token
+            result=args.result
+            if gate == "agentic-review"
+            else _required(args.result, "--result", "the gate's result token"),
             base=args.base or "HEAD",
+            base_given=args.base is not None,
             paths_filter=args.paths,
             session=args.session,
             detail=args.detail,

@@ -12,6 +12,13 @@
 - **ledger** items, gate results (each tied to freshly computed evidence), and the result:
   older gate results whose ``baseSha + pathFilter + digest`` differ from the current
   evidence are stale, and the result says so.
+- **gates bind to proof** (``docs/authenticated-state.md``): ``agentic-review`` takes its
+  result from an authenticated archived review packet whose evidence equals the current
+  evidence, never from a typed token; ``blind-review`` from the blind review this module
+  ran. Typed results of the other gates are stored as ``self-reported``.
+
+Every command's result names what it did not believe (``untrusted``) and the files git
+tracks under ``.review-handoff/`` (``tracked``).
 """
 
 from __future__ import annotations
@@ -26,9 +33,11 @@ import anyio
 from review_loop.agents.converge import (
     GATE_PASS,
     MAX_BLIND_ROUNDS,
+    PROVEN,
     BlindReviewSummary,
     CompletionInputs,
     Gate,
+    GateProof,
     GateRecord,
     Ledger,
     LedgerItem,
@@ -39,6 +48,7 @@ from review_loop.agents.converge import (
     blind_review_prompt,
     derive_result,
     evidence_id,
+    gate_provenance,
     parse_blind_review,
     preflight_prompt,
     render_completion,
@@ -50,6 +60,7 @@ from review_loop.agents.evidence import Evidence
 from review_loop.orchestrator.dispatcher import Dispatcher
 from review_loop.orchestrator.files import atomic_write_bytes, utc_now
 from review_loop.orchestrator.git import ensure_layout, rev_parse
+from review_loop.orchestrator.trust import reporting, reporting_async
 from review_loop.orchestrator.workflows.converge_store import (
     PROTOCOL_ACTIONS,
     Journal,
@@ -72,6 +83,7 @@ class Role:
     peer: str
 
 
+@reporting_async
 async def run_preflight(
     dispatcher: Dispatcher,
     *,
@@ -208,6 +220,7 @@ def _review_document(review: BlindReviewSummary, *, reused: bool) -> dict[str, A
     }
 
 
+@reporting_async
 async def run_blind_review(
     dispatcher: Dispatcher,
     *,
@@ -319,6 +332,15 @@ async def run_blind_review(
             session=entry.get("sessionId"),
             detail=f"{sum(1 for f in findings if f.cls == 'Fix')} Fix",
             recordedAt=utc_now(),
+            provenance=PROVEN,
+            proof=GateProof(
+                kind="blind-review",
+                ref=record_path.name,
+                path=str(record_path),
+                round=round_number,
+                reviewer=entry["product"],
+                sessionId=entry.get("sessionId"),
+            ),
         )
         save_ledger(
             paths,
@@ -339,6 +361,7 @@ async def run_blind_review(
 # -- ledger ----------------------------------------------------------------------------------
 
 
+@reporting
 def ledger_show(repo: Path, run: str) -> dict[str, Any]:
     """The ledger document."""
     paths = RunPaths(repo, run)
@@ -352,6 +375,7 @@ def ledger_show(repo: Path, run: str) -> dict[str, Any]:
     }
 
 
+@reporting
 def ledger_set_item(
     repo: Path,
     run: str,
@@ -402,6 +426,7 @@ def _first_error(error: ValueError) -> str:
     return str(error)
 
 
+@reporting
 def ledger_meta(repo: Path, run: str, changes: dict[str, str]) -> dict[str, Any]:
     """Set the task text, Goal state, implemented summary or lessons."""
     paths = RunPaths(repo, run)
@@ -421,18 +446,25 @@ def ledger_meta(repo: Path, run: str, changes: dict[str, str]) -> dict[str, Any]
     return ledger_show(repo, run)
 
 
+@reporting
 def ledger_gate(
     repo: Path,
     run: str,
     *,
     gate: str,
-    result: str,
+    result: str | None,
     base: str,
     paths_filter: str | list[str] | None,
     session: str | None,
     detail: str,
+    base_given: bool = True,
 ) -> dict[str, Any]:
-    """Record a gate result against the evidence computed now (before and after: same)."""
+    """Record a gate result against the evidence computed now (before and after: same).
+
+    ``agentic-review`` takes its result from :func:`find_review_proof`, never from ``result``
+    (a typed token is ignored and reported; with no proof nothing is written and the
+    document says how to prove it). Other gates store ``result`` as ``self-reported``.
+    """
     from review_loop.orchestrator.evidence import attest_evidence
 
     try:
@@ -441,32 +473,158 @@ def ledger_gate(
         raise InputError("--gate", f"{gate!r} is not a gate", ", ".join(Gate)) from None
     if gate_value is Gate.BLIND_REVIEW:
         raise InputError("--gate", "blind-review results are recorded by `blind-review`")
-    token = result.strip().upper()
-    if not token or not token.replace("_", "").isalpha():
+    token = (result or "").strip().upper()
+    if result is not None and (not token or not token.replace("_", "").isalpha()):
         raise InputError("--result", f"{result!r} is not a result token", "e.g. PASS")
+    if gate_value is Gate.AGENTIC_REVIEW:
+        return _agentic_review_gate(
+            repo, run, typed=token or None, base=base if base_given else None, paths=paths_filter
+        )
+    if not token:
+        raise InputError("--result", "is required for this gate", "the gate's result token")
     evidence = attest_evidence(repo, base, paths_filter)
+    record = GateRecord(
+        gate=gate_value,
+        result=token,
+        evidence=evidence,
+        session=session,
+        detail=detail,
+        recordedAt=utc_now(),
+    )
+    return _store_gate(repo, run, record)
+
+
+def _store_gate(repo: Path, run: str, record: GateRecord) -> dict[str, Any]:
     paths = RunPaths(repo, run)
     ensure_layout(repo)
     with run_lock(paths):
         ledger = load_ledger(paths)
-        record = GateRecord(
-            gate=gate_value,
-            result=token,
-            evidence=evidence,
-            session=session,
-            detail=detail,
-            recordedAt=utc_now(),
-        )
         save_ledger(paths, ledger.model_copy(update={"gates": [*ledger.gates, record]}))
     return {
         **ledger_show(repo, run),
         "gate": record.model_dump(mode="json"),
         "passed": record.passed,
-        "passing": sorted(GATE_PASS[gate_value]),
-        "evidenceId": evidence_id(evidence),
+        "provenance": record.provenance,
+        "passing": sorted(GATE_PASS[record.gate]),
+        "evidenceId": evidence_id(record.evidence),
     }
 
 
+@dataclass(frozen=True, slots=True)
+class ReviewProof:
+    """The ``agentic-review`` gate record a review packet proves, or why none does.
+
+    Attributes:
+        record: the proven record (``proof`` set), or ``None``.
+        considered: why each authenticated archived packet passed over did not prove it.
+    """
+
+    record: GateRecord | None
+    considered: list[str]
+
+
+def find_review_proof(
+    repo: Path, *, base: str | None, paths: str | list[str] | None
+) -> ReviewProof:
+    """The newest authenticated archived review packet of this branch proving the tree now.
+
+    A packet proves the ``agentic-review`` gate when its run state carries a valid MAC, it
+    was archived by a verdict, and its evidence (``baseSha + pathFilter + digest``) equals
+    the evidence recomputed now with that packet's own base and path filter (``base`` and
+    ``paths``, when given, must also match it). Untrusted packets are reported and skipped.
+    """
+    from review_loop.agents.evidence import normalize_path_filter
+    from review_loop.agents.review import branch_identity
+    from review_loop.orchestrator.evidence import attest_evidence
+    from review_loop.orchestrator.git import current_branch
+    from review_loop.orchestrator.workflows.review_store import (
+        authenticated_archives,
+        branch_slugs,
+    )
+
+    identity = branch_identity(current_branch(repo), rev_parse(repo, "HEAD", field="HEAD"))
+    want_base = rev_parse(repo, base) if base is not None else None
+    want_paths = normalize_path_filter(paths) if paths is not None else None
+    current: dict[tuple[str, tuple[str, ...] | None], Evidence] = {}
+    considered: list[str] = []
+    for ref, state in authenticated_archives(repo, branch_slugs(identity)):
+        verdict = state.get("lastVerdict")
+        try:
+            covered = Evidence.model_validate(state.get("evidence"))
+        except ValueError:
+            considered.append(f"{ref.packet_id}: its run state records no evidence")
+            continue
+        if state.get("lifecycleState") != "archived" or not isinstance(verdict, str):
+            considered.append(f"{ref.packet_id}: not archived by a verdict")
+            continue
+        if want_base is not None and covered.baseSha != want_base:
+            considered.append(f"{ref.packet_id}: reviewed against base {covered.baseSha[:12]}")
+            continue
+        if paths is not None and covered.pathFilter != want_paths:
+            considered.append(f"{ref.packet_id}: reviewed with path filter {covered.pathFilter}")
+            continue
+        key = (covered.baseSha, tuple(covered.pathFilter) if covered.pathFilter else None)
+        if key not in current:
+            current[key] = attest_evidence(repo, covered.baseSha, covered.pathFilter)
+        if not covered.same_snapshot(current[key]):
+            considered.append(
+                f"{ref.packet_id}: covers {evidence_id(covered)}, the tree is now "
+                f"{evidence_id(current[key])}"
+            )
+            continue
+        record = GateRecord(
+            gate=Gate.AGENTIC_REVIEW,
+            result=verdict,
+            evidence=covered,
+            session=ref.packet_id,
+            detail=f"review packet {ref.packet_id}",
+            recordedAt=utc_now(),
+            provenance=PROVEN,
+            proof=GateProof(
+                kind="review-packet",
+                ref=ref.packet_id,
+                path=str(ref.path),
+                round=state.get("round"),
+                reviewer=state.get("reviewer"),
+                sessionId=state.get("reviewerSessionId"),
+            ),
+        )
+        return ReviewProof(record, considered)
+    return ReviewProof(None, considered)
+
+
+def _agentic_review_gate(
+    repo: Path, run: str, *, typed: str | None, base: str | None, paths: str | list[str] | None
+) -> dict[str, Any]:
+    from review_loop.orchestrator.evidence import attest_evidence
+
+    found = find_review_proof(repo, base=base, paths=paths)
+    if found.record is None:
+        now = attest_evidence(repo, base or "HEAD", paths)
+        return {
+            **ledger_show(repo, run),
+            "ok": False,
+            "status": "GATE_UNPROVEN",
+            "gate": None,
+            "typedResult": typed,
+            "considered": found.considered or ["no archived review packet on this branch"],
+            "evidenceId": evidence_id(now),
+            "message": "agentic-review takes its result from an archived review packet, never "
+            "from --result: run `review-loop run` (then fix-completion and run --continue) "
+            "until the packet is archived on the current evidence, then run `review-loop "
+            "ledger gate --gate agentic-review` again. Nothing was recorded.",
+        }
+    document = _store_gate(repo, run, found.record)
+    if typed is not None:
+        document["ignoredResult"] = typed
+        document["message"] = (
+            f"--result {typed} was ignored: agentic-review takes its result "
+            f"({found.record.result}) from review packet {found.record.session}"
+        )
+    return document
+
+
+@reporting
 def ledger_result(
     repo: Path, run: str, *, base: str | None, paths_filter: str | list[str] | None
 ) -> dict[str, Any]:
@@ -500,10 +658,13 @@ def ledger_result(
         atomic_write_bytes(path, block.encode("utf-8"))
         Journal(paths.journal).append("result", result=result.value, reasons=reasons)
     stale = ledger.stale_gates(evidence)
+    provenance = gate_provenance(ledger)
     return {
         "ok": result_ok(result),
         "result": result.value,
         "reasons": reasons,
+        "provenGates": provenance[PROVEN],
+        "selfReportedGates": provenance["self-reported"],
         "staleGates": [
             {"gate": r.gate.value, "result": r.result, "evidenceId": evidence_id(r.evidence)}
             for r in stale

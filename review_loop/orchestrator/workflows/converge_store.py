@@ -13,6 +13,13 @@ Layout, under ``<repo>/.review-handoff/runtime/``::
                                         (``reviewer-session.json``), so ``review-loop
                                         sessions`` lists every converge session
 
+Trust (``docs/authenticated-state.md``): ``ledger.json`` and every journal line carry a MAC
+made with the per-user secret (:mod:`review_loop.orchestrator.state_auth`; purposes
+:data:`LEDGER_PURPOSE` and :data:`JOURNAL_PURPOSE`). A ledger without a valid MAC is read as
+an empty ledger, a journal line without one is skipped; both are reported as untrusted
+(:mod:`review_loop.orchestrator.trust`), so no forged answer, gate or blind review is ever
+reused: the calls run again.
+
 A call is identified by a *key* (stage, side and the sha256 of its base prompt). A key
 that already has a delivered ``call.end`` is never asked again: an interrupted run picks up
 exactly the calls that have no answer, and a side whose answer never arrived continues in
@@ -36,9 +43,14 @@ from pydantic import ValidationError
 from review_loop.agents.converge import Ledger
 from review_loop.agents.errors import InputError, StateError
 from review_loop.agents.records import Delivery
+from review_loop.orchestrator import state_auth
 from review_loop.orchestrator.dispatcher import SESSION_FILE, Dispatcher, PeerRequest
 from review_loop.orchestrator.files import append_line, atomic_write_json, read_bytes, utc_now
+from review_loop.orchestrator.trust import note_repo, note_untrusted
 
+# MAC purposes: a MAC made for one kind of document never authenticates another.
+LEDGER_PURPOSE = "review-loop/converge-ledger/v1"
+JOURNAL_PURPOSE = "review-loop/converge-journal/v1"
 RUN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}$")
 PROTOCOL_ACTIONS = (
     ".review-handoff/** written (ledger, journal, records under runtime/converge/<run>/, "
@@ -111,25 +123,42 @@ def run_lock(paths: RunPaths) -> Iterator[str]:
 
 
 def load_ledger(paths: RunPaths) -> Ledger:
-    """The run's ledger; an empty one when there is no file yet.
+    """The run's ledger; an empty one when there is no file yet or it is untrusted.
+
+    A file without a valid MAC (committed, copied, forged) is reported as untrusted and
+    read as an empty ledger: none of its items, gates or reviews is believed.
 
     Raises:
-        StateError: ``LEDGER_INVALID`` — the file is not a ledger this tool wrote.
+        StateError: ``LEDGER_INVALID`` — a ledger this user's review-loop signed does not
+            have the ledger's shape (names the file and the key).
     """
+    note_repo(paths.repo)
     try:
         data = read_bytes(paths.ledger)
     except FileNotFoundError:
         return Ledger()
     try:
-        return Ledger.model_validate_json(data)
+        document = json.loads(data)
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        note_untrusted(paths.ledger, f"not JSON ({error}); no valid MAC")
+        return Ledger()
+    if not state_auth.verify(LEDGER_PURPOSE, document):
+        note_untrusted(paths.ledger, "no valid MAC")
+        return Ledger()
+    body = {k: v for k, v in document.items() if k != state_auth.MAC_FIELD}
+    try:
+        return Ledger.model_validate(body)
     except ValidationError as error:
-        raise StateError("LEDGER_INVALID", f"{paths.ledger}: {error}") from None
+        first = error.errors()[0]
+        key = ".".join(str(part) for part in first["loc"]) or "(document)"
+        raise StateError("LEDGER_INVALID", f"{paths.ledger}: key {key!r}: {first['msg']}") from None
 
 
 def save_ledger(paths: RunPaths, ledger: Ledger) -> Ledger:
-    """Write the ledger atomically (stamping ``updated``); returns what was written."""
+    """Sign and write the ledger atomically (stamping ``updated``); returns what was written."""
     stamped = ledger.model_copy(update={"updated": utc_now()})
-    atomic_write_json(paths.ledger, stamped.model_dump(mode="json", by_alias=True))
+    document = stamped.model_dump(mode="json", by_alias=True)
+    atomic_write_json(paths.ledger, state_auth.sign(LEDGER_PURPOSE, document))
     return stamped
 
 
@@ -146,7 +175,9 @@ class Journal:
     """The run's call journal: append-only JSON lines, each with the next ``seq``.
 
     Only the process holding the run lock writes, so the sequence is contiguous. A torn
-    last line (a crash mid-write) is ignored when reading.
+    last line (a crash mid-write) is ignored when reading. Every line carries a MAC; a line
+    without a valid one is skipped (reported once per file as untrusted), so a planted
+    ``call.end`` can never stand in for an answer.
     """
 
     def __init__(self, path: Path) -> None:
@@ -156,19 +187,32 @@ class Journal:
             lines = read_bytes(path).decode("utf-8").splitlines()
         except FileNotFoundError:
             lines = []
-        for line in lines:
+        untrusted: list[int] = []
+        self.seq = 0
+        for number, line in enumerate(lines, start=1):
             try:
                 entry = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(entry, dict):
+            if not isinstance(entry, dict):
+                continue
+            seq = entry.get("seq")
+            if isinstance(seq, int) and not isinstance(seq, bool):
+                self.seq = max(self.seq, seq)  # keep numbering past any line, trusted or not
+            if state_auth.verify(JOURNAL_PURPOSE, entry) and isinstance(entry.get("event"), str):
                 self.entries.append(entry)
-        self.seq = max((int(e.get("seq", 0)) for e in self.entries), default=0)
+            else:
+                untrusted.append(number)
+        if untrusted:
+            shown = ", ".join(map(str, untrusted[:10])) + (" ..." if len(untrusted) > 10 else "")
+            note_untrusted(path, f"{len(untrusted)} line(s) without a valid MAC skipped: {shown}")
 
     def append(self, event: str, **fields: Any) -> dict[str, Any]:
-        """Append one entry durably (fsync) and return it."""
+        """Append one signed entry durably (fsync) and return it."""
         self.seq += 1
-        entry = {"seq": self.seq, "at": utc_now(), "event": event, **fields}
+        entry = state_auth.sign(
+            JOURNAL_PURPOSE, {"seq": self.seq, "at": utc_now(), "event": event, **fields}
+        )
         append_line(self.path, entry)
         self.entries.append(entry)
         return entry

@@ -25,9 +25,15 @@ from tests.orchestrator.workflows.test_converge import (  # fixtures re-exported
 
 __all__ = ["fakes", "files", "repo"]
 GOLDEN = Path(__file__).parents[2] / "golden" / "converge"
+NO_FINDINGS_REVIEW = (
+    "## Findings\n\n"
+    "| ID | 严重度 | 标题 | 证据 | Target files | Required fix | Acceptance check |\n"
+    "|---|---|---|---|---|---|---|\n\nVerdict: NO_FINDINGS\n"
+)
 
 
 def normalise(text: str) -> str:
+    text = re.sub(r"\d{4}-\d{2}-\d{2}_\d{2}-\d{2}", "<stamp>", text)  # review packet names
     text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<uuid>", text)
     return re.sub(r"\b[0-9a-f]{12,64}\b", "<hex>", text)
 
@@ -64,17 +70,13 @@ def test_full_loop_completed_then_stale(
     early = rl(repo, "ledger", "result", "--run", "task")[1]
     assert early["result"] == "UNVERIFIED" and "verification: not run" in early["reasons"]
     ok(repo, "ledger", "gate", "--gate", "verification", "--result", "PASS")
-    ok(
-        repo,
-        "ledger",
-        "gate",
-        "--gate",
-        "agentic-review",
-        "--result",
-        "NO_FINDINGS",
-        "--session",
-        "packet-1",
-    )
+    # agentic-review is proven by a real review run archived on this same evidence
+    fakes.script(codex=[{"mode": "ok", "text": NO_FINDINGS_REVIEW}])
+    code, review = rl(repo, "run", "--reviewer", "codex")
+    assert code == 0 and review["status"] == "archived", review
+    proven = ok(repo, "ledger", "gate", "--gate", "agentic-review")
+    assert proven["gate"]["provenance"] == "proven"
+    assert proven["gate"]["proof"]["ref"] == review["packetId"]
     gate = ok(
         repo,
         "ledger",
