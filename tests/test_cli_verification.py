@@ -18,6 +18,7 @@ import pytest
 
 from review_loop.agents.verification import RUN_TOKEN_PATTERN
 from review_loop.orchestrator import cli
+from tests.orchestrator.journal.mounts import read_only, tmpfs
 from tests.orchestrator.journal.payloads import finding, finding_key, gap, unit
 
 
@@ -754,3 +755,238 @@ def test_review_runs_take_terminal_metadata(run_cli: Any, repo: Repo, tmp_path: 
     assert done.code == 0, done.err
     assert done.doc["terminalMetadata"] == metadata
     assert run_cli("status", *where).doc["terminalMetadata"] == metadata
+
+
+# --- the journal heals; seals, read-only runs, links and a full disk (issue 11) -------------
+
+
+def run_files(started: dict[str, Any]) -> tuple[Path, Path]:
+    """The run's log and its directory."""
+    log = Path(started["locator"]["runTarget"])
+    return log, log.parent
+
+
+def run_process(repo: Repo, *args: str) -> Result:
+    proc = spawn(repo, *args)
+    out, err = proc.communicate(timeout=120)
+    return Result(proc.returncode, out, err)
+
+
+def test_a_garbage_last_line_is_moved_aside_and_every_verb_still_works(
+    repo: Repo, started: dict[str, Any], tmp_path: Path
+) -> None:
+    token = started["runToken"]
+    log, _ = run_files(started)
+    good = log.read_bytes()
+    with log.open("ab") as handle:
+        handle.write(b"GARBAGE LINE not json\n")
+    status = run_process(repo, "status", *locator(repo, token))
+    assert status.code == 0, status.err
+    [moved] = status.doc["quarantined"]
+    assert moved["path"] == f"{log}.corrupt-1" and moved["bytes"] == 22
+    assert Path(moved["path"]).read_bytes() == b"GARBAGE LINE not json\n"
+    assert log.read_bytes() == good and status.doc["lastSequence"] == 1
+    assert run_process(repo, "render", *locator(repo, token)).doc["events"][0]["seq"] == 1
+    payload = unit("src/a.py")
+    path = write(tmp_path / "u.json", payload)
+    added = run_process(
+        repo, "scope", "add", *locator(repo, token), "--idempotency-key", payload["unitId"],
+        "--payload", path,
+    )  # fmt: skip
+    assert added.code == 0 and added.doc == {"sequence": 2, "idempotent": False}
+    done = run_process(repo, "finish", *locator(repo, token), "--terminal-status", "approved")
+    assert done.code == 0 and done.doc["sealed"] is True and done.doc["lastSequence"] == 3
+    assert len(list(log.parent.glob("*.corrupt-*"))) == 1
+
+
+def test_a_torn_last_line_is_moved_aside(run_cli: Any, repo: Repo, started: dict[str, Any]) -> None:
+    token = started["runToken"]
+    log, _ = run_files(started)
+    with log.open("ab") as handle:
+        handle.write(b'{"id":"x","source":"/spx/verify","ty')
+    status = run_cli("status", *locator(repo, token))
+    assert status.code == 0 and status.doc["lastSequence"] == 1
+    assert status.doc["quarantined"][0]["bytes"] == 36
+    assert log.read_bytes().endswith(b"\n")
+    again = run_cli("status", *locator(repo, token)).doc  # healed once, reported since
+    assert len(again["quarantined"]) == 1
+
+
+def test_a_status_without_anything_moved_keeps_the_spx_shape(
+    run_cli: Any, repo: Repo, started: dict[str, Any]
+) -> None:
+    doc = run_cli("status", *locator(repo, started["runToken"])).doc
+    assert "quarantined" not in doc and "ignoredTail" not in doc
+
+
+def test_garbage_in_the_middle_fails_closed_for_every_verb(
+    run_cli: Any, repo: Repo, started: dict[str, Any], tmp_path: Path
+) -> None:
+    token = started["runToken"]
+    payload = unit("src/a.py")
+    assert add(run_cli, repo, token, "scope", payload["unitId"], payload, tmp_path).code == 0
+    log, runs_dir = run_files(started)
+    first, second = log.read_bytes().splitlines(keepends=True)
+    corrupt = first + b"GARBAGE LINE not json\n" + second
+    log.write_bytes(corrupt)
+    other = unit("new.py")
+    for args in (
+        ["status", *locator(repo, token)],
+        ["render", *locator(repo, token)],
+        ["finish", *locator(repo, token), "--terminal-status", "rejected"],
+        [
+            "scope", "add", *locator(repo, token), "--idempotency-key", other["unitId"],
+            "--payload", write(tmp_path / "o.json", other),
+        ],
+    ):  # fmt: skip
+        result = run_cli(*args)
+        assert result.code == 1 and result.out == "", args
+        assert result.err.startswith("JOURNAL_CORRUPT: ") and "at byte" in result.err
+    assert log.read_bytes() == corrupt
+    assert list(runs_dir.glob("*.corrupt-*")) == []
+
+
+def test_finish_succeeds_when_the_runs_directory_is_read_only(
+    run_cli: Any, repo: Repo, started: dict[str, Any], tmp_path: Path
+) -> None:
+    token = started["runToken"]
+    log, runs_dir = run_files(started)
+    with read_only(runs_dir, writable=log):
+        done = run_cli("finish", *locator(repo, token), "--terminal-status", "rejected")
+        assert done.code == 0, done.err
+        assert done.doc["sealed"] is True and done.doc["terminalStatus"] == "rejected"
+        assert done.events[0]["type"] == "sh.spx.verify.terminal"
+        [warning] = [line for line in done.err.splitlines() if not line.startswith("{")]
+        assert warning.startswith(
+            "review-loop verification run finish: warning: the run is sealed by its terminal "
+            "event (seq 2); its seal marker, a cache, could not be written: "
+        )
+        assert "Read-only file system" in warning
+        status = run_cli("status", *locator(repo, token)).doc
+        assert status["sealed"] is True and status["nextActions"] == []
+        payload = unit("src/a.py")
+        late = add(run_cli, repo, token, "scope", payload["unitId"], payload, tmp_path)
+        assert late.code == 1 and "cannot add evidence to a finished run" in late.err
+    assert not log.with_name(log.name + ".sealed").exists()
+    again = run_cli("finish", *locator(repo, token), "--terminal-status", "rejected")
+    assert again.code == 0 and again.doc == done.doc  # the marker is made now
+    assert log.with_name(log.name + ".sealed").exists()
+
+
+def test_an_archived_read_only_run_reads(run_cli: Any, repo: Repo, started: dict[str, Any]) -> None:
+    token = started["runToken"]
+    assert run_cli("finish", *locator(repo, token), "--terminal-status", "rejected").code == 0
+    log, runs_dir = run_files(started)
+    log.with_name(log.name + ".lock").unlink()  # an archive copied without its lock
+    with read_only(runs_dir):
+        status = run_cli("status", *locator(repo, token))
+        assert status.code == 0, status.err
+        assert status.doc["sealed"] is True and status.doc["terminalStatus"] == "rejected"
+        rendered = run_cli("render", *locator(repo, token))
+        assert rendered.code == 0 and [e["seq"] for e in rendered.doc["events"]] == [1, 2]
+        assert run_cli("input", *locator(repo, token)).code == 0
+
+
+def test_a_forged_snapshot_answers_for_nothing(
+    run_cli: Any, repo: Repo, started: dict[str, Any], tmp_path: Path
+) -> None:
+    """F9: a cache with the right inode and size and a fake key index, unsigned."""
+    token = started["runToken"]
+    log, _ = run_files(started)
+    payload = unit("src/a.py")
+    body = {
+        "schema": "spx-verify/1",
+        "stream": log.name,
+        "ino": log.stat().st_ino,
+        "offset": log.stat().st_size,
+        "seq": 76,
+        "sealedSeq": None,
+        "keys": {"sh.spx.verify.scope": {payload["unitId"]: 77}},
+        "view": {},
+    }
+    for header in ({"v": 2, "mac": "0" * 64}, {"v": 1}):
+        log.with_name(log.name + ".state").write_text(json.dumps(header) + "\n" + json.dumps(body))
+        assert run_cli("status", *locator(repo, token)).doc["lastSequence"] == 1
+    result = add(run_cli, repo, token, "scope", payload["unitId"], payload, tmp_path)
+    assert result.code == 0 and result.doc == {"sequence": 2, "idempotent": False}
+    body["sealedSeq"] = 1
+    log.with_name(log.name + ".state").write_text(json.dumps({"v": 2}) + "\n" + json.dumps(body))
+    assert run_cli("status", *locator(repo, token)).doc["sealed"] is False
+
+
+@pytest.mark.parametrize("which", ["jsonl", "jsonl.lock", "input"])
+def test_linked_run_files_are_refused(
+    run_cli: Any, repo: Repo, started: dict[str, Any], tmp_path: Path, which: str
+) -> None:
+    token = started["runToken"]
+    log, runs_dir = run_files(started)
+    victim = tmp_path / "victim"
+    target = runs_dir / f"input-{token}.json" if which == "input" else log.with_suffix(f".{which}")
+    victim.write_bytes(target.read_bytes())
+    before = victim.read_bytes()
+    target.unlink()
+    target.symlink_to(victim)
+    payload = unit("src/a.py")
+    for args in (
+        ["status", *locator(repo, token)],
+        ["render", *locator(repo, token)],
+        [
+            "scope", "add", *locator(repo, token), "--idempotency-key", payload["unitId"],
+            "--payload", write(tmp_path / "p.json", payload),
+        ],
+    ):  # fmt: skip
+        result = run_cli(*args)
+        assert result.code == 1, (args, result.err)
+        assert "symbolic link" in result.err
+    assert victim.read_bytes() == before
+
+
+def test_a_linked_handoff_directory_gets_no_run(run_cli: Any, repo: Repo, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (repo.root / ".review-handoff").symlink_to(outside)
+    result = run_cli(
+        "start", "--verification-type", "audit", "--scope-type", "changeset", "--scope",
+        repo.scope, "--input", write(tmp_path / "in.json", "{}"),
+    )  # fmt: skip
+    assert result.code == 1 and "JOURNAL_UNSAFE_PATH" in result.err
+    assert ".review-handoff is a symbolic link" in result.err
+    assert list(outside.iterdir()) == []
+
+
+def test_a_full_disk_loses_no_acknowledged_event(run_cli: Any, repo: Repo, tmp_path: Path) -> None:
+    where = ["--verification-type", "test", "--scope-type", "file", "--scope", "src/a.py"]
+    with tmpfs(repo.root / ".review-handoff", "256k"):
+        started = run_cli("start", *where, "--input", write(tmp_path / "i.json", "{}"))
+        assert started.code == 0, started.err
+        token = started.doc["runToken"]
+        module = write(tmp_path / "m.json", {"moduleId": "tests/test_a.py"})
+        scope = run_cli(
+            "scope", "add", *where, "--run", token, "--idempotency-key", "m", "--payload", module
+        )
+        assert scope.code == 0, scope.err
+        acknowledged: dict[str, int] = {}
+        refusals: list[str] = []
+        for index in range(30):
+            key = f"f{index}"
+            failure = {"moduleId": "tests/test_a.py", "testName": key, "errors": ["e" * 20_000]}
+            result = run_cli(
+                "finding", "add", *where, "--run", token, "--idempotency-key", key,
+                "--payload", write(tmp_path / f"{key}.json", failure),
+            )  # fmt: skip
+            if result.code == 0:
+                acknowledged[key] = result.doc["sequence"]
+            else:
+                refusals.append(result.err.strip())
+        assert acknowledged and refusals
+        assert set(refusals) == {
+            "review-loop verification run could not append the evidence event: "
+            "No space left on device"
+        }
+        events = run_cli("render", *where, "--run", token).doc["events"]
+        recorded = {e["id"]: e["seq"] for e in events if e["type"] == "sh.spx.verify.finding"}
+        assert recorded == acknowledged  # 0 acknowledged events lost, none unacknowledged
+        assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+        log = Path(started.doc["locator"]["runTarget"])
+        assert log.read_bytes().endswith(b"\n")
+        assert not [p for p in log.parent.iterdir() if p.name.endswith(".tmp")]

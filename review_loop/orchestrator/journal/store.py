@@ -392,7 +392,14 @@ class RunLog:
 
     @contextlib.contextmanager
     def _exclusive(self, directory: Directory) -> Iterator[None]:
-        fd = directory.open_file(self.lock_path.name, os.O_RDWR | os.O_CREAT)
+        try:
+            fd = directory.open_file(self.lock_path.name, os.O_RDWR | os.O_CREAT)
+        except OSError as error:
+            # An existing lock we may not write (a read-only directory or file, while the
+            # log itself is writable): flock needs no write access, so lock it read-only.
+            if error.errno not in READ_ONLY_ERRNOS:
+                raise
+            fd = directory.open_file(self.lock_path.name, os.O_RDONLY)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield

@@ -13,9 +13,7 @@ from typing import Any
 
 import pytest
 
-from review_loop.orchestrator import state_auth
 from review_loop.orchestrator.journal.store import (
-    SNAPSHOT_PURPOSE,
     Appended,
     Existing,
     JournalCorruptError,
@@ -28,6 +26,7 @@ from review_loop.orchestrator.journal.store import (
     conforms,
     utc_timestamp,
 )
+from tests.orchestrator.journal.snapshots import read_snapshot, write_snapshot
 
 
 def count_fold(view: dict[str, Any], event: Mapping[str, Any]) -> None:
@@ -49,21 +48,6 @@ def log(tmp_path: Path) -> RunLog:
 
 def put(key: str, value: Any = None, type: str = "item") -> Mutation:
     return Mutation(type=type, id=key, key=key, data={"value": value})
-
-
-def read_snapshot(log: RunLog) -> dict[str, Any]:
-    """The snapshot's body (its first line is the MAC header)."""
-    header, _, body = log.snapshot_path.read_bytes().partition(b"\n")
-    assert set(json.loads(header)) == {"v", "mac"}
-    document: dict[str, Any] = json.loads(body)
-    return document
-
-
-def write_snapshot(log: RunLog, doc: dict[str, Any], *, mac: str | None = None) -> None:
-    """Write a snapshot; signed with this user's key unless ``mac`` is given."""
-    body = json.dumps(doc, separators=(",", ":")).encode()
-    claimed = state_auth.mac_bytes(SNAPSHOT_PURPOSE, body) if mac is None else mac
-    log.snapshot_path.write_bytes(json.dumps({"v": 2, "mac": claimed}).encode() + b"\n" + body)
 
 
 def seqs(log: RunLog) -> list[int]:
