@@ -1,13 +1,18 @@
 """One supervised subprocess: spawn, drain, deadline, TERM→grace→KILL, reap.
 
-The invariants, coded once here:
+The invariants, coded once here (the design: ``docs/process-ownership.md``):
 
 - The child starts in its own session and process group (``start_new_session=True``).
+  On Linux the child is the session's supervisor (:mod:`.subreaper`), a child subreaper
+  that runs the CLI: every process of the session stays its descendant, whatever it does
+  (``setsid``, closing its stdio, dropping the environment marker, double-forking), and
+  the supervisor ends them all (TERM, grace, KILL) when the CLI exits, when it is told to
+  stop, or when review-loop dies. Elsewhere the CLI is the child, tracked by its group, the
+  descendants seen while it runs and this run's environment marker.
 - ``run_process`` never returns or raises before the child has been reaped, and no
-  descendant it started survives: on deadline, STOP or cancellation the whole group, every
-  descendant seen while it ran (also one that called ``setsid`` to leave the group) and
-  every process carrying this run's marker in its environment get SIGTERM, then SIGKILL
-  after ``grace`` seconds. All of that is shielded from cancellation.
+  descendant it started survives: on deadline, STOP or cancellation the whole group and
+  every member found get SIGTERM, then SIGKILL after ``grace`` seconds. All of that is
+  shielded from cancellation and never raises.
 - stdout and stderr are drained concurrently with bounded memory: past the cap the middle
   of the stream goes to a spill file, and the head and the tail stay in memory.
 - A descendant that keeps the output pipe open does not hang the call: once the child has
@@ -23,6 +28,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
@@ -34,11 +40,14 @@ import anyio.abc
 import psutil
 
 from review_loop.agents.models import Completed, Invocation
+from review_loop.orchestrator import subreaper
 
 MARKER_ENV = "REVIEW_LOOP_SESSION_MARKER"
 STOP_POLL_S = 0.2
 TRACK_POLL_S = 0.1
 TRACK_POLL_MAX_S = 2.0
+KILL_ROUNDS = 50
+KILL_ROUND_S = 0.01
 DEFAULT_HEAD_CAP = 4 * 1024 * 1024
 DEFAULT_TAIL_CAP = 4 * 1024 * 1024
 STDERR_CAP = 256 * 1024
@@ -107,14 +116,24 @@ class BoundedCapture:
 
 
 class ProcessTree:
-    """Every process that belongs to one session: its group, its descendants, its marker."""
+    """Every process that belongs to one session, and how to find them cheaply.
 
-    def __init__(self, pid: int, marker: str) -> None:
+    Supervised (Linux, see :mod:`.subreaper`): the child is the session's supervisor, a
+    child subreaper, so every process of the session is its descendant for as long as it
+    lives; they are read from its ``/proc/<pid>/task/*/children`` files, not from a scan of
+    the machine, and the supervisor itself ends them whenever the session ends. Otherwise:
+    the group, the descendants seen by polling while it runs, and (on the stop path) every
+    process carrying this run's environment marker.
+    """
+
+    def __init__(self, pid: int, marker: str, *, supervised: bool = False) -> None:
         self.pid = pid
         self.pgid = pid  # start_new_session: the child leads its own group
         self.marker = marker
+        self.supervised = supervised
         self.seen: dict[int, float] = {}
         self.escalated = False
+        self._protected: set[int] | None = None
 
     def track(self) -> None:
         """Remember the current descendants (pid and start time, to survive pid reuse)."""
@@ -123,16 +142,27 @@ class ProcessTree:
                 with suppress(psutil.Error):
                     self.seen.setdefault(child.pid, child.create_time())
 
-    def _members(self) -> list[psutil.Process]:
+    def _protected_pids(self) -> set[int]:
+        """This process and its ancestors: never signalled, whatever they carry."""
+        if self._protected is None:
+            me = psutil.Process()
+            self._protected = {me.pid, *(p.pid for p in me.parents())}
+        return self._protected
+
+    def _subtree(self) -> dict[int, psutil.Process]:
         found: dict[int, psutil.Process] = {}
-        for pid, created in list(self.seen.items()):
-            with suppress(psutil.Error):
-                proc = psutil.Process(pid)
-                if proc.create_time() == created:
-                    found[pid] = proc
-        me = os.getpid()
+        for pid in subreaper.descendants(self.pid):
+            if subreaper.running(pid):
+                with suppress(psutil.Error):
+                    found[pid] = psutil.Process(pid)  # pins the start time against reuse
+        return found
+
+    def _scan(self) -> dict[int, psutil.Process]:
+        """The group and the marker, over every process of the machine (the stop path)."""
+        found: dict[int, psutil.Process] = {}
+        protected = self._protected_pids()
         for proc in psutil.process_iter(["pid", "status"]):
-            if proc.pid in found or proc.pid == me:
+            if proc.pid in protected:
                 continue
             try:
                 if proc.info["status"] == psutil.STATUS_ZOMBIE:
@@ -142,7 +172,21 @@ class ProcessTree:
                     found[proc.pid] = proc
             except (psutil.Error, OSError):
                 continue
-        return [p for p in found.values() if p.pid != self.pid]
+        return found
+
+    def _members(self, *, thorough: bool) -> list[psutil.Process]:
+        found: dict[int, psutil.Process] = {}
+        for pid, created in list(self.seen.items()):
+            with suppress(psutil.Error):
+                proc = psutil.Process(pid)
+                if proc.create_time() == created:
+                    found[pid] = proc
+        if self.supervised:
+            found.update(self._subtree())
+        if thorough:
+            found.update(self._scan())
+        protected = self._protected_pids()
+        return [p for p in found.values() if p.pid != self.pid and p.pid not in protected]
 
     def signal_all(self, sig: signal.Signals) -> int:
         """Send ``sig`` to the group and every live member; returns how many got it."""
@@ -150,11 +194,37 @@ class ProcessTree:
         with suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pgid, sig)
             count += 1
-        for proc in self._members():
+        for proc in self._members(thorough=not self.supervised):
             with suppress(psutil.Error):
                 proc.send_signal(sig)
                 count += 1
         return count
+
+    def kill_all(self) -> None:
+        """SIGKILL everything: the supervisor's subtree first, then the group, then the marker.
+
+        While the supervisor lives, what a killed process leaves is re-parented to it and
+        found by the next round; killing the supervisor first would hand those to init.
+        """
+        if self.supervised:
+            for _ in range(KILL_ROUNDS):
+                members = self._members(thorough=False)
+                if not members:
+                    break
+                for proc in members:
+                    with suppress(psutil.Error):
+                        proc.send_signal(signal.SIGKILL)
+                time.sleep(KILL_ROUND_S)
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pgid, signal.SIGKILL)
+        for proc in self._members(thorough=True):  # a last look over the machine, once
+            with suppress(psutil.Error):
+                proc.send_signal(signal.SIGKILL)
+
+    def kill_group(self) -> None:
+        """The last resort when signalling failed unexpectedly: SIGKILL the group."""
+        with suppress(OSError):
+            os.killpg(self.pgid, signal.SIGKILL)
 
     def _group_alive(self) -> bool:
         try:
@@ -180,41 +250,56 @@ class ProcessTree:
         return False
 
     def quick_alive(self) -> bool:
-        """The cheap check after a normal exit: the group and the descendants seen.
+        """The cheap check after a normal exit: the group, the subtree, the descendants seen.
 
-        It reads no other process's environment; a descendant that escaped the group
-        unseen is found by :meth:`alive` when the session is stopped, and a pipe it holds
-        open sends the run down that path too.
+        It reads no other process's environment and scans the machine only when the group
+        still has members. Supervised, the subtree is complete: the supervisor adopted
+        every orphan and ended them all before it exited.
         """
-        return self._group_alive() or self._seen_alive()
+        if self._group_alive() or self._seen_alive():
+            return True
+        return self.supervised and any(
+            subreaper.running(pid) for pid in subreaper.descendants(self.pid)
+        )
 
     def alive(self) -> bool:
         """Whether any process of this session other than the reaped child still runs.
 
-        Besides the group and the descendants seen, this scans every process for this run's
-        environment marker, which finds a descendant that left the group with ``setsid``.
+        Unsupervised, this also scans every process for this run's environment marker,
+        which finds a descendant that left the group with ``setsid``.
         """
         if self.quick_alive():
             return True
-        return any(p.status() != psutil.STATUS_ZOMBIE for p in self._members())
+        if self.supervised:
+            return False
+        return any(p.status() != psutil.STATUS_ZOMBIE for p in self._members(thorough=True))
 
 
 async def _terminate(process: anyio.abc.Process | None, tree: ProcessTree, grace: float) -> None:
-    """SIGTERM everything in the tree, SIGKILL what is left after ``grace``, reap the child."""
+    """SIGTERM everything in the tree, SIGKILL what is left after ``grace``, reap the child.
+
+    Shielded from cancellation, and it never raises: whatever goes wrong while signalling,
+    the group gets SIGKILL and the child is reaped before this returns.
+    """
     with anyio.CancelScope(shield=True):
-        await anyio.to_thread.run_sync(tree.signal_all, signal.SIGTERM)
-        with anyio.move_on_after(grace):
+        try:
+            await anyio.to_thread.run_sync(tree.signal_all, signal.SIGTERM)
+            with anyio.move_on_after(grace):
+                if process is not None:
+                    await process.wait()
+                while await anyio.to_thread.run_sync(tree.alive):
+                    await anyio.sleep(0.05)
+            if await anyio.to_thread.run_sync(tree.alive) or (
+                process is not None and process.returncode is None
+            ):
+                tree.escalated = True
+                await anyio.to_thread.run_sync(tree.kill_all)
+        except Exception:  # ending the session matters more than why signalling failed
+            tree.kill_group()
+        finally:
             if process is not None:
-                await process.wait()
-            while await anyio.to_thread.run_sync(tree.alive):
-                await anyio.sleep(0.05)
-        if await anyio.to_thread.run_sync(tree.alive) or (
-            process is not None and process.returncode is None
-        ):
-            tree.escalated = True
-            await anyio.to_thread.run_sync(tree.signal_all, signal.SIGKILL)
-        if process is not None:
-            await process.wait()
+                with suppress(Exception):
+                    await process.wait()
 
 
 async def _drain(
@@ -254,11 +339,38 @@ def resolve_executable(argv0: str, env: dict[str, str]) -> str | None:
 
 
 def child_env(invocation: Invocation, marker: str) -> dict[str, str]:
-    """The inherited environment with the invocation's changes and this run's marker."""
-    env = {k: v for k, v in os.environ.items() if k not in invocation.unset_env}
-    env.update(invocation.env)
-    env[MARKER_ENV] = marker
-    return env
+    """The allow-listed environment (see :mod:`.environment`) and this run's marker."""
+    from review_loop.orchestrator.environment import child_environment
+
+    return child_environment(invocation, {MARKER_ENV: marker})
+
+
+async def _spawn(
+    invocation: Invocation, argv: list[str], env: dict[str, str], grace: float
+) -> tuple[anyio.abc.Process, bool] | Completed:
+    """Start ``argv`` in a session of its own, under the supervisor where there is one.
+
+    Returns the process and whether it is supervised, or a ``Completed`` with the spawn
+    error. The spawn is shielded from cancellation: once a process exists, the caller must
+    get it, to end it.
+    """
+    supervised = subreaper.available()
+    if supervised:
+        argv = subreaper.supervised_argv(argv, grace=grace, env=env)
+    try:
+        with anyio.CancelScope(shield=True):
+            process = await anyio.open_process(
+                argv,
+                stdin=subprocess.PIPE if invocation.stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=str(invocation.cwd),
+                env=env,
+                start_new_session=True,
+            )
+    except OSError as error:
+        return Completed(returncode=None, spawn_error=f"spawn failed: {error}")
+    return process, supervised
 
 
 async def run_process(
@@ -293,20 +405,10 @@ async def run_process(
     executable = resolve_executable(invocation.argv[0], env)
     if executable is None:
         return Completed(returncode=None, spawn_error=f"executable not found: {invocation.argv[0]}")
-    try:
-        process = await anyio.open_process(
-            [executable, *invocation.argv[1:]],
-            stdin=subprocess.PIPE if invocation.stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=str(invocation.cwd),
-            env=env,
-            start_new_session=True,
-        )
-    except OSError as error:
-        return Completed(returncode=None, spawn_error=f"spawn failed: {error}")
-
-    tree = ProcessTree(process.pid, marker)
+    spawned = await _spawn(invocation, [executable, *invocation.argv[1:]], env, grace)
+    if isinstance(spawned, Completed):
+        return spawned
+    process, tree = spawned[0], ProcessTree(spawned[0].pid, marker, supervised=spawned[1])
     out = BoundedCapture(head_cap, tail_cap, spill_dir)
     err = BoundedCapture(STDERR_CAP, STDERR_CAP, spill_dir)
     out_done, err_done = anyio.Event(), anyio.Event()
@@ -348,7 +450,8 @@ async def run_process(
             group.start_soon(_drain, process.stdout, out, out_done)
             group.start_soon(_drain, process.stderr, err, err_done)
             group.start_soon(_feed, process.stdin, invocation.stdin)
-            group.start_soon(track)
+            if not tree.supervised:  # supervised, every descendant stays in its subtree
+                group.start_soon(track)
             with anyio.move_on_after(deadline if deadline is not None else float("inf")) as scope:
                 stopped = await wait_exit_or_stop()
             timed_out = scope.cancelled_caught
@@ -376,6 +479,11 @@ async def run_process(
                     with suppress(Exception):
                         await stream.aclose()
 
+    failure = subreaper.spawn_failure(process.returncode, err.value()) if tree.supervised else None
+    if failure is not None:
+        return Completed(
+            returncode=None, stderr=err.value(), spawn_error=f"spawn failed: {failure}"
+        )
     return Completed(
         returncode=process.returncode,
         stdout=out.value(),

@@ -1,19 +1,40 @@
-"""The start-up reaper: sessions whose recorded process is gone or orphaned.
+"""The start-up reaper: sessions whose owner died, ended only when proven ours.
 
 A record that still says ``starting``/``running`` while its owner (the ``review-loop``
-process that wrote it) is dead tells of a crash. If the session's process still runs, it
-is an orphan: we end its process group (we started it; its pid and start time match the
-record) and mark the record ``orphaned``. If it is gone, the record becomes ``lost``.
-Either way the delivery state is ``DELIVERY_UNKNOWN``: nobody saw the answer.
+process that wrote it) is dead tells of a crash (``kill -9``). Records live under
+``.review-handoff/`` in the reviewed repository, so they are untrusted input: one can be
+committed, forged or copied. Nothing is signalled on the record's word alone.
+
+What is proven before anything is signalled (``docs/process-ownership.md``):
+
+- the record is well formed: ``pid`` > 1, ``pgid`` equal to ``pid`` (every session leads
+  its own group), a ``procStart``, an ``ownerStart``, and a ``marker`` of 32 hex digits;
+- the session's leader, if it still runs with the recorded start time, carries the
+  record's marker in its *own* environment (``/proc/<pid>/environ``); if it does not, the
+  record is untrusted and nothing at all is signalled;
+- the processes ended are those carrying the marker in their own environment, and, when
+  the leader is proven, its descendants and the members of its group;
+- never this process, its ancestors, or a member of its own process group; never a whole
+  group (each process is signalled by pid, with psutil's start-time check against reuse).
+
+They get SIGTERM, then SIGKILL after ``grace``; what they started meanwhile is looked for
+again. The record then says what happened: ``orphaned`` (its process had started) with
+the pids the reaper ended and whether any survived — or that none was left, the usual case
+since the session's supervisor ends the session itself when its owner dies; ``lost`` when
+the owner died before the process was recorded, or when the record is untrusted, saying why
+nothing was signalled. The delivery state is ``DELIVERY_UNKNOWN``: nobody saw the answer.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
+from collections.abc import Iterable
 from contextlib import suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
@@ -21,21 +42,30 @@ import psutil
 
 from review_loop.agents.models import DeliveryState
 from review_loop.agents.records import SessionRecord
+from review_loop.orchestrator import subreaper
 from review_loop.orchestrator.files import atomic_write_json, read_bytes, utc_now
+from review_loop.orchestrator.process import MARKER_ENV
 
 SESSION_FILE = "reviewer-session.json"
+MARKER_PATTERN = re.compile(r"[0-9a-f]{32}")
+"""What ``process.run_process`` writes: ``uuid4().hex``."""
+START_TOLERANCE_S = 0.01
+ROUNDS = 3
+"""Look-again rounds: a process may start another while it is being ended."""
+KILL_WAIT_S = 2.0
+POLL_S = 0.05
 
 
-def _alive(pid: int | None, started: float | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return False
-        return started is None or abs(proc.create_time() - started) < 0.01
-    except psutil.Error:
-        return False
+@dataclass
+class _Case:
+    """One record of a dead owner, and what the reaper found and did."""
+
+    path: Path
+    record: SessionRecord
+    untrusted: str | None = None
+    leader: psutil.Process | None = None
+    ended: list[int] = field(default_factory=list)
+    survivors: list[int] = field(default_factory=list)
 
 
 def find_records(repo: Path) -> list[tuple[Path, SessionRecord]]:
@@ -50,33 +80,208 @@ def find_records(repo: Path) -> list[tuple[Path, SessionRecord]]:
     return found
 
 
-def _end_group(pgid: int, grace: float) -> None:
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return
-        time.sleep(0.05)
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+def _running_since(pid: int, started: float) -> psutil.Process | None:
+    """The process ``pid`` if it runs (not a zombie) and was started at ``started``."""
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return proc if abs(proc.create_time() - started) < START_TOLERANCE_S else None
+    except psutil.Error:
+        return None
+
+
+def _owner_alive(record: SessionRecord) -> bool:
+    if record.ownerStart is None:
+        return False  # cannot be proven alive; the record is judged untrusted below
+    return _running_since(record.ownerPid, record.ownerStart) is not None
+
+
+def _protected() -> tuple[set[int], int]:
+    """This process and its ancestors, and this process's group: never signalled."""
+    me = psutil.Process()
+    return {me.pid, *(p.pid for p in me.parents())}, os.getpgrp()
+
+
+def _malformed(record: SessionRecord, protected: set[int], own_group: int) -> str | None:
+    """Why the record cannot name a session review-loop started, or ``None``."""
+    if record.ownerStart is None:
+        return "ownerStart is missing"
+    if record.pid is None or record.pid <= 1:
+        return f"pid {record.pid} is not a session process"
+    if record.pgid is None or record.pgid <= 1:
+        return f"pgid {record.pgid} is not a session's process group"
+    if record.pgid != record.pid:
+        return f"pgid {record.pgid} is not the session's own group (pid {record.pid})"
+    if record.procStart is None:
+        return "procStart is missing"
+    if record.marker is None or not MARKER_PATTERN.fullmatch(record.marker):
+        return "marker is missing or not 32 hex digits"
+    if record.pid in protected or record.pgid == own_group:
+        return f"pid {record.pid} is this review-loop process, an ancestor, or in its group"
+    return None
+
+
+def _environ_marker(proc: psutil.Process) -> str | None:
+    try:
+        return proc.environ().get(MARKER_ENV)
+    except (psutil.Error, OSError):
+        return None
+
+
+def _judge(case: _Case, protected: set[int], own_group: int) -> None:
+    """Set ``case.untrusted`` or ``case.leader`` (``None``: the leader is gone)."""
+    record = case.record
+    case.untrusted = _malformed(record, protected, own_group)
+    if case.untrusted is not None:
+        return
+    assert record.pid is not None and record.procStart is not None  # _malformed checked
+    leader = _running_since(record.pid, record.procStart)
+    if leader is None:
+        return  # gone (or its pid reused by a process of another start time)
+    if _environ_marker(leader) != record.marker:
+        case.untrusted = (
+            f"pid {record.pid} runs but its environment does not carry the record's marker: "
+            "not a process review-loop started"
+        )
+        return
+    case.leader = leader
+
+
+def _marker_scan(
+    markers: set[str], protected: set[int], own_group: int
+) -> dict[str, dict[int, psutil.Process]]:
+    """Every live process carrying one of ``markers`` in its own environment (one pass)."""
+    found: dict[str, dict[int, psutil.Process]] = {m: {} for m in markers}
+    if not markers:
+        return found
+    for proc in psutil.process_iter(["pid", "status"]):
+        if proc.pid in protected or proc.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        marker = _environ_marker(proc)
+        if marker in found and _outside(proc.pid, own_group):
+            found[marker][proc.pid] = proc
+    return found
+
+
+def _outside(pid: int, own_group: int) -> bool:
+    try:
+        return os.getpgid(pid) != own_group
+    except OSError:
+        return False
+
+
+def _leader_family(
+    leader: psutil.Process, protected: set[int], own_group: int
+) -> dict[int, psutil.Process]:
+    """A proven leader, its descendants (also those adopted by the supervisor), its group."""
+    found: dict[int, psutil.Process] = {leader.pid: leader}
+    pids = set(subreaper.descendants(leader.pid))
+    with suppress(psutil.Error):
+        pids.update(child.pid for child in leader.children(recursive=True))
+    for proc in psutil.process_iter(["pid"]):
+        with suppress(OSError):
+            if os.getpgid(proc.pid) == leader.pid:
+                pids.add(proc.pid)
+    for pid in pids - protected:
+        if subreaper.running(pid) and _outside(pid, own_group):
+            with suppress(psutil.Error):
+                found[pid] = psutil.Process(pid)
+    return found
+
+
+def _session_processes(
+    case: _Case, protected: set[int], own_group: int
+) -> dict[int, psutil.Process]:
+    assert case.record.marker is not None
+    found = dict(_marker_scan({case.record.marker}, protected, own_group)[case.record.marker])
+    if case.leader is not None and case.leader.is_running():
+        found.update(_leader_family(case.leader, protected, own_group))
+    return found
+
+
+def _live(procs: Iterable[psutil.Process]) -> list[psutil.Process]:
+    alive = []
+    for proc in procs:
+        with suppress(psutil.Error):
+            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                alive.append(proc)
+    return alive
+
+
+def _send(procs: Iterable[psutil.Process], sig: signal.Signals) -> list[int]:
+    """Signal each (psutil refuses a pid reused since it was found); the pids reached."""
+    reached = []
+    for proc in procs:
+        with suppress(psutil.Error):
+            proc.send_signal(sig)
+            reached.append(proc.pid)
+    return reached
+
+
+def _wait_gone(procs: list[psutil.Process], seconds: float) -> list[psutil.Process]:
+    deadline = time.monotonic() + seconds
+    alive = _live(procs)
+    while alive and time.monotonic() < deadline:
+        time.sleep(POLL_S)
+        alive = _live(alive)
+    return alive
+
+
+def _end(case: _Case, grace: float, protected: set[int], own_group: int) -> None:
+    """SIGTERM, grace, SIGKILL every proven process of the session; look again; record."""
+    ended: set[int] = set()
+    last: list[psutil.Process] = []
+    for _ in range(ROUNDS):
+        procs = _live(_session_processes(case, protected, own_group).values())
+        if not procs:
+            break
+        ended.update(_send(procs, signal.SIGTERM))
+        stubborn = _wait_gone(procs, grace)
+        ended.update(_send(stubborn, signal.SIGKILL))
+        last = _wait_gone(stubborn, KILL_WAIT_S)
+    survivors = _live(last) + [
+        p for p in _live(_session_processes(case, protected, own_group).values()) if p not in last
+    ]
+    case.survivors = sorted(p.pid for p in survivors)
+    case.ended = sorted(ended - set(case.survivors))
+
+
+def _outcome(case: _Case) -> tuple[str, str]:
+    """The record's new ``status`` and a ``reason`` that says exactly what happened."""
+    if case.untrusted is not None:
+        return "lost", f"untrusted record ({case.untrusted}); nothing was signalled"
+    if case.record.pid is None:
+        return "lost", "owner died before the session's process was recorded; nothing to end"
+    if not case.ended and not case.survivors:
+        # The supervisor ends its session itself when the owner dies; this is the usual case.
+        return "orphaned", (
+            "owner died before recording a result; no process of the session was left "
+            "running (none carried its marker), so the reaper signalled nothing"
+        )
+    pids = ", ".join(str(pid) for pid in case.ended) or "none"
+    reason = f"owner died; the reaper ended {len(case.ended)} process(es) of the session ({pids})"
+    if case.survivors:
+        left = ", ".join(str(pid) for pid in case.survivors)
+        return "orphaned", f"{reason}; {len(case.survivors)} could not be ended ({left})"
+    return "orphaned", f"{reason}; none survived"
 
 
 def reap_sync(repo: Path, grace: float) -> list[SessionRecord]:
-    """Mark (and end) the sessions of ``repo`` whose owner died; returns them."""
+    """Mark (and, where proven, end) the sessions of ``repo`` whose owner died."""
+    protected, own_group = _protected()
     reaped: list[SessionRecord] = []
     for path, record in find_records(repo):
-        if record.status not in ("starting", "running"):
+        if record.status not in ("starting", "running") or _owner_alive(record):
             continue
-        if _alive(record.ownerPid, record.ownerStart):
-            continue  # another review-loop process is still watching it
-        if _alive(record.pid, record.procStart) and record.pgid is not None:
-            _end_group(record.pgid, grace)
-            status, reason = "orphaned", "owner died; session process ended by the reaper"
-        else:
-            status, reason = "lost", "owner died before recording a result"
+        case = _Case(path, record)
+        if record.pid is not None or record.pgid is not None or record.marker is not None:
+            _judge(case, protected, own_group)
+            if case.untrusted is None:
+                _end(case, grace, protected, own_group)
+        elif record.ownerStart is None:
+            case.untrusted = "ownerStart is missing"
+        status, reason = _outcome(case)
         updated = record.model_copy(
             update={
                 "status": status,
@@ -86,7 +291,8 @@ def reap_sync(repo: Path, grace: float) -> list[SessionRecord]:
                 "finishedAt": utc_now(),
             }
         )
-        atomic_write_json(path, updated.model_dump(mode="json"))
+        with suppress(OSError):  # a link or a full disk: the processes are ended anyway
+            atomic_write_json(path, updated.model_dump(mode="json"))
         reaped.append(updated)
     return reaped
 

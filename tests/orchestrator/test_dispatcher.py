@@ -89,7 +89,11 @@ async def test_record_holds_pid_before_prompt_is_sent(repo: Path, fakes: FakeCLI
                 await anyio.sleep(0.05)
         record = json.loads(record_path.read_text())
         assert record["status"] == "running"
-        assert record["pid"] == fakes.calls()[0]["pid"]
+        cli = fakes.calls()[0]
+        # The record names the session's leader: the CLI itself, or (Linux) the session
+        # supervisor whose child it is; either way it leads the CLI's process group.
+        assert record["pid"] == record["pgid"] == cli["pgid"]
+        assert record["pid"] in (cli["pid"], psutil.Process(cli["pid"]).ppid())
         assert record["sessionId"] is not None
         group.cancel_scope.cancel()
 
