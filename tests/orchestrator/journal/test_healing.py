@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from review_loop.orchestrator import state_auth
@@ -30,6 +31,7 @@ from review_loop.orchestrator.journal.store import (
     RunLog,
     Schema,
 )
+from review_loop.orchestrator.journal.writer import open_journal
 from tests.orchestrator.journal.mounts import read_only, tmpfs
 from tests.orchestrator.journal.snapshots import read_snapshot, write_snapshot
 
@@ -383,3 +385,48 @@ def test_on_a_full_disk_garbage_is_kept_and_a_torn_write_dropped(tmp_path: Path)
         outcome = fresh_plain(log).commit([put("b")])[0]
         assert isinstance(outcome, Appended) and outcome.sequence == 2
         assert [e["id"] for e in log.read_events()] == ["a", "b"]
+
+
+# --- through the async single writer, on asyncio and trio ------------------------------------
+
+
+@pytest.mark.anyio
+async def test_the_single_writer_heals_a_tail_before_its_first_batch(log: RunLog) -> None:
+    log.commit([put("a")])
+    append_raw(log, GARBAGE + TORN)
+    async with open_journal(fresh(log)) as journal, anyio.create_task_group() as group:
+        for index in range(20):
+            group.start_soon(journal.record, put(f"t{index}"))
+    assert seqs(log) == list(range(1, 22))
+    assert [p.read_bytes() for p in side_files(log)] == [GARBAGE + TORN]
+
+
+@pytest.mark.anyio
+async def test_the_single_writer_on_a_full_disk_loses_no_acknowledged_event(
+    tmp_path: Path,
+) -> None:
+    with tmpfs(tmp_path / "small", "256k") as small:
+        log = RunLog(small / "run-a.jsonl")
+        log.create()
+        acknowledged: dict[str, int] = {}
+        failures: list[int | None] = []
+
+        async def producer(task: int) -> None:
+            for index in range(10):
+                key = f"t{task}-{index}"
+                try:
+                    outcome = await journal.record(put(key, fill="x" * 20_000))
+                except OSError as error:
+                    failures.append(error.errno)
+                    continue
+                assert isinstance(outcome, Appended)
+                acknowledged[key] = outcome.sequence
+
+        async with open_journal(log) as journal, anyio.create_task_group() as group:
+            for task in range(4):
+                group.start_soon(producer, task)
+        assert failures and set(failures) == {errno.ENOSPC} and acknowledged
+        events = log.read_events()
+        assert {e["id"]: e["seq"] for e in events} == acknowledged
+        assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+        assert log.path.read_bytes().endswith(b"\n")

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from review_loop.orchestrator.journal.store import Appended, Mutation, RunLog
+from tests.orchestrator.journal.mounts import tmpfs
 
 APPENDER = str(Path(__file__).with_name("appender.py"))
 
@@ -135,3 +136,25 @@ def test_death_in_the_middle_of_a_write_leaves_a_readable_journal(log: RunLog) -
     outcome = RunLog(log.path).commit([Mutation(type="item", id="last", key="last")])[0]
     assert isinstance(outcome, Appended)
     assert check_contiguous(log)[-1]["id"] == "last"
+
+
+def test_processes_filling_a_small_disk_lose_no_acknowledged_event(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "small", "256k") as small:
+        log = RunLog(small / "run-full.jsonl")
+        log.create()
+        go = tmp_path / "go"
+        procs = [
+            spawn("async", str(log.path), f"p{n}", "10", "2", "20000", str(go)) for n in range(4)
+        ]
+        time.sleep(0.3)
+        go.touch()
+        outputs = [proc.communicate(timeout=120) for proc in procs]
+        errors = "".join(err for _, err in outputs)
+        assert "No space left on device" in errors  # the disk did fill up
+        acked: dict[str, int] = {}
+        for out, _ in outputs:
+            acked.update({k: s for k, (s, _) in acks(out).items()})
+        events = check_contiguous(log)
+        assert acked and {e["id"]: e["seq"] for e in events} == acked  # none lost, none extra
+        assert log.path.read_bytes().endswith(b"\n")
+        assert not [p.name for p in small.iterdir() if p.name.endswith(".tmp")]
