@@ -44,6 +44,7 @@ from review_loop.agents.converge import (
 from review_loop.agents.errors import InputError
 from review_loop.orchestrator.dispatcher import Dispatcher, is_installed, resolve_peer
 from review_loop.orchestrator.files import atomic_write_bytes, atomic_write_json, utc_now
+from review_loop.orchestrator.trust import reporting_async
 from review_loop.orchestrator.workflows.converge_store import (
     Journal,
     RunPaths,
@@ -477,8 +478,14 @@ def _failure(entry: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
+@reporting_async
 async def run_converge(dispatcher: Dispatcher, inputs: ConvergeInputs) -> dict[str, Any]:
-    """Run (or continue) the convergence of ``inputs.run``; returns the command document."""
+    """Run (or continue) the convergence of ``inputs.run``; returns the command document.
+
+    The document names what was not believed (``untrusted``: a ledger or journal lines
+    without a valid MAC, whose answers are asked again) and the files git tracks under
+    ``.review-handoff/`` (``tracked``).
+    """
     paths = RunPaths(dispatcher.repo, inputs.run)
     with run_lock(paths):
         preflight = load_ledger(paths).preflight

@@ -115,7 +115,8 @@ def create_packet(repo: Path, slug: str, scope: str, render: Any) -> PacketRef:
     """Create a new packet exclusively; ``render(packet_id)`` gives its text.
 
     The name is the local time to the minute and the scope; a taken name gets ``-02`` …
-    (up to 20 tries).
+    (up to 20 tries). A name is also taken when an archived packet or a runtime directory
+    has it: a new packet never shares (or, once archived, replaces) another's record.
     """
     folder = active_dir(repo, slug)
     make_dirs(folder)
@@ -123,6 +124,9 @@ def create_packet(repo: Path, slug: str, scope: str, render: Any) -> PacketRef:
     for attempt in range(CREATE_RETRIES):
         base = f"{stamp}-{scope}" + (f"-{attempt + 1:02d}" if attempt else "")
         path = folder / f"{base}.md"
+        taken = PacketRef(repo, slug, base, archived=True)
+        if os.path.lexists(taken.path) or os.path.lexists(taken.runtime):
+            continue
         try:
             fd = open_fd(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         except FileExistsError:
