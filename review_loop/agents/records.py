@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from review_loop.agents.models import DeliveryState, Reply, Usage
 
@@ -40,6 +40,19 @@ class SessionRecord(BaseModel):
     attempt: int = 1
 
 
+class RecordError(BaseModel):
+    """A record that could not be written: which file, the errno's name, the message.
+
+    The answer it belonged to is still delivered (printed); see ``docs/recording-failures.md``.
+    """
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    path: str
+    errno: str
+    message: str
+
+
 class Fallback(BaseModel):
     """One product swap: ``{from, to, reason}``."""
 
@@ -68,6 +81,18 @@ class Attempt(BaseModel):
     sessionId: str | None = None
     resumed: bool = False
     escalatedToKill: bool = False
+    recordError: RecordError | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_record_error(
+        self, handler: SerializerFunctionWrapHandler
+    ) -> dict[str, object]:
+        # ``recordError`` appears only when a record failed, so every other document
+        # (events.jsonl lines, consult attempts) keeps its exact shape.
+        data: dict[str, object] = handler(self)
+        if data.get("recordError") is None:
+            data.pop("recordError", None)
+        return data
 
 
 class Delivery(BaseModel):
@@ -76,6 +101,8 @@ class Delivery(BaseModel):
     Attributes:
         degraded: a resume fell back to a new session; ``degradedReason`` says why
             (``no_session_id``, ``resume_unsupported`` or ``session_not_found``).
+        recordError: the first record of this request that could not be written (the
+            reply, if any, is still here).
     """
 
     model_config = ConfigDict(frozen=True, defer_build=True)
@@ -96,6 +123,7 @@ class Delivery(BaseModel):
     cwd: str
     degraded: bool = False
     degradedReason: str | None = None
+    recordError: RecordError | None = None
 
     @property
     def ok(self) -> bool:

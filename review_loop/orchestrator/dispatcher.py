@@ -48,8 +48,8 @@ from review_loop.agents.models import (
     Invocation,
     Reply,
 )
-from review_loop.agents.records import Attempt, Delivery, Fallback, SessionRecord
-from review_loop.orchestrator.files import append_line, atomic_write_json, utc_now
+from review_loop.agents.records import Attempt, Delivery, Fallback, RecordError, SessionRecord
+from review_loop.orchestrator.files import atomic_write_json, utc_now
 from review_loop.orchestrator.isolation import (
     isolation_failed,
     namespace_available,
@@ -59,7 +59,14 @@ from review_loop.orchestrator.isolation import (
 from review_loop.orchestrator.log import log_event
 from review_loop.orchestrator.process import Started, resolve_executable, run_process
 from review_loop.orchestrator.reaper import SESSION_FILE
+from review_loop.orchestrator.recording import (
+    RecordingFailed,
+    append_record,
+    write_or_raise,
+    write_record,
+)
 from review_loop.prefs import Prefs, state_home
+from review_loop.prefs.model import MAX_TIMEOUT_MS
 
 RESUME_NOT_FOUND_WINDOW_MS = 5000
 PROBE_DEADLINE_S = 15.0
@@ -76,7 +83,8 @@ class PeerRequest:
         resume_session_id: continue this session of the same product.
         fallback: products to swap in on timeout or proven non-submission, in order.
         avoid: products that must not be swapped in (the host, the other peers).
-        timeout_ms: this request's per-attempt deadline (default: prefs).
+        timeout_ms: this request's per-attempt deadline in milliseconds, from 1 to one
+            day (default: prefs). ``0`` or a negative value is refused, never "the default".
         stop_files: extra STOP files (a run's own) polled besides the global one.
         isolate: run in a throw-away copy of the repository without ``.review-handoff/``,
             the repository mounted read-only, for a reviewer that must not see earlier
@@ -92,6 +100,23 @@ class PeerRequest:
     timeout_ms: int | None = None
     stop_files: tuple[Path, ...] = ()
     isolate: bool = False
+
+    def __post_init__(self) -> None:
+        """Refuse a deadline that would silently mean something else.
+
+        Raises:
+            InputError: ``timeout_ms`` is not an integer from 1 to one day.
+        """
+        value = self.timeout_ms
+        if value is None:
+            return
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_TIMEOUT_MS:
+            raise InputError(
+                "PeerRequest.timeout_ms",
+                f"{value!r} is not a deadline",
+                f"an integer of milliseconds from 1 to {MAX_TIMEOUT_MS} (one day), or None "
+                "for the prefs deadline",
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,6 +345,7 @@ class Dispatcher:
             cwd=str(self.repo),
             degraded=degraded_reason is not None,
             degradedReason=degraded_reason,
+            recordError=next((a.recordError for a in attempts if a.recordError), None),
         )
 
     async def _attempt(
@@ -327,7 +353,7 @@ class Dispatcher:
     ) -> tuple[Reply | Failure, Attempt, bool]:
         record_path = request.record_dir / SESSION_FILE
         stop_files = (self.global_stop_file, *request.stop_files)
-        deadline_ms = request.timeout_ms or self.prefs.timeoutMs
+        deadline_ms = self.prefs.timeoutMs if request.timeout_ms is None else request.timeout_ms
         record = SessionRecord(
             product=peer.product,
             sessionId=resume,
@@ -342,8 +368,13 @@ class Dispatcher:
         )
 
         def finish(
-            outcome: Reply | Failure, completed: Completed | None
+            outcome: Reply | Failure,
+            completed: Completed | None,
+            failed: RecordError | None = None,
         ) -> tuple[Reply | Failure, Attempt, bool]:
+            """Record how the attempt ended. A record that cannot be written is reported
+            in ``Attempt.recordError`` (path, errno), never raised: the outcome — a reply
+            that arrived — must reach the caller whatever the disk does."""
             session_id = outcome.session_id or record.sessionId
             state = DeliveryState.DELIVERED if isinstance(outcome, Reply) else outcome.state
             reason = None if isinstance(outcome, Reply) else outcome.reason
@@ -357,7 +388,7 @@ class Dispatcher:
                     "finishedAt": utc_now(),
                 }
             )
-            atomic_write_json(record_path, final.model_dump(mode="json"))
+            failed = failed or write_record(record_path, final.model_dump(mode="json"))
             attempt = Attempt(
                 product=peer.product,
                 peer=peer.name,
@@ -372,16 +403,19 @@ class Dispatcher:
                 sessionId=session_id,
                 resumed=resume is not None,
                 escalatedToKill=completed.killed_after_grace if completed else False,
+                recordError=failed,
             )
-            append_line(
+            failed = append_record(
                 request.record_dir / "events.jsonl",
                 {"event": "attempt", "at": utc_now(), **attempt.model_dump(mode="json")},
             )
+            if failed is not None and attempt.recordError is None:
+                attempt = attempt.model_copy(update={"recordError": failed})
             fast = completed is not None and completed.elapsed_ms <= RESUME_NOT_FOUND_WINDOW_MS
             return outcome, attempt, fast
 
         if any(path.exists() for path in stop_files):
-            atomic_write_json(record_path, record.model_dump(mode="json"))
+            write_record(record_path, record.model_dump(mode="json"))
             return finish(
                 Failure(state=DeliveryState.NOT_SUBMITTED, reason="STOP interrupt (pre-spawn)"),
                 None,
@@ -397,7 +431,7 @@ class Dispatcher:
                 agent_request, command=peer.command, capabilities=capabilities
             )
         except AdapterRefusalError as refusal:
-            atomic_write_json(record_path, record.model_dump(mode="json"))
+            write_record(record_path, record.model_dump(mode="json"))
             return finish(
                 Failure(state=DeliveryState.NOT_SUBMITTED, reason="refused", detail=str(refusal)),
                 None,
@@ -406,7 +440,13 @@ class Dispatcher:
             invocation = invocation.model_copy(update={"isolate_in_copy": True})
         if invocation.session_id is not None:
             record = record.model_copy(update={"sessionId": invocation.session_id})
-        atomic_write_json(record_path, record.model_dump(mode="json"), durable=False)
+        failed = write_record(record_path, record.model_dump(mode="json"), durable=False)
+        if failed is not None:
+            # No record, no launch: a session nobody could find after a crash is an orphan.
+            reason = Failure(
+                state=DeliveryState.NOT_SUBMITTED, reason="record failed", detail=failed.message
+            )
+            return finish(reason, None, failed)
 
         async def on_started(info: Started) -> None:
             nonlocal record
@@ -422,9 +462,10 @@ class Dispatcher:
             )
             # Not fsynced: it must survive a crash of this process (the reaper reads it),
             # and the session it describes cannot outlive a crash of the machine.
+            # Unwritable: RecordingFailed ends the session before its stdin is fed.
             document = record.model_dump(mode="json")
             await anyio.to_thread.run_sync(
-                lambda: atomic_write_json(record_path, document, durable=False)
+                lambda: write_or_raise(record_path, document, durable=False)
             )
 
         if invocation.isolate_in_copy:
@@ -456,14 +497,18 @@ class Dispatcher:
             )
         async with self._isolated(invocation) as runnable, anyio.create_task_group() as group:
             group.start_soon(self._liveness, peer.name, deadline_ms / 1000)
-            completed = await run_process(
-                runnable,
-                deadline=deadline_ms / 1000,
-                grace=self.prefs.graceMs / 1000,
-                stop_files=stop_files,
-                on_started=on_started,
-                spill_dir=request.record_dir,
-            )
+            try:
+                completed = await run_process(
+                    runnable,
+                    deadline=deadline_ms / 1000,
+                    grace=self.prefs.graceMs / 1000,
+                    stop_files=stop_files,
+                    on_started=on_started,
+                    spill_dir=request.record_dir,
+                )
+            except RecordingFailed as unrecorded:
+                group.cancel_scope.cancel()
+                return finish(_unrecorded_launch(runnable, unrecorded), None, unrecorded.error)
             group.cancel_scope.cancel()
         if completed.killed_after_grace:
             log_event(
@@ -525,6 +570,16 @@ class Dispatcher:
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(lambda: shutil.rmtree(scratch, ignore_errors=True))
+
+
+def _unrecorded_launch(invocation: Invocation, failed: RecordingFailed) -> Failure:
+    """The outcome of a session ended because its pid could not be recorded.
+
+    It was ended before its stdin was written: with the prompt on stdin nothing was sent
+    (``NOT_SUBMITTED``); with the prompt in argv the CLI may already have sent it.
+    """
+    state = DeliveryState.NOT_SUBMITTED if invocation.stdin else DeliveryState.DELIVERY_UNKNOWN
+    return Failure(state=state, reason="record failed", detail=failed.error.message)
 
 
 def _stderr_line(text: str) -> None:

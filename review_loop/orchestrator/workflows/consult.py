@@ -9,20 +9,27 @@ of NAME's product through that alias or executable. Each peer's session is recor
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from review_loop.agents.errors import InputError
 from review_loop.agents.prompts import consult_prompt
-from review_loop.agents.records import Delivery
+from review_loop.agents.records import Delivery, RecordError
 from review_loop.orchestrator.dispatcher import (
     Dispatcher,
     PeerRequest,
     ResolvedPeer,
     resolve_peer,
 )
-from review_loop.orchestrator.files import atomic_write_bytes, check_name, file_stamp, utc_now
+from review_loop.orchestrator.files import (
+    atomic_write_bytes,
+    file_stamp,
+    make_dir_exclusive,
+    utc_now,
+)
+from review_loop.orchestrator.recording import RecordingFailed, record_error
 from review_loop.prefs import PeerCommand, Prefs
 
 ADVISORY_MESSAGE = (
@@ -30,11 +37,7 @@ ADVISORY_MESSAGE = (
     "authorised adopting when the peers agree (一致即采纳)."
 )
 CONSULT_SESSIONS_DIR = "consult-sessions"
-PEER_COMMAND_ACCEPTED = (
-    "an alias set with `review-loop prefs alias NAME PRODUCT COMMAND...` or the name of a "
-    "launcher on PATH: no '/', '..' or NUL, not starting with '.' (for a launcher elsewhere, "
-    "make it an alias)"
-)
+MAX_NAME_SUFFIX = 1000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,14 +60,10 @@ def with_peer_command(
     ``which(name)`` finds an executable on PATH (injected for tests). Returns prefs that
     know the alias and the peer list with the matching product replaced by it.
 
-    ``name`` becomes part of the peer's record directory name, so it must be one plain
-    file-name component (checked before anything is looked up or written).
-
     Raises:
-        InputError: ``name`` contains ``/``, ``..`` or NUL or starts with ``.``; is neither
-            a prefs alias nor an executable on PATH; or no named peer has its product.
+        InputError: ``name`` is neither a prefs alias nor an executable on PATH, or no
+            named peer has its product.
     """
-    check_name("--peer-command", name, PEER_COMMAND_ACCEPTED)
     alias = prefs.peerCommands.get(name)
     if alias is None:
         if which(name) is None:
@@ -182,41 +181,92 @@ def consult_result(delivery: Delivery, record_path: Path | None) -> dict[str, An
     }
 
 
-async def run_consult(dispatcher: Dispatcher, plan: ConsultPlan) -> dict[str, Any]:
+def claim_record_name(parent: Path, name: str) -> str:
+    """Make ``parent/name`` exclusively (``-2``, ``-3`` … on a collision); return the name used.
+
+    Two consults started in the same millisecond on the same peer get distinct record
+    directories: ``mkdir`` fails on an existing directory, so no two callers both own one.
+
+    Raises:
+        RecordingFailed: the directory cannot be made (names the path and the errno).
+    """
+    for index in range(1, MAX_NAME_SUFFIX + 1):
+        candidate = name if index == 1 else f"{name}-{index}"
+        try:
+            make_dir_exclusive(parent / candidate)
+        except FileExistsError:
+            continue
+        except OSError as error:
+            raise RecordingFailed(record_error(parent / candidate, error)) from None
+        return candidate
+    raise RecordingFailed(
+        RecordError(
+            path=str(parent / name),
+            errno="EEXIST",
+            message=f"{MAX_NAME_SUFFIX} record directories named {name} already exist",
+        )
+    )
+
+
+def _write_answer(path: Path, text: str) -> RecordError | None:
+    """Write the consult's Markdown record; a failure is returned, the answer still printed."""
+    try:
+        atomic_write_bytes(path, text.encode())
+    except OSError as error:
+        return record_error(path, error)
+    return None
+
+
+async def run_consult(
+    dispatcher: Dispatcher, plan: ConsultPlan, *, clock: Callable[[], str] = utc_now
+) -> dict[str, Any]:
     """Ask every peer of ``plan`` in parallel and write the records.
 
     Returns one peer's document when one peer was asked, else
     ``{ok, status, results: [...]}`` with ``ok`` true only when every peer answered.
+    An answer whose records cannot be written is still returned, with ``recordError``
+    (``{path, errno, message}``) saying what was not recorded. ``clock`` gives the
+    creation time that names the records (injected by tests to pin it).
+
+    Raises:
+        RecordingFailed: a record directory cannot be made (nothing was asked).
     """
     repo = dispatcher.repo
     runtime = repo / ".review-handoff" / "runtime"
     prompt = consult_prompt(plan.question)
-    created = utc_now()
+    created = clock()
     stamp = file_stamp(created)
     resolved = [resolve_peer(p, dispatcher.prefs) for p in plan.peers]
     avoid = tuple({r.product for r in resolved} | ({plan.host} if plan.host else set()))
+    sessions = runtime / CONSULT_SESSIONS_DIR
+    names = [claim_record_name(sessions, f"{stamp}-{peer.name}") for peer in resolved]
     requests = [
         PeerRequest(
             peer=peer.name,
             prompt=prompt,
-            record_dir=runtime / CONSULT_SESSIONS_DIR / f"{stamp}-{peer.name}",
+            record_dir=sessions / name,
             resume_session_id=plan.resume_session_id,
             fallback=plan.fallback,
             avoid=avoid,
             timeout_ms=plan.timeout_ms,
         )
-        for peer in resolved
+        for peer, name in zip(resolved, names, strict=True)
     ]
     deliveries = await dispatcher.fan_out(requests)
     results = []
-    for peer, delivery in zip(resolved, deliveries, strict=True):
+    for peer, name, delivery in zip(resolved, names, deliveries, strict=True):
         record_path: Path | None = None
+        failed = delivery.recordError
         if delivery.ok:
-            record_path = runtime / "consults" / f"{stamp}-{peer.name}.md"
-            atomic_write_bytes(
-                record_path, _record_text(peer, delivery, plan.question, created).encode()
-            )
-        results.append(consult_result(delivery, record_path))
+            record_path = runtime / "consults" / f"{name}.md"
+            text = _record_text(peer, delivery, plan.question, created)
+            unwritten = _write_answer(record_path, text)
+            failed = failed or unwritten
+            record_path = None if unwritten else record_path
+        result = consult_result(delivery, record_path)
+        if failed is not None:
+            result["recordError"] = failed.model_dump()
+        results.append(result)
     if len(results) == 1:
         return results[0]
     ok = all(r["ok"] for r in results)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,8 @@ from typing import Any
 import anyio
 
 from review_loop.agents.errors import InputError, StateError
-from review_loop.agents.records import Delivery
+from review_loop.agents.models import DeliveryState
+from review_loop.agents.records import Delivery, RecordError
 from review_loop.agents.review import (
     Ledger,
     ReviewAnswer,
@@ -63,7 +65,16 @@ from review_loop.orchestrator.files import (
     utc_now,
 )
 from review_loop.orchestrator.git import current_branch, ensure_layout, rev_parse
+from review_loop.orchestrator.log import log_event
+from review_loop.orchestrator.recording import RecordingFailed, append_record, record_error
 from review_loop.orchestrator.trust import note_untrusted, reporting, reporting_async
+from review_loop.orchestrator.workflows.pending_answer import (
+    PendingAnswer,
+    clear_answer,
+    keep_answer,
+    prompt_digest,
+    take_answer,
+)
 from review_loop.orchestrator.workflows.review_store import (
     PacketRef,
     StateRecoveryRequired,
@@ -468,31 +479,110 @@ async def _run_locked(
             f"diff too large for one prompt: {len(prompt.must_cover)} path(s) summarised; "
             "a passing verdict must list them under ## Coverage"
         )
-    resume = _stored_session(runtime, peer.product) if round_number > 1 else None
-    if round_number > 1 and resume is None:
-        warnings.append("no stored reviewer session for this product: a new session was started")
-    append_line(
-        runtime / "events.jsonl",
-        {"event": "round_started", "at": utc_now(), "round": round_number, "reviewer": reviewer},
+    asked = await _ask_reviewer(
+        dispatcher, plan, ref, state, prompt, ledger, reviewer, peer.product, warnings
     )
-    delivery = await dispatcher.consult(
-        PeerRequest(
-            peer=reviewer,
-            prompt=prompt.text,
-            record_dir=runtime,
-            resume_session_id=resume,
-            timeout_ms=plan.timeout_ms,
-            stop_files=(runtime / "STOP",),
+    if isinstance(asked, dict):
+        return asked
+    return _record_round(
+        ref,
+        state,
+        meta,
+        body,
+        asked,
+        evidence,
+        warnings,
+        completion=completion,
+        reviewer=reviewer,
+    )
+
+
+# -- the reviewer's answer: asked once, then recorded or kept -------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Answered:
+    """A parsed reviewer answer for this round, how it came, and what was not recorded."""
+
+    answer: ReviewAnswer
+    ledger: Ledger
+    delivery: Delivery
+    text: str
+    kept_at: Path | None
+    record_error: RecordError | None
+
+
+async def _ask_reviewer(
+    dispatcher: Dispatcher,
+    plan: RunPlan,
+    ref: PacketRef,
+    state: dict[str, Any],
+    prompt: ReviewPrompt,
+    ledger: Ledger,
+    reviewer: str,
+    product: str,
+    warnings: list[str],
+) -> _Answered | dict[str, Any]:
+    """This round's answer (with one correction round), or the result that ends the call.
+
+    An answer already delivered for exactly this question (kept by :func:`_keep` when a
+    previous call could not record its round) is used instead of asking again.
+    """
+    runtime, repo, round_number = ref.runtime, dispatcher.repo, int(state["round"]) + 1
+    failures: list[RecordError] = []
+    found = take_answer(runtime, repo, ref.packet_id, round_number, prompt.text)
+    kept_at = found[1] if found else None
+    if found is not None:
+        kept = found[0]
+        log_event("kept-answer-used", round=round_number, path=str(kept_at), level="warning")
+        warnings.append(f"the reviewer's answer kept at {kept_at} was used; nobody was asked")
+        delivery = Delivery(
+            state=DeliveryState.DELIVERED,
+            peer=kept.reviewer,
+            product=kept.product,
+            sessionId=kept.sessionId,
+            attempts=[],
+            cwd=str(repo),
         )
-    )
-    if not delivery.ok or delivery.reply is None:
-        return _delivery_unknown(ref, state, delivery, round_number)
-    if delivery.degraded:
-        warnings.append(f"reviewer session not resumed ({delivery.degradedReason}): new session")
-    _save_answer(runtime, round_number, "", delivery.reply.text)
-    outcome = _check_answer(delivery.reply.text, round_number, ledger, prompt)
-    if isinstance(outcome, str):
-        session = delivery.sessionId or resume
+        text, corrected = kept.text, kept.correction
+    else:
+        resume = _stored_session(runtime, product) if round_number > 1 else None
+        if round_number > 1 and resume is None:
+            warnings.append(
+                "no stored reviewer session for this product: a new session was started"
+            )
+        unwritten = append_record(
+            runtime / "events.jsonl",
+            {
+                "event": "round_started",
+                "at": utc_now(),
+                "round": round_number,
+                "reviewer": reviewer,
+            },
+        )
+        if unwritten is not None:
+            raise RecordingFailed(unwritten)  # nothing was asked: no answer to lose
+        delivery = await dispatcher.consult(
+            PeerRequest(
+                peer=reviewer,
+                prompt=prompt.text,
+                record_dir=runtime,
+                resume_session_id=resume,
+                timeout_ms=plan.timeout_ms,
+                stop_files=(runtime / "STOP",),
+            )
+        )
+        if not delivery.ok or delivery.reply is None:
+            return _delivery_unknown(ref, state, delivery, round_number)
+        if delivery.degraded:
+            warnings.append(
+                f"reviewer session not resumed ({delivery.degradedReason}): new session"
+            )
+        text, corrected = delivery.reply.text, False
+        kept_at = _keep(ref, repo, round_number, prompt, delivery, text, False, failures)
+    outcome = _check_answer(text, round_number, ledger, prompt)
+    if isinstance(outcome, str) and not corrected:
+        session = delivery.sessionId
         retry = await dispatcher.consult(
             PeerRequest(
                 peer=reviewer,
@@ -505,35 +595,147 @@ async def _run_locked(
         )
         if not retry.ok or retry.reply is None:
             return _delivery_unknown(ref, state, retry, round_number, correction=True)
-        _save_answer(runtime, round_number, ".correction", retry.reply.text)
-        delivery = retry
-        outcome = _check_answer(retry.reply.text, round_number, ledger, prompt)
-        if isinstance(outcome, str):
-            save_state(runtime, state)
-            return {
-                "ok": False,
-                "status": "malformed_reviewer_output",
-                "message": f"Reviewer output malformed after one correction: {outcome}",
-                "error": outcome,
-                "round": round_number,
-                "packetPath": str(ref.path),
-                "packetId": ref.packet_id,
-                "answerPath": str(runtime / "answers" / f"round-{round_number}.correction.md"),
-            }
+        delivery, text, corrected = retry, retry.reply.text, True
+        kept_at = _keep(ref, repo, round_number, prompt, retry, text, True, failures)
+        outcome = _check_answer(text, round_number, ledger, prompt)
+    if isinstance(outcome, str):
+        # Judged and refused: the next run asks again rather than reusing this answer.
+        clear_answer(runtime, repo, ref.packet_id, round_number)
+        save_state(runtime, state)
+        return {
+            "ok": False,
+            "status": "malformed_reviewer_output",
+            "message": f"Reviewer output malformed after one correction: {outcome}",
+            "error": outcome,
+            "round": round_number,
+            "packetPath": str(ref.path),
+            "packetId": ref.packet_id,
+            "answerPath": str(runtime / "answers" / f"round-{round_number}.correction.md"),
+        }
     answer, new_ledger = outcome
-    return _write_round(
-        ref,
-        state,
-        meta,
-        body,
-        answer,
-        new_ledger,
-        delivery,
-        evidence,
-        warnings,
-        completion=completion,
-        reviewer=reviewer,
+    first_failure = failures[0] if failures else None
+    return _Answered(answer, new_ledger, delivery, text, kept_at, first_failure)
+
+
+def _keep(
+    ref: PacketRef,
+    repo: Path,
+    round_number: int,
+    prompt: ReviewPrompt,
+    delivery: Delivery,
+    text: str,
+    correction: bool,
+    failures: list[RecordError],
+) -> Path | None:
+    """Keep a delivered answer (signed) before anything else is written; save its copy
+    under ``answers/``. Failures are collected, never raised: the answer is in hand."""
+    if delivery.recordError is not None:
+        failures.append(delivery.recordError)
+    where, failed = keep_answer(
+        ref.runtime,
+        PendingAnswer(
+            repo=str(repo.resolve()),
+            packetId=ref.packet_id,
+            round=round_number,
+            promptSha256=prompt_digest(prompt.text),
+            reviewer=delivery.peer,
+            product=delivery.product,
+            sessionId=delivery.sessionId,
+            text=text,
+            correction=correction,
+            deliveredAt=utc_now(),
+        ),
     )
+    failures.extend(e for e in (failed,) if e is not None)
+    answer_path = (
+        ref.runtime / "answers" / f"round-{round_number}{'.correction' if correction else ''}.md"
+    )
+    try:
+        atomic_write_bytes(answer_path, text.encode("utf-8"))
+    except OSError as error:
+        failures.append(record_error(answer_path, error))
+    return where
+
+
+def _record_round(
+    ref: PacketRef,
+    state: dict[str, Any],
+    meta: dict[str, str],
+    body: str,
+    asked: _Answered,
+    evidence: dict[str, Any],
+    warnings: list[str],
+    *,
+    completion: str,
+    reviewer: str,
+) -> dict[str, Any]:
+    """Write the round (:func:`_write_round`); when that fails, report ``RECORD_FAILED``
+    with the answer, the path and the errno, and keep the answer for the retry."""
+    round_number = asked.answer.round
+    try:
+        result = _write_round(
+            ref,
+            state,
+            meta,
+            body,
+            asked.answer,
+            asked.ledger,
+            asked.delivery,
+            evidence,
+            warnings,
+            completion=completion,
+            reviewer=reviewer,
+        )
+    except OSError as error:
+        return _record_failed(ref, state, asked, record_error(_failed_path(error, ref), error))
+    clear_answer(ref.runtime, ref.repo, ref.packet_id, round_number)
+    if asked.record_error is not None:
+        result["recordError"] = asked.record_error.model_dump()
+    return result
+
+
+def _failed_path(error: OSError, ref: PacketRef) -> Path:
+    """The file an ``OSError`` names, else the packet (the round's main record)."""
+    return Path(error.filename) if isinstance(error.filename, str) else ref.path
+
+
+def _record_failed(
+    ref: PacketRef, state: dict[str, Any], asked: _Answered, failed: RecordError
+) -> dict[str, Any]:
+    """``RECORD_FAILED``: the answer arrived and is printed; the round is not recorded."""
+    runtime, round_number = ref.runtime, asked.answer.round
+    with suppress(OSError):
+        if sha256_bytes(read_bytes(ref.path)) == state.get("roundStartPacketHash"):
+            # The stage never reached the packet: undo the marker so the retry may run.
+            state["pendingStage"] = None
+            save_state(runtime, state)
+    log_event("record-failed", level="error", path=failed.path, errno=failed.errno)
+    if asked.kept_at is not None:
+        retry = (
+            f"The answer is kept (signed) at {asked.kept_at}. Free space or make it writable, "
+            "then run --continue: the kept answer is used, the reviewer is not asked again."
+        )
+    else:
+        retry = (
+            "The answer could not be kept anywhere; it is printed here (text). A retry "
+            "would ask the reviewer again."
+        )
+    return {
+        "ok": False,
+        "status": "RECORD_FAILED",
+        "code": "RECORD_FAILED",
+        "message": f"The reviewer answered round {round_number} ({asked.answer.verdict.value}), "
+        f"but the round could not be recorded: {failed.message} [{failed.errno}]. {retry}",
+        "recordError": failed.model_dump(),
+        "round": round_number,
+        "verdict": asked.answer.verdict.value,
+        "reviewer": asked.delivery.peer,
+        "sessionId": asked.delivery.sessionId,
+        "text": asked.text,
+        "answerKept": str(asked.kept_at) if asked.kept_at else None,
+        "packetPath": str(ref.path),
+        "packetId": ref.packet_id,
+    }
 
 
 def _stored_session(runtime: Path, product: str) -> str | None:
@@ -548,12 +750,6 @@ def _stored_session(runtime: Path, product: str) -> str | None:
         return None
     sid = record.get("sessionId")
     return sid if isinstance(sid, str) and sid else None
-
-
-def _save_answer(runtime: Path, round_number: int, suffix: str, text: str) -> None:
-    atomic_write_bytes(
-        runtime / "answers" / f"round-{round_number}{suffix}.md", text.encode("utf-8")
-    )
 
 
 def _check_answer(
@@ -725,7 +921,8 @@ def _write_round(
         }
     )
     save_state(runtime, state)
-    append_line(
+    # The round is recorded: an unwritable event line must not turn it into a failure.
+    append_record(
         runtime / "events.jsonl",
         {
             "event": "round_finished",
