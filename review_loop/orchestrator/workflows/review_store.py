@@ -139,22 +139,6 @@ def create_packet(repo: Path, slug: str, scope: str, render: Any) -> PacketRef:
     raise StateError("PACKET_CREATE_FAILED", f"{CREATE_RETRIES} packet names under {folder} taken")
 
 
-def latest_packet(repo: Path, slug: str, *, archived: bool) -> PacketRef | None:
-    """The newest packet (by name, then mtime) of the branch, active or archived."""
-    kind = "archive" if archived else "active"
-    found: list[tuple[str, float, Path]] = []
-    for candidate_slug in (slug,):
-        folder = repo / HANDOFF / kind / candidate_slug
-        if folder.is_dir():
-            for path in folder.glob("*.md"):
-                if PACKET_NAME_RE.match(path.name):
-                    found.append((path.name, path.stat().st_mtime, path))
-    if not found:
-        return None
-    found.sort()
-    return PacketRef(repo, slug, found[-1][2].stem, archived=archived)
-
-
 def packets_newest_first(repo: Path, slug: str, *, archived: bool) -> list[PacketRef]:
     """Every packet of the branch (active or archived), newest (by name, then mtime) first."""
     folder = repo / HANDOFF / ("archive" if archived else "active") / slug
