@@ -50,7 +50,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import json
 import os
 import time
@@ -280,6 +279,9 @@ def write_file_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
 
 def _anchor_digest(fd: int, offset: int) -> str:
     # The bytes just before a snapshot's offset: binds the snapshot to this log's content.
+    # Imported here: only the cache needs it, and loading OpenSSL costs ~2 ms of start-up.
+    import hashlib
+
     size = min(offset, SNAPSHOT_ANCHOR_BYTES)
     return hashlib.sha256(os.pread(fd, size, offset - size) if size else b"").hexdigest()
 
@@ -585,10 +587,11 @@ class RunLog:
         self, directory: Directory, fd: int, stat: os.stat_result
     ) -> StreamState | None:
         """The snapshot, if this user's review-loop wrote it for this log as it is now."""
-        from review_loop.orchestrator import state_auth
-
         try:
             raw = directory.read(self.snapshot_path.name)
+            # Imported only when there is a cache to check (a young run has none).
+            from review_loop.orchestrator import state_auth
+
             header, _, body = raw.partition(b"\n")
             claimed = json.loads(header)
             if claimed.get("v") != SNAPSHOT_VERSION or not state_auth.verify_bytes(
