@@ -1,7 +1,11 @@
 """``review-loop verification run ...``: the ``spx verification run`` contract on our journal.
 
 One compact JSON line on stdout on success; the error (or the payload rejection block) on
-stderr with exit 1; appended events streamed as CloudEvents lines on stderr.
+stderr with exit 1; appended events streamed as CloudEvents lines on stderr. Beyond spx:
+``finish`` succeeds once its terminal event is durable and reports a seal marker it could
+not write as a warning line on stderr; ``status`` adds ``quarantined`` (tails moved aside)
+and ``ignoredTail`` (a tail a read-only run could not move) only when there are any
+(docs/journal.md).
 
 Start-up matters here (agents call this once per recorded unit), so only the parser of the
 verb being run is built.

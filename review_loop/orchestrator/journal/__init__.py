@@ -1,7 +1,9 @@
 """The append-only journal and its single writer.
 
 - :mod:`.store` — one stream's durable log: flock-ordered, one ``pwrite`` + ``fdatasync``
-  per batch, torn tails repaired, idempotency keys, sealing, a snapshot for O(1) commands.
+  per batch, torn or garbage tails moved aside, idempotency keys, sealing by the terminal
+  event, a MAC-signed snapshot for O(1) commands.
+- :mod:`.dirs` — directories opened no-follow from the repository root; no link followed.
 - :mod:`.writer` — ``open_journal()``: a bounded anyio stream feeding the single writer task.
 - :mod:`.layout` / :mod:`.runs` — verification runs (the ``spx verification run`` contract).
 

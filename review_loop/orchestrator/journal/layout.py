@@ -2,11 +2,16 @@
 
 ``<product>/.review-handoff/verification/branch/<slug>/<type>/runs/``::
 
-    run-<token>.jsonl          the append-only event log (CloudEvents lines)
-    run-<token>.jsonl.lock     the stream's flock
-    run-<token>.jsonl.state    snapshot of the fold (a cache, rebuilt when stale)
-    run-<token>.jsonl.sealed   marker: the run is finished
-    input-<token>.json         {scopeIdentity, scopeType, source, digest, content}
+    run-<token>.jsonl            the append-only event log (CloudEvents lines)
+    run-<token>.jsonl.lock       the stream's flock
+    run-<token>.jsonl.state      snapshot of the fold (a MAC-signed cache, rebuilt when
+                                 stale, forged or unsigned)
+    run-<token>.jsonl.sealed     marker: the run is finished (a cache; the terminal event
+                                 is the seal)
+    run-<token>.jsonl.corrupt-N  a torn or garbage tail moved aside (never overwritten)
+    input-<token>.json           {scopeIdentity, scopeType, source, digest, content}
+
+Every one of them is opened no-follow below the product root (``journal/dirs.py``).
 
 ``<product>`` is the root of the repository's *common* git dir, so every worktree of a
 repository shares one store, as spx's ``.spx/`` does. The tree lives under

@@ -550,7 +550,12 @@ def add_evidence(
 ) -> dict[str, Any]:
     """``scope add`` (``verb="scope"``) or ``finding add`` (``verb="finding"``).
 
-    A repeated key returns the original sequence without reading the payload.
+    A repeated key returns the original sequence without reading the payload, also when
+    the payload differs: that is the ``spx verification run`` contract (a retry after an
+    unknown outcome must not need the payload), and each verification type ties the key to
+    the payload's identity (an audit scope key *is* its ``unitId``, a finding key is
+    ``<unitId>:<rule>``), so a same-key, other-payload call names the evidence already
+    recorded. Keys are indexed per event type, as spx does.
 
     Raises:
         VerificationError: a precondition, or the payload's rejection block.
