@@ -302,6 +302,9 @@ def test_tracked_stop_and_state_are_named(repo: Path, fakes: FakeCLIs) -> None:
     assert "tracked_stop_file" in proc.stderr and ".review-handoff/STOP" in proc.stderr
     _, shown = rl(repo, "ledger", "show")
     assert shown["tracked"] == [".review-handoff/STOP"]
+    code, consulted = rl(repo, "consult", "--peer", "codex", "--question", "ship it?")
+    assert code == 2 and consulted["tracked"] == [".review-handoff/STOP"], consulted
+    assert fakes.calls() == []
 
 
 def test_an_archived_packet_edited_after_its_review_proves_nothing(

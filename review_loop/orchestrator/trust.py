@@ -147,3 +147,13 @@ def reporting_async(
             return report.attach(await function(*args, **kwargs))
 
     return wrapper
+
+
+def note_stop(repo: Path) -> None:
+    """Name the tracked files of ``repo`` when a ``.review-handoff/STOP`` exists (cheap check).
+
+    For commands that do not read review state but are stopped by the global STOP file
+    (``consult``): a committed STOP must not stop them silently.
+    """
+    if (repo / STOP_NAME).is_file() or (repo / STOP_NAME).is_symlink():
+        note_repo(repo)

@@ -30,6 +30,7 @@ from review_loop.orchestrator.files import (
     utc_now,
 )
 from review_loop.orchestrator.recording import RecordingFailed, record_error
+from review_loop.orchestrator.trust import note_stop, reporting_async
 from review_loop.prefs import PeerCommand, Prefs
 
 ADVISORY_MESSAGE = (
@@ -217,6 +218,7 @@ def _write_answer(path: Path, text: str) -> RecordError | None:
     return None
 
 
+@reporting_async
 async def run_consult(
     dispatcher: Dispatcher, plan: ConsultPlan, *, clock: Callable[[], str] = utc_now
 ) -> dict[str, Any]:
@@ -232,6 +234,7 @@ async def run_consult(
         RecordingFailed: a record directory cannot be made (nothing was asked).
     """
     repo = dispatcher.repo
+    note_stop(repo)  # a committed STOP stops every peer: say so (``tracked``)
     runtime = repo / ".review-handoff" / "runtime"
     prompt = consult_prompt(plan.question)
     created = clock()
