@@ -430,3 +430,13 @@ async def test_the_single_writer_on_a_full_disk_loses_no_acknowledged_event(
         assert {e["id"]: e["seq"] for e in events} == acknowledged
         assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
         assert log.path.read_bytes().endswith(b"\n")
+
+
+def test_a_log_with_another_hard_link_is_not_appended_to(log: RunLog, tmp_path: Path) -> None:
+    log.commit([put("a")])
+    other = tmp_path / "elsewhere.jsonl"
+    os.link(log.path, other)
+    before = other.read_bytes()
+    with pytest.raises(UnsafePathError, match="has other hard links"):
+        fresh(log).commit([put("b")])
+    assert other.read_bytes() == before
