@@ -253,9 +253,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None
         fd = _open_in(dir_fd, tmp, path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             try:
-                _write_all(fd, data)
-                if durable:
-                    os.fsync(fd)
+                _write_all(fd, data, path, sync=durable)
             finally:
                 os.close(fd)
             os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
@@ -277,8 +275,7 @@ def append_bytes(path: Path, data: bytes, *, anchor: Path | None = None) -> None
     """Append ``data`` with one ``O_APPEND`` write and fsync it; never through a link."""
     fd = open_fd(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, anchor=anchor)
     try:
-        _write_all(fd, data)
-        os.fsync(fd)
+        _write_all(fd, data, path, sync=True)
     finally:
         os.close(fd)
 
@@ -352,10 +349,20 @@ def _scan(dir_fd: int, shown: Path) -> None:
                 os.close(child)
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes, path: Path, *, sync: bool) -> None:
+    """Write all of ``data`` (then fsync when ``sync``); a failure names ``path``.
+
+    ``os.write`` alone says only "[Errno 28] No space left on device", which leaves the
+    user to guess which file of a full disk it was.
+    """
     view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+        if sync:
+            os.fsync(fd)
+    except OSError as error:
+        raise _reraise(error, path) from None
 
 
 def utc_now() -> str:

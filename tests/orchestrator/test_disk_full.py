@@ -42,6 +42,7 @@ import pytest
 from review_loop.orchestrator import state_auth
 from review_loop.orchestrator.cli import run as cli_run
 from review_loop.orchestrator.dispatcher import open_dispatcher
+from review_loop.orchestrator.git import ensure_layout
 from review_loop.orchestrator.workflows.consult import ConsultPlan, run_consult
 from review_loop.orchestrator.workflows.pending_answer import PURPOSE, REPO_FILE
 from review_loop.prefs import Prefs
@@ -364,3 +365,56 @@ def test_process_forged_pending_answer_is_not_believed(
     assert doc["verdict"] == "BLOCKED", doc  # the reviewer's real answer, asked again
     assert len(fakes.calls()) == 2
     assert any(entry["path"].endswith(REPO_FILE) for entry in doc["untrusted"]), doc
+
+
+# -- a disk that is full before anything is asked ----------------------------------------------
+
+
+def _fill_now(disk: Disk) -> None:
+    """Fill the disk before the command starts (as the fake would, but now)."""
+    if disk.kind == "injected":
+        disk.flag.touch()
+        return
+    fd = os.open(disk.root / "filler", os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        while True:
+            os.write(fd, b"x" * 4096)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def test_process_consult_on_a_full_disk_asks_nobody_and_names_path_and_errno(
+    repo: Path, fakes: FakeCLIs, disk: Disk
+) -> None:
+    ensure_layout(repo)  # as an earlier command left it
+    _fill_now(disk)
+    code, doc = rl(repo, "consult", "--peer", "codex", "--question", "Q")
+    assert code == 2, doc
+    assert doc["ok"] is False and doc["code"] == "record failed", doc
+    assert doc["recordError"]["errno"] == "ENOSPC"
+    assert doc["recordError"]["path"].endswith("reviewer-session.json")
+    assert doc["recordError"]["path"] in doc["error"]
+    assert fakes.calls() == []  # no record, no launch: nothing was sent
+
+
+def test_process_run_on_a_full_disk_asks_nobody_and_names_path_and_errno(
+    repo: Path, fakes: FakeCLIs, disk: Disk
+) -> None:
+    fakes.script(codex=[{"mode": "fail"}])
+    code, doc = rl(repo, "run")  # a packet and its state; the reviewer fails (asked once)
+    assert code == 2 and doc["status"] == "DELIVERY_UNKNOWN", doc
+    _fill_now(disk)
+    code, doc = rl(repo, "run", "--continue")
+    assert code == 1, doc
+    assert "TaskGroup" not in doc["error"]
+    assert str(repo) in doc["error"], doc
+    assert "No space left on device" in doc["error"] or "ENOSPC" in doc["error"], doc
+    assert len(fakes.calls()) == 1  # nobody was asked on the full disk
+    code, doc = rl(repo, "run")  # a new packet cannot be created either
+    assert code == 1 and str(repo) in doc["error"], doc
+    disk.free()
+    code, doc = rl(repo, "run", "--continue")  # nothing half-written is left in the way
+    assert code == 2 and doc["status"] == "DELIVERY_UNKNOWN", doc
+    assert len(fakes.calls()) == 2

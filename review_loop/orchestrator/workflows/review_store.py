@@ -30,7 +30,7 @@ import os
 import secrets
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -52,6 +52,7 @@ from review_loop.orchestrator.files import (
     read_bytes,
     refuse_links,
     remove_tree,
+    unlink,
 )
 from review_loop.orchestrator.trust import note_repo, note_untrusted
 
@@ -131,10 +132,15 @@ def create_packet(repo: Path, slug: str, scope: str, render: Any) -> PacketRef:
             fd = open_fd(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         except FileExistsError:
             continue
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(render(f"{slug}/{base}").encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(render(f"{slug}/{base}").encode("utf-8"))
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as error:  # disk full: no half-written packet, and name the file
+            with suppress(OSError):
+                unlink(path, missing_ok=True)
+            raise _named(error, path) from None
         return PacketRef(repo, slug, base, archived=False)
     raise StateError("PACKET_CREATE_FAILED", f"{CREATE_RETRIES} packet names under {folder} taken")
 
@@ -261,9 +267,22 @@ def _pid_alive(pid: int) -> bool:
 
 def _publish(lock: Path, token: str) -> None:
     make_dir_exclusive(lock)
-    fd = open_fd(lock / "owner", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(f"{token}\n{os.getpid()}\n")
+    owner = lock / "owner"
+    try:
+        fd = open_fd(owner, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(f"{token}\n{os.getpid()}\n")
+    except OSError as error:
+        # Disk full: a lock without its owner would hold the packet; take it back.
+        remove_tree(lock)
+        raise _named(error, owner) from None
+
+
+def _named(error: OSError, path: Path) -> OSError:
+    """``error`` naming ``path`` (a failed ``write`` alone names no file)."""
+    if isinstance(error, HandoffPathError) or error.filename is not None:
+        return error
+    return type(error)(error.errno, os.strerror(error.errno or 0), str(path))
 
 
 def _held(message: str) -> StateError:
