@@ -260,10 +260,12 @@ def _outcome(case: _Case) -> tuple[str, str]:
             "running (none carried its marker), so the reaper signalled nothing"
         )
     pids = ", ".join(str(pid) for pid in case.ended) or "none"
-    reason = f"owner died; the reaper ended {len(case.ended)} process(es) of the session ({pids})"
+    reason = (
+        f"owner died; the reaper ended {len(case.ended)} process(es) of the session: pids {pids}"
+    )
     if case.survivors:
         left = ", ".join(str(pid) for pid in case.survivors)
-        return "orphaned", f"{reason}; {len(case.survivors)} could not be ended ({left})"
+        return "orphaned", f"{reason}; {len(case.survivors)} could not be ended: pids {left}"
     return "orphaned", f"{reason}; none survived"
 
 

@@ -173,12 +173,15 @@ def available() -> bool:
 def supervised_argv(argv: Sequence[str], *, grace: float, env: dict[str, str]) -> list[str]:
     """The command that runs ``argv`` (``argv[0]`` a resolved path) under the supervisor.
 
+    The owner is this process: its pid travels as an argument, so that a supervisor
+    whose owner died before it even started (``getppid()`` is no longer the owner) knows.
     ``env`` is the environment the CLI must get; the supervisor's interpreter may add
     ``LC_CTYPE`` to its own (PEP 538 locale coercion), so the CLI's value (or its absence)
     travels as an argument and is restored before the CLI starts.
     """
     lc_ctype = f"--lc-ctype={env['LC_CTYPE']}" if "LC_CTYPE" in env else "--no-lc-ctype"
-    return [sys.executable, "-I", "-S", SCRIPT, f"--grace={grace!r}", lc_ctype, "--", *argv]
+    owner = f"--owner={os.getpid()}"
+    return [sys.executable, "-I", "-S", SCRIPT, f"--grace={grace!r}", owner, lc_ctype, "--", *argv]
 
 
 def spawn_failure(returncode: int | None, stderr: bytes) -> str | None:
@@ -236,10 +239,10 @@ def _signal(pid: int, parent: int, sig: int) -> None:
 class Supervisor:
     """One session: the CLI's pid, its wait status once reaped, and what stopped it."""
 
-    def __init__(self, grace: float) -> None:
+    def __init__(self, grace: float, owner: int) -> None:
         self.grace = grace
         self.me = os.getpid()
-        self.owner = os.getppid()
+        self.owner = owner
         self.cli = 0
         self.cli_status: int | None = None
 
@@ -340,14 +343,16 @@ def _exit_as(status: int | None) -> int:
     return 128 + sig  # a signal whose default action is not to terminate
 
 
-def _parse(args: Sequence[str]) -> tuple[float, str | None, list[str]]:
+def _parse(args: Sequence[str]) -> tuple[float, int, str | None, list[str]]:
     if "--" not in args:
-        raise ValueError("expected: --grace=S --lc-ctype=V|--no-lc-ctype -- argv...")
+        raise ValueError("expected: --grace=S --owner=PID --lc-ctype=V|--no-lc-ctype -- argv...")
     split = list(args).index("--")
-    grace, lc_ctype = 1.0, None
+    grace, owner, lc_ctype = 1.0, os.getppid(), None
     for option in args[:split]:
         if option.startswith("--grace="):
             grace = float(option.split("=", 1)[1])
+        elif option.startswith("--owner="):
+            owner = int(option.split("=", 1)[1])
         elif option.startswith("--lc-ctype="):
             lc_ctype = option.split("=", 1)[1]
         elif option != "--no-lc-ctype":
@@ -355,7 +360,7 @@ def _parse(args: Sequence[str]) -> tuple[float, str | None, list[str]]:
     argv = list(args[split + 1 :])
     if not argv:
         raise ValueError("no command after --")
-    return grace, lc_ctype, argv
+    return grace, owner, lc_ctype, argv
 
 
 def _cli_env(lc_ctype: str | None) -> dict[str, str]:
@@ -369,14 +374,16 @@ def _cli_env(lc_ctype: str | None) -> dict[str, str]:
 def main(args: Sequence[str]) -> int:
     """Run one session (see the module docstring); returns the exit code to use."""
     try:
-        grace, lc_ctype, argv = _parse(args)
+        grace, owner, lc_ctype, argv = _parse(args)
     except ValueError as error:
         _say(f"usage: {error}")
         return 2
     if not _become_subreaper():
         _say("prctl(PR_SET_CHILD_SUBREAPER) failed; orphans of this session are not adopted")
     signal.pthread_sigmask(signal.SIG_BLOCK, _WATCHED)
-    supervisor = Supervisor(grace)
+    if os.getppid() != owner:
+        return 128 + signal.SIGHUP  # the owner died before we started: start nothing
+    supervisor = Supervisor(grace, owner)
     try:
         supervisor.cli = os.posix_spawn(
             argv[0], argv, _cli_env(lc_ctype), setsigmask=(), setsigdef=_DEFAULTED_IN_CLI

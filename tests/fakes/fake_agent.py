@@ -14,7 +14,11 @@ after the request left), ``not-logged-in`` (credential refusal before any reques
 SIGTERM), ``grandchild`` (answers, leaving a sleeping grandchild that holds stdout),
 ``setsid-grandchild`` (a grandchild in its own session holding stdout, then hang),
 ``garbage``, ``non-utf8``, ``huge`` (``bytes``), ``slow-stream`` (``lines``, ``interval``),
-``empty``. Any step may carry ``delay`` (seconds before output), ``write`` (a path,
+``empty``, ``ok-leaving`` (answers, leaving the processes listed in ``leave``: ``detached``,
+``daemon``, ``daemon-pipe``; see ``_leave``), ``stubborn-escape`` (a SIGTERM-ignoring
+grandchild in its own session holding stdout, then hang; the pids left
+are noted in ``$FAKE_AGENT_SCRIPT.pids``).
+Any step may carry ``delay`` (seconds before output), ``write`` (a path,
 relative to the cwd, the fake writes to — to prove read-only isolation), and ``exit``.
 """
 
@@ -266,6 +270,56 @@ def _spawn_sleeper(*, new_session: bool) -> None:
     subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL)
 
 
+def _note_pid(pid: int) -> None:
+    """Append ``pid`` to ``$FAKE_AGENT_SCRIPT.pids``: the processes a step left behind."""
+    script = os.environ.get("FAKE_AGENT_SCRIPT")
+    if script:
+        with open(f"{script}.pids", "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            handle.write(f"{pid}\n")
+
+
+def _leave(kind: str) -> None:
+    """Leave one process behind, as a CLI's background helper or daemon would.
+
+    ``detached``: its own session, stdio on /dev/null, the environment (marker) kept.
+    ``daemon``: double-forked (its parent exits at once, so nobody sees it as a child),
+    its own session, stdio on /dev/null, ``REVIEW_LOOP_SESSION_MARKER`` dropped.
+    ``daemon-pipe``: the same, but it keeps stdout and stderr open.
+    ``stubborn-escape``: its own session, ignores SIGTERM, keeps stdout and stderr open.
+    """
+    sleeper = "import signal, time\n"
+    if kind == "stubborn-escape":
+        sleeper += "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    sleeper += "time.sleep(3600)\n"
+    null = subprocess.DEVNULL
+    if kind in ("detached", "stubborn-escape"):
+        keep = kind == "stubborn-escape"
+        helper = subprocess.Popen(
+            [sys.executable, "-c", sleeper],
+            stdin=null,
+            stdout=None if keep else null,
+            stderr=None if keep else null,
+            start_new_session=True,
+        )
+        _note_pid(helper.pid)
+        return
+    env = {k: v for k, v in os.environ.items() if k != "REVIEW_LOOP_SESSION_MARKER"}
+    middle = os.fork()
+    if middle == 0:  # the intermediate: new session, fork the daemon, note it, vanish
+        os.setsid()
+        daemon = os.fork()
+        if daemon == 0:
+            if kind == "daemon":
+                fd = os.open(os.devnull, os.O_RDWR)
+                for target in (0, 1, 2):
+                    os.dup2(fd, target)
+            os.execve(sys.executable, [sys.executable, "-c", sleeper], env)
+        _note_pid(daemon)
+        os._exit(0)
+    os.waitpid(middle, 0)
+
+
 def main(product: str) -> int:
     argv = sys.argv[1:]
     grok_variant = os.environ.get("FAKE_GROK_VARIANT", "build")
@@ -332,6 +386,15 @@ def main(product: str) -> int:
         return 0
     if mode == "setsid-grandchild":
         _spawn_sleeper(new_session=True)
+        time.sleep(3600)
+        return 0
+    if mode == "ok-leaving":
+        for kind in step.get("leave", ["detached"]):
+            _leave(kind)
+        _ok(product, sid, text, grok_variant)
+        return int(exit_code or 0)
+    if mode == "stubborn-escape":
+        _leave("stubborn-escape")
         time.sleep(3600)
         return 0
     if mode == "stubborn":

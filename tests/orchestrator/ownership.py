@@ -1,0 +1,138 @@
+"""Helpers of the process-ownership tests: survivors by marker and by noted pid, victims,
+owner processes to kill -9. Only processes a test started are ever signalled here."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+
+from review_loop.orchestrator.process import MARKER_ENV
+from tests.fakes import FakeCLIs
+
+ROOT = Path(__file__).resolve().parents[2]
+PASSTHROUGH = "FAKE_AGENT_SCRIPT FAKE_AGENT_LOG FAKE_GROK_VARIANT REVIEW_LOOP_TEST_TOKEN"
+"""Names the fake CLIs need, for an environment allow-list (ignored where there is none)."""
+
+
+def running(proc: psutil.Process) -> bool:
+    with contextlib.suppress(psutil.Error):
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    return False
+
+
+def with_marker(marker: str) -> list[psutil.Process]:
+    """Live processes carrying ``marker`` as the session marker in their own environment."""
+    found = []
+    for proc in psutil.process_iter(["pid", "status"]):
+        if proc.pid == os.getpid() or proc.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        with contextlib.suppress(psutil.Error, OSError):
+            if proc.environ().get(MARKER_ENV) == marker:
+                found.append(proc)
+    return found
+
+
+def noted(fakes: FakeCLIs) -> list[psutil.Process]:
+    """The processes the fake noted as left behind (``$FAKE_AGENT_SCRIPT.pids``) that run
+    the fake's sleeper (a pid reused by something else does not count)."""
+    path = Path(f"{fakes.script_path}.pids")
+    if not path.exists():
+        return []
+    found = []
+    for word in path.read_text().split():
+        with contextlib.suppress(psutil.Error):
+            proc = psutil.Process(int(word))
+            if running(proc) and "time.sleep(3600)" in " ".join(proc.cmdline()):
+                found.append(proc)
+    return found
+
+
+def noted_count(fakes: FakeCLIs) -> int:
+    path = Path(f"{fakes.script_path}.pids")
+    return len(path.read_text().split()) if path.exists() else 0
+
+
+def wait_until(predicate: Callable[[], bool], seconds: float = 20.0) -> bool:
+    """Poll ``predicate`` (a callable) until true or ``seconds`` pass (hang-catching only)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def kill_all(procs: list[psutil.Process]) -> None:
+    """Clean up after a failed assertion: SIGKILL processes this test started, by pid."""
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+
+
+def victim(*, new_session: bool = True) -> subprocess.Popen[bytes]:
+    """A process of the test's own (no review-loop marker): what must never be signalled."""
+    return subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(3600)"], start_new_session=new_session
+    )
+
+
+OWNER_SCRIPT = """
+import anyio, sys
+from pathlib import Path
+from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
+from review_loop.prefs import Prefs
+async def main():
+    prefs = Prefs.model_validate({"graceMs": int(sys.argv[3])})
+    async with open_dispatcher(repo=Path(sys.argv[1]), prefs=prefs, reap=False) as d:
+        await d.consult(PeerRequest(peer="claude", prompt="x", record_dir=Path(sys.argv[2])))
+anyio.run(main)
+"""
+
+
+def start_owner(repo: Path, record_dir: Path, grace_ms: int) -> subprocess.Popen[bytes]:
+    """A review-loop process (dispatcher + one consult) to be killed with SIGKILL."""
+    return subprocess.Popen(
+        [sys.executable, "-c", OWNER_SCRIPT, str(repo), str(record_dir), str(grace_ms)],
+        env=os.environ | {"PYTHONPATH": str(ROOT)},
+    )
+
+
+def running_record(record_dir: Path, seconds: float = 30.0) -> dict[str, object]:
+    """The session record once it says ``running`` (the process is recorded)."""
+    path = record_dir / "reviewer-session.json"
+
+    def ready() -> bool:
+        return path.exists() and json.loads(path.read_text()).get("status") == "running"
+
+    assert wait_until(ready, seconds), f"no running record at {path}"
+    return dict(json.loads(path.read_text()))
+
+
+def kill_owner_mid_session(
+    repo: Path, *, grace_ms: int, marked: int, leader_too: bool = False
+) -> tuple[dict[str, object], str]:
+    """Run an owner until ``marked`` processes carry its session's marker, then SIGKILL it
+    (and, with ``leader_too``, the session's recorded leader first). Returns the running
+    record and the marker."""
+    record_dir = repo / ".review-handoff" / "runtime" / "t" / "owned"
+    owner = start_owner(repo, record_dir, grace_ms)
+    try:
+        record = running_record(record_dir)
+        marker = str(record["marker"])
+        assert wait_until(lambda: len(with_marker(marker)) >= marked)
+        if leader_too:
+            leader = psutil.Process(int(str(record["pid"])))
+            leader.kill()  # the supervisor, where there is one, or the CLI itself
+            assert wait_until(lambda: not running(leader))
+    finally:
+        owner.kill()  # SIGKILL: nothing runs in the owner
+        owner.wait()
+    return record, marker
