@@ -17,6 +17,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.fakes import FAKE_ENV_NAMES, PASSTHROUGH_ENV
+
 TOKEN_ENV = "REVIEW_LOOP_TEST_TOKEN"
 
 
@@ -46,6 +48,9 @@ def no_process_left_behind(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Fail the test if any process it started outlives it (checked by env token)."""
     token = uuid.uuid4().hex
     monkeypatch.setenv(TOKEN_ENV, token)
+    # Reviewers get an allow-listed environment: the harness lists what must reach them
+    # (this token, and what the fake CLIs read), as a user would with envPassthrough.
+    monkeypatch.setenv(PASSTHROUGH_ENV, " ".join([TOKEN_ENV, *FAKE_ENV_NAMES]))
     yield token
     deadline = time.monotonic() + 3.0
     survivors = processes_with_token(token)

@@ -24,6 +24,7 @@ from review_loop.agents.models import (
     AgentRequest,
     Capabilities,
     Completed,
+    EnvPassthrough,
     Failure,
     Invocation,
     Outcome,
@@ -67,6 +68,7 @@ class Adapter(Protocol):
     Attributes:
         name: the product name users type (``claude``); unique in the registry.
         default_executable: the command looked up on ``PATH`` when no alias is given.
+        env_passthrough: what of the caller's environment the CLI may see.
     """
 
     # Read-only properties, so frozen dataclasses and plain attributes both satisfy them.
@@ -75,6 +77,17 @@ class Adapter(Protocol):
 
     @property
     def default_executable(self) -> str: ...
+
+    @property
+    def env_passthrough(self) -> EnvPassthrough:
+        """The variables of the caller's environment this CLI needs: its auth and config.
+
+        Nothing else of the caller's environment reaches the CLI, besides the
+        orchestrator's product-neutral basics (PATH, HOME, locale, proxies, CA bundles)
+        and the names the user adds (prefs ``envPassthrough``). Declare exact names, and
+        a prefix only when every variable under it belongs to this product.
+        """
+        ...
 
     def probe_args(self) -> tuple[str, ...] | None:
         """Arguments that make the CLI describe itself (``("--version",)``), or ``None``.

@@ -5,6 +5,10 @@ Read-only by construction, in three independent layers (measured in cli-adapters
 only reading tools to the model, and ``--disallowedTools`` removes the writing ones even
 if a settings file would allow them. ``build`` always emits all three.
 
+Nothing from the repository runs: its settings files, hooks and MCP servers are not
+loaded (:data:`NO_PROJECT_CODE_FLAGS`), and only :data:`ENV_PASSTHROUGH` of the caller's
+environment reaches the CLI besides the orchestrator's basics.
+
 The session id is chosen before launch (``--session-id <uuid>``) so the record holds the
 handle before anything runs; a resume passes ``--resume <id>`` instead.
 """
@@ -53,6 +57,7 @@ from review_loop.agents.models import (
     AgentRequest,
     Capabilities,
     Completed,
+    EnvPassthrough,
     Failure,
     Invocation,
     Outcome,
@@ -72,11 +77,47 @@ READ_ONLY_FLAGS: Final = (
     "--tools",
     "Read,Grep,Glob",
     "--disallowedTools",
-    "Write,Edit,MultiEdit,NotebookEdit,Bash,Agent,WebFetch,WebSearch",
+    "Write,Edit,NotebookEdit,Bash,Agent,WebFetch,WebSearch",
 )
-"""Present in every argv ``build`` returns."""
+"""Present in every argv ``build`` returns. (2.1 has no ``MultiEdit`` tool; naming it made
+Claude warn ``Permission deny rule "MultiEdit" matches no known tool`` on every run.)"""
+
+NO_PROJECT_CODE_FLAGS: Final = (
+    "--setting-sources",
+    "user",
+    "--strict-mcp-config",
+    "--mcp-config",
+    '{"mcpServers":{}}',
+    "--settings",
+    '{"disableAllHooks":true}',
+)
+"""Present in every argv ``build`` returns: nothing the repository provides runs.
+
+``-p`` skips Claude's workspace-trust dialog, so the repository's ``.claude/settings.json``
+and ``settings.local.json`` (hooks, ``apiKeyHelper``, ``env``, MCP approvals) and its
+``.mcp.json`` would otherwise load and run. ``--setting-sources user`` loads the user's
+settings only; ``--strict-mcp-config`` with an empty ``--mcp-config`` starts no MCP
+server at all; ``disableAllHooks`` turns off hooks from every source, the user's too (a
+user hook could write to the tree). Proven against the real CLI by
+``tests/e2e/test_hostile_repo.py``."""
 
 ENV: Final = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
+ENV_PASSTHROUGH: Final = EnvPassthrough(
+    names=(
+        "CLAUDE_CONFIG_DIR",
+        "CLOUD_ML_REGION",
+        "API_TIMEOUT_MS",
+        "MAX_THINKING_TOKENS",
+        "DISABLE_TELEMETRY",
+        "DISABLE_ERROR_REPORTING",
+        "DISABLE_PROMPT_CACHING",
+        "DO_NOT_TRACK",
+    ),
+    prefixes=("ANTHROPIC_", "CLAUDE_CODE_"),
+)
+"""Claude's credentials (``ANTHROPIC_API_KEY``, ``ANTHROPIC_AUTH_TOKEN``), endpoint, model
+and behaviour switches. Bedrock/Vertex credentials (``AWS_*``, ``GOOGLE_APPLICATION_
+CREDENTIALS``) are shared with other tools, so they pass only when the user adds them."""
 UNSET_ENV: Final = ("CLAUDECODE",)
 """``CLAUDECODE`` is set inside a Claude Code session and blocks nested launches."""
 
@@ -162,6 +203,7 @@ class ClaudeAdapter:
 
     name: str = PRODUCT
     default_executable: str = "claude"
+    env_passthrough: EnvPassthrough = ENV_PASSTHROUGH
 
     def probe_args(self) -> tuple[str, ...] | None:
         """``claude --version`` prints ``2.1.197 (Claude Code)``."""
@@ -174,9 +216,10 @@ class ClaudeAdapter:
     def build(
         self, request: AgentRequest, *, command: Sequence[str], capabilities: Capabilities
     ) -> Invocation:
-        """``claude -p --output-format json <read-only flags> --session-id|--resume <id>``."""
+        """``claude -p --output-format json``, both flag sets, ``--session-id|--resume <id>``."""
         argv = [*require_command(PRODUCT, command), "-p", "--output-format", "json"]
         argv += READ_ONLY_FLAGS
+        argv += NO_PROJECT_CODE_FLAGS
         if request.resume_session_id is not None:
             session_id = checked_session_id(PRODUCT, request.resume_session_id)
             argv += ["--resume", session_id]

@@ -51,6 +51,7 @@ from review_loop.agents.models import (
     Capabilities,
     Completed,
     DeliveryState,
+    EnvPassthrough,
     Failure,
     Invocation,
     Outcome,
@@ -73,6 +74,20 @@ READ_ONLY_FLAGS: Final = (
     'approval_policy="never"',
 )
 """Present in every argv ``build`` returns, before any subcommand."""
+
+NO_PROJECT_CODE_FLAGS: Final = ("--ignore-rules",)
+"""Present in every argv ``build`` returns: the repository's execpolicy ``.rules`` (which
+can allow commands) are not loaded. Codex itself ignores an untrusted project's
+``.codex/config.toml`` (MCP servers, hooks, ``notify``) and prints "Untrusted project-local
+configuration is disabled" (proven by ``tests/e2e/test_hostile_repo.py``); a project the
+user marked trusted in their own ``config.toml`` is the user's decision, which ``-c``
+cannot undo in 0.171 (measured: ``-c projects."<repo>".trust_level`` and
+``-c mcp_servers={}`` leave its MCP servers running)."""
+
+ENV_PASSTHROUGH: Final = EnvPassthrough(prefixes=("CODEX_", "OPENAI_"))
+"""Codex's home and credentials (``CODEX_HOME``, ``CODEX_API_KEY``, ``OPENAI_API_KEY``,
+``OPENAI_BASE_URL``). A custom provider's ``env_key`` (e.g. ``AZURE_OPENAI_API_KEY``) is the
+user's to add with the ``envPassthrough`` prefs key."""
 
 SOURCE: Final = "cli-store"
 
@@ -176,6 +191,7 @@ class CodexAdapter:
 
     name: str = PRODUCT
     default_executable: str = "codex"
+    env_passthrough: EnvPassthrough = ENV_PASSTHROUGH
 
     def probe_args(self) -> tuple[str, ...] | None:
         """``codex --version`` prints ``codex-cli 0.171.0`` (after a warning, sometimes)."""
@@ -192,6 +208,7 @@ class CodexAdapter:
         """``codex exec --json <read-only> … -C <cwd> [resume <id>] -``; prompt on stdin."""
         argv = [*require_command(PRODUCT, command), "exec", "--json", *READ_ONLY_FLAGS]
         argv += ["--skip-git-repo-check", "--disable", "unbounded_connection_retries"]
+        argv += NO_PROJECT_CODE_FLAGS
         argv += ["-C", directory_argument(PRODUCT, request.cwd)]
         session_id: str | None = None
         if request.resume_session_id is not None:

@@ -58,6 +58,7 @@ from review_loop.agents.models import (
     AgentRequest,
     Capabilities,
     Completed,
+    EnvPassthrough,
     Failure,
     Invocation,
     Outcome,
@@ -80,6 +81,21 @@ READ_ONLY_FLAGS: Final = ("--approval-mode", "plan", "--admin-policy", str(READ_
 """Present in every argv ``build`` returns."""
 
 ENV: Final = {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+ENV_PASSTHROUGH: Final = EnvPassthrough(
+    names=(
+        "GOOGLE_API_KEY",
+        "GOOGLE_GEMINI_BASE_URL",
+        "GOOGLE_VERTEX_BASE_URL",
+        "GOOGLE_CLOUD_PROJECT",
+        "GOOGLE_CLOUD_LOCATION",
+        "GOOGLE_GENAI_USE_VERTEXAI",
+        "GOOGLE_GENAI_USE_GCA",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+    ),
+    prefixes=("GEMINI_",),
+)
+"""Gemini's credentials (``GEMINI_API_KEY``, ``GOOGLE_API_KEY``, Vertex AI project and
+location, a service-account file), endpoint and ``GEMINI_CLI_HOME``."""
 SOURCE: Final = "cli-store"
 PROJECT_ROOT_SIDECAR: Final = "../.project_root"
 """Beside ``chats/``: the directory the project slug stands for."""
@@ -172,6 +188,7 @@ class GeminiAdapter:
 
     name: str = PRODUCT
     default_executable: str = "gemini"
+    env_passthrough: EnvPassthrough = ENV_PASSTHROUGH
 
     def probe_args(self) -> tuple[str, ...] | None:
         """``gemini --version`` prints ``0.61.0``."""

@@ -61,6 +61,7 @@ from review_loop.agents.models import (
     AgentRequest,
     Capabilities,
     Completed,
+    EnvPassthrough,
     Failure,
     Invocation,
     Outcome,
@@ -100,6 +101,10 @@ READ_ONLY_FLAGS: Final = (
 )
 """Follow the prompt in every Grok Build argv ``build`` returns."""
 
+ENV_PASSTHROUGH: Final = EnvPassthrough(prefixes=("GROK_", "XAI_"))
+"""Grok's credentials and endpoint (``GROK_API_KEY``, ``GROK_BASE_URL``, ``GROK_MODEL``,
+``XAI_API_KEY``) and ``GROK_HOME``."""
+
 SOURCE: Final = "cli-store"
 
 _ERROR_REPLY = "Sorry, I encountered an error:"
@@ -130,6 +135,7 @@ class GrokAdapter:
 
     name: str = PRODUCT
     default_executable: str = "grok"
+    env_passthrough: EnvPassthrough = ENV_PASSTHROUGH
 
     def probe_args(self) -> tuple[str, ...] | None:
         """``grok --help``: its flags tell the variants apart."""

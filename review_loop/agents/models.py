@@ -63,13 +63,43 @@ class Capabilities(Frozen):
     """Run in a throw-away copy of ``cwd`` because the CLI has no read-only mode."""
 
 
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+"""What an environment variable name may look like (POSIX portable names)."""
+
+
+class EnvPassthrough(Frozen):
+    """Which variables of the caller's environment may reach a CLI; nothing else does.
+
+    Attributes:
+        names: exact variable names (``ANTHROPIC_API_KEY``).
+        prefixes: every variable whose name starts with one of these (``LC_``).
+    """
+
+    names: tuple[Annotated[str, Field(pattern=ENV_NAME_PATTERN)], ...] = ()
+    prefixes: tuple[Annotated[str, Field(pattern=ENV_NAME_PATTERN)], ...] = ()
+
+    def allows(self, name: str) -> bool:
+        """Whether ``name`` may pass."""
+        return name in self.names or name.startswith(self.prefixes)
+
+    def plus(self, other: EnvPassthrough) -> EnvPassthrough:
+        """Both allowances together (order kept, duplicates dropped)."""
+        return EnvPassthrough(
+            names=tuple(dict.fromkeys((*self.names, *other.names))),
+            prefixes=tuple(dict.fromkeys((*self.prefixes, *other.prefixes))),
+        )
+
+
 class Invocation(Frozen):
     """Everything needed to start one CLI. Building it performs no I/O.
 
     Attributes:
         argv: the exact argument vector; ``argv[0]`` is the executable or launcher.
-        env: variables added to (or overriding) the inherited environment.
-        unset_env: variables removed from the inherited environment.
+        env: variables set for the CLI (they win over anything passed through).
+        unset_env: variables never passed through, even when ``pass_env`` allows them.
+        pass_env: which variables of the caller's environment may reach the CLI, besides
+            the orchestrator's product-neutral basics (PATH, HOME, locale, proxies, ...).
+            Everything else of the caller's environment is dropped.
         stdin: bytes written to stdin before it is closed; ``None`` means DEVNULL.
         cwd: the working directory.
         session_id: the session handle known before launch, if any.
@@ -79,6 +109,7 @@ class Invocation(Frozen):
     argv: tuple[str, ...]
     env: dict[str, str] = Field(default_factory=dict)
     unset_env: tuple[str, ...] = ()
+    pass_env: EnvPassthrough = EnvPassthrough()
     stdin: bytes | None = None
     cwd: Path
     session_id: str | None = None

@@ -44,11 +44,13 @@ from review_loop.agents.models import (
     Capabilities,
     Completed,
     DeliveryState,
+    EnvPassthrough,
     Failure,
     Invocation,
     Reply,
 )
 from review_loop.agents.records import Attempt, Delivery, Fallback, RecordError, SessionRecord
+from review_loop.orchestrator.environment import reviewer_passthrough
 from review_loop.orchestrator.files import atomic_write_json, utc_now
 from review_loop.orchestrator.isolation import (
     isolation_failed,
@@ -219,6 +221,10 @@ class Dispatcher:
 
     # -- internals ---------------------------------------------------------------------
 
+    def _env(self, peer: ResolvedPeer) -> EnvPassthrough:
+        """What of the caller's environment this peer's CLI gets (its adapter's + prefs)."""
+        return reviewer_passthrough(peer.adapter.env_passthrough, self.prefs.envPassthrough)
+
     async def _capabilities_of(self, peer: ResolvedPeer) -> Capabilities:
         key = peer.command
         if key in self._capabilities:
@@ -244,7 +250,7 @@ class Dispatcher:
         hit = cache.get(key)
         if isinstance(hit, dict) and hit.get("stamp") == stamp:
             return str(hit.get("output", ""))
-        probe = Invocation(argv=(*peer.command, *args), cwd=self.repo)
+        probe = Invocation(argv=(*peer.command, *args), cwd=self.repo, pass_env=self._env(peer))
         done = await run_process(probe, deadline=PROBE_DEADLINE_S, grace=1.0)
         output = (done.stdout + b"\n" + done.stderr).decode("utf-8", "replace")
         if done.returncode == 0:
@@ -429,7 +435,7 @@ class Dispatcher:
             )
             invocation = peer.adapter.build(
                 agent_request, command=peer.command, capabilities=capabilities
-            )
+            ).model_copy(update={"pass_env": self._env(peer)})
         except AdapterRefusalError as refusal:
             write_record(record_path, record.model_dump(mode="json"))
             return finish(

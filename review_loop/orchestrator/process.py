@@ -339,11 +339,10 @@ def resolve_executable(argv0: str, env: dict[str, str]) -> str | None:
 
 
 def child_env(invocation: Invocation, marker: str) -> dict[str, str]:
-    """The inherited environment with the invocation's changes and this run's marker."""
-    env = {k: v for k, v in os.environ.items() if k not in invocation.unset_env}
-    env.update(invocation.env)
-    env[MARKER_ENV] = marker
-    return env
+    """The allow-listed environment (see :mod:`.environment`) and this run's marker."""
+    from review_loop.orchestrator.environment import child_environment
+
+    return child_environment(invocation, {MARKER_ENV: marker})
 
 
 async def _spawn(

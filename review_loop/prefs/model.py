@@ -9,6 +9,7 @@ from typing import Protocol
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from review_loop.agents.errors import PrefsError
+from review_loop.agents.models import ENV_NAME_PATTERN
 
 DEFAULT_ORDER: tuple[str, ...] = ("claude", "codex", "grok")
 DEFAULT_TIMEOUT_MS = 1_200_000  # 20 minutes, as the original review-loop
@@ -22,6 +23,7 @@ TIMEOUT_RANGE = (
 DEFAULT_GRACE_MS = 5_000
 DEFAULT_LIVENESS_MS = 30_000
 ALIAS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+ENV_NAME_RE = re.compile(ENV_NAME_PATTERN)
 
 
 class ProductSet(Protocol):
@@ -61,6 +63,8 @@ class Prefs(BaseModel):
         timeoutMs: the deadline of one attempt, from 1 s to 1 day.
         graceMs: time between SIGTERM and SIGKILL of a stopped session's process group.
         livenessMs: interval of the ``status=active`` line on stderr.
+        envPassthrough: names of the user's environment variables that reviewers get
+            besides what their product needs (exact names, e.g. ``AWS_PROFILE``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
@@ -71,6 +75,20 @@ class Prefs(BaseModel):
     timeoutMs: int = Field(default=DEFAULT_TIMEOUT_MS, ge=MIN_TIMEOUT_MS, le=MAX_TIMEOUT_MS)
     graceMs: int = Field(default=DEFAULT_GRACE_MS, ge=0)
     livenessMs: int = Field(default=DEFAULT_LIVENESS_MS, gt=0)
+    envPassthrough: tuple[str, ...] = ()
+
+    @field_validator("envPassthrough")
+    @classmethod
+    def _env_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not ENV_NAME_RE.fullmatch(name):
+                raise ValueError(
+                    f"{name!r} is not an environment variable name "
+                    f"(exact names matching {ENV_NAME_RE.pattern}; no patterns)"
+                )
+        if len(set(value)) != len(value):
+            raise ValueError("envPassthrough must not repeat a name")
+        return value
 
     @field_validator("order")
     @classmethod

@@ -41,7 +41,9 @@ def _describe(error: ValidationError, source: str) -> PrefsError:
     first = error.errors()[0]
     where = ".".join(str(part) for part in first["loc"]) or "(top level)"
     accepted = {
-        "extra_forbidden": "order, skipHost, peerCommands, timeoutMs, graceMs, livenessMs",
+        "extra_forbidden": (
+            "order, skipHost, peerCommands, timeoutMs, graceMs, livenessMs, envPassthrough"
+        ),
     }.get(first["type"])
     if where == "timeoutMs":
         accepted = TIMEOUT_RANGE

@@ -21,6 +21,9 @@ from review_loop.agents.models import (
     Usage,
 )
 from tests.adapters.golden import CLAUDE_SID, PROMPT, REPO, finished, sample
+from tests.adapters.test_contract import NO_PROJECT_CODE
+
+NO_PROJECT_CODE_FLAGS = NO_PROJECT_CODE["claude"]
 
 READ_ONLY = (
     "--permission-mode",
@@ -28,7 +31,7 @@ READ_ONLY = (
     "--tools",
     "Read,Grep,Glob",
     "--disallowedTools",
-    "Write,Edit,MultiEdit,NotebookEdit,Bash,Agent,WebFetch,WebSearch",
+    "Write,Edit,NotebookEdit,Bash,Agent,WebFetch,WebSearch",
 )
 CAPS = Capabilities()
 
@@ -40,7 +43,8 @@ def test_new_session_argv_preassigns_the_requested_id() -> None:
         capabilities=CAPS,
     )
     assert invocation.argv == (
-        "claude", "-p", "--output-format", "json", *READ_ONLY, "--session-id", CLAUDE_SID,
+        "claude", "-p", "--output-format", "json", *READ_ONLY, *NO_PROJECT_CODE_FLAGS,
+        "--session-id", CLAUDE_SID,
     )  # fmt: skip
     assert invocation.session_id == CLAUDE_SID
     assert invocation.stdin == PROMPT.encode()
@@ -66,7 +70,7 @@ def test_resume_argv_uses_resume_instead_of_session_id() -> None:
     )
     assert invocation.argv == (
         "/opt/claude", "--model", "opus", "-p", "--output-format", "json", *READ_ONLY,
-        "--resume", CLAUDE_SID,
+        *NO_PROJECT_CODE_FLAGS, "--resume", CLAUDE_SID,
     )  # fmt: skip
     assert "--session-id" not in invocation.argv
     assert invocation.session_id == CLAUDE_SID

@@ -17,6 +17,7 @@ from review_loop.agents.models import (
     AgentRequest,
     Capabilities,
     DeliveryState,
+    EnvPassthrough,
     Failure,
     Invocation,
     Reply,
@@ -34,7 +35,7 @@ READ_ONLY: dict[str, tuple[str, ...]] = {
         "--tools",
         "Read,Grep,Glob",
         "--disallowedTools",
-        "Write,Edit,MultiEdit,NotebookEdit,Bash,Agent,WebFetch,WebSearch",
+        "Write,Edit,NotebookEdit,Bash,Agent,WebFetch,WebSearch",
     ),
     "codex": ("-s", "read-only", "-c", 'sandbox_mode="read-only"', "-c", 'approval_policy="never"'),
     "gemini": (
@@ -61,6 +62,40 @@ READ_ONLY: dict[str, tuple[str, ...]] = {
         "--no-auto-update",
     ),
 }
+
+# The flags that keep each built-in from running what the repository provides (settings,
+# hooks, MCP servers, rules), written out independently of the modules.
+NO_PROJECT_CODE: dict[str, tuple[str, ...]] = {
+    "claude": (
+        "--setting-sources",
+        "user",
+        "--strict-mcp-config",
+        "--mcp-config",
+        '{"mcpServers":{}}',
+        "--settings",
+        '{"disableAllHooks":true}',
+    ),
+    "codex": ("--ignore-rules",),
+}
+
+# Each built-in's own credential, which must reach it; and secrets of other tools, which
+# no adapter may let through.
+OWN_CREDENTIAL = {
+    "claude": "ANTHROPIC_API_KEY",
+    "codex": "OPENAI_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "grok": "GROK_API_KEY",
+}
+FOREIGN_SECRETS = (
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_ACCESS_KEY_ID",
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "NPM_TOKEN",
+    "DATABASE_URL",
+    "SSH_AUTH_SOCK",
+    "KUBECONFIG",
+)
 
 # Probe outputs each built-in may see (besides no probe at all).
 PROBES: dict[str, tuple[str | None, ...]] = {
@@ -173,6 +208,26 @@ def test_read_only_flags_always_present(product: str, prompt: str) -> None:
             assert product == "grok"  # the only CLI without a read-only mode
             continue
         assert contains_run(invocation.argv, READ_ONLY[product]), invocation.argv
+
+
+@pytest.mark.parametrize("product", PRODUCTS, ids=PRODUCTS)
+def test_no_project_code_flags_always_present(product: str) -> None:
+    if product not in NO_PROJECT_CODE:
+        pytest.skip(f"{product} keeps project configuration out by other means")
+    adapter = get_adapter(product)
+    for invocation in invocations(adapter, product):
+        assert contains_run(invocation.argv, NO_PROJECT_CODE[product]), invocation.argv
+
+
+@pytest.mark.parametrize("product", PRODUCTS, ids=PRODUCTS)
+def test_env_passthrough_is_declared_and_narrow(product: str) -> None:
+    declared = get_adapter(product).env_passthrough
+    assert isinstance(declared, EnvPassthrough)
+    for name in FOREIGN_SECRETS:
+        assert not declared.allows(name), f"{product} lets {name} through"
+    assert all(len(prefix) >= 4 and prefix.endswith("_") for prefix in declared.prefixes)
+    if product in OWN_CREDENTIAL:
+        assert declared.allows(OWN_CREDENTIAL[product])
 
 
 @pytest.mark.parametrize("product", PRODUCTS, ids=PRODUCTS)

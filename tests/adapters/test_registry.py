@@ -18,11 +18,14 @@ from review_loop.prefs import load_prefs
 
 ACME = textwrap.dedent(
     """
-    from review_loop.agents.models import Capabilities, Failure, Invocation, ResumeCommands
+    from review_loop.agents.models import (
+        Capabilities, EnvPassthrough, Failure, Invocation, ResumeCommands
+    )
 
     class Acme:
         name = "acme"
         default_executable = "acme-cli"
+        env_passthrough = EnvPassthrough(names=("ACME_TOKEN",))
 
         def probe_args(self):
             return None

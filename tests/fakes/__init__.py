@@ -10,6 +10,17 @@ from typing import Any
 
 FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
 PRODUCTS = ("claude", "codex", "gemini", "grok")
+PASSTHROUGH_ENV = "REVIEW_LOOP_ENV_PASSTHROUGH"
+"""The caller's list of extra variable names reviewers may see (review-loop drops the rest)."""
+FAKE_ENV_NAMES = ("FAKE_AGENT_SCRIPT", "FAKE_AGENT_LOG", "FAKE_GROK_VARIANT")
+"""What the fake CLIs read from their environment; the tests, as the user, pass them on."""
+
+
+def pass_through(env: dict[str, str], *names: str) -> dict[str, str]:
+    """Add ``names`` to ``env``'s ``REVIEW_LOOP_ENV_PASSTHROUGH`` (kept: what is there)."""
+    listed = env.get(PASSTHROUGH_ENV, "").replace(",", " ").split()
+    env[PASSTHROUGH_ENV] = " ".join(dict.fromkeys([*listed, *names]))
+    return env
 
 
 def install_fake_clis(bin_dir: Path, products: tuple[str, ...] = PRODUCTS) -> Path:
@@ -37,13 +48,17 @@ class FakeCLIs:
         self.log_path = root / "calls.jsonl"
 
     def env(self, base: dict[str, str] | None = None, *, path_only: bool = False) -> dict[str, str]:
-        """Environment with the fakes first on PATH (or only the fakes and system dirs)."""
+        """Environment with the fakes first on PATH (or only the fakes and system dirs).
+
+        The fakes' own variables are listed in ``REVIEW_LOOP_ENV_PASSTHROUGH``, so that
+        review-loop, which gives reviewers an allow-listed environment, passes them on.
+        """
         env = dict(os.environ if base is None else base)
         rest = "/usr/bin:/bin" if path_only else env.get("PATH", "")
         env["PATH"] = f"{self.bin}:{rest}"
         env["FAKE_AGENT_SCRIPT"] = str(self.script_path)
         env["FAKE_AGENT_LOG"] = str(self.log_path)
-        return env
+        return pass_through(env, *FAKE_ENV_NAMES)
 
     def script(self, **steps: list[dict[str, Any]]) -> None:
         """Set the steps per product (``claude=[{"mode": "hang"}]``); ``any_`` means ``*``."""

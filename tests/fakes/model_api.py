@@ -964,6 +964,9 @@ def cli_env(
                 "GROK_MODEL": "grok-code-fast-1",
             }
         )
+    # review-loop passes reviewers only an allow-list of the caller's environment: the test
+    # token and the fake provider's key (codex's env_key) are this "user's" additions.
+    env["REVIEW_LOOP_ENV_PASSTHROUGH"] = "REVIEW_LOOP_TEST_TOKEN FAKE_API_KEY"
     if extra:
         env.update(extra)
     return env

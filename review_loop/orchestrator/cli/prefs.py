@@ -11,12 +11,13 @@ USAGE = [
     "review-loop prefs set order claude,codex,grok",
     "review-loop prefs set skipHost true|false",
     "review-loop prefs set timeoutMs|graceMs|livenessMs N",
+    "review-loop prefs set envPassthrough NAME,NAME (empty: none)",
     "review-loop prefs alias NAME PRODUCT COMMAND [ARG ...]",
     "review-loop prefs unalias NAME",
     "review-loop prefs reset",
 ]
 OUTPUT = "json"
-SETTABLE = ("order", "skipHost", "timeoutMs", "graceMs", "livenessMs")
+SETTABLE = ("order", "skipHost", "timeoutMs", "graceMs", "livenessMs", "envPassthrough")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -29,7 +30,7 @@ def _coerce(key: str, value: str) -> Any:
     from review_loop.agents.errors import InputError
     from review_loop.orchestrator.cli.common import parse_bool
 
-    if key == "order":
+    if key in ("order", "envPassthrough"):
         return [part.strip() for part in value.split(",") if part.strip()]
     if key == "skipHost":
         return parse_bool(value, "skipHost")
