@@ -264,7 +264,8 @@ def test_a_linked_packet_file_is_refused(
     before = snapshot(outside)
     body = fix_file(tmp_path)
     code, out, _ = rl(repo, "fix-completion", "--packet", doc["packetId"], "--body-file", body)
-    assert code == 1 and out["error"].startswith("--packet: "), out  # resolves outside
+    assert code == 1 and out["error"].startswith("HANDOFF_LINK_REFUSED: "), out
+    assert str(packet) in out["error"] and "symbolic link" in out["error"]
     fakes.script(codex=[BLOCKED])
     code, _, raw = rl(repo, "run", "--continue", "--reviewer", "codex")
     assert_refused(code, raw, packet)

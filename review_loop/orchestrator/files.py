@@ -207,9 +207,15 @@ def open_fd(path: Path, flags: int, mode: int = 0o644, *, anchor: Path | None = 
 
 
 def read_bytes(path: Path, *, anchor: Path | None = None) -> bytes:
-    """The whole file, read without following a link under ``.review-handoff/``."""
-    fd = open_fd(path, os.O_RDONLY, anchor=anchor)
+    """The whole file, read without following a link under ``.review-handoff/``.
+
+    Opened non-blocking and read only when it is a regular file: a planted FIFO or device
+    named like a state file is refused (``OSError`` naming the path), never waited on.
+    """
+    fd = open_fd(path, os.O_RDONLY | os.O_NONBLOCK, anchor=anchor)
     with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
         return handle.read()
 
 
@@ -323,6 +329,17 @@ def remove_tree(path: Path) -> None:
 
     with suppress(FileNotFoundError, NotADirectoryError), _walk(path, create=False) as (fd, name):
         shutil.rmtree(name, ignore_errors=True, dir_fd=fd)
+
+
+def refuse_link_at(path: Path) -> None:
+    """Raise :class:`HandoffPathError` if ``path`` is reached through (or is) a link under
+    ``.review-handoff/``; a missing path, or one outside it, passes."""
+    try:
+        with _walk(path, create=False) as (dir_fd, name):
+            if _guarded(path):
+                _refuse_if_link(dir_fd, name, path, path)
+    except (FileNotFoundError, NotADirectoryError):
+        return
 
 
 def refuse_links(directory: Path) -> None:

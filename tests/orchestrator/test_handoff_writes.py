@@ -190,6 +190,14 @@ def test_writes_without_links_land_whole(repo: Path) -> None:
         files.read_bytes(base / "missing" / "x")
 
 
+def test_a_planted_fifo_is_refused_not_waited_on(repo: Path) -> None:
+    state = repo / HANDOFF / "runtime" / "p" / "auto-run-state.json"
+    state.parent.mkdir(parents=True)
+    os.mkfifo(state)
+    with pytest.raises(OSError, match="not a regular file"):
+        files.read_bytes(state)
+
+
 def test_concurrent_make_dirs_of_the_same_tree(repo: Path) -> None:
     """Two makers of the same directories race; both succeed (one makes, one opens)."""
     import threading
@@ -232,6 +240,20 @@ def test_refuse_links_finds_a_link_deep_below(repo: Path, outside: Path) -> None
     (runtime / "evidence" / "round-2.diff").symlink_to(outside / "victim.txt")
     with pytest.raises(HandoffPathError, match=r"round-2\.diff is a symbolic link"):
         files.refuse_links(runtime)
+
+
+def test_refuse_link_at(repo: Path, outside: Path, tmp_path: Path) -> None:
+    packet = repo / HANDOFF / "active" / "slug" / "p.md"
+    files.refuse_link_at(packet)  # missing: fine
+    packet.parent.mkdir(parents=True)
+    packet.write_text("x")
+    files.refuse_link_at(packet)
+    packet.unlink()
+    packet.symlink_to(outside / "victim.txt")
+    with pytest.raises(HandoffPathError, match=r"p\.md is a symbolic link"):
+        files.refuse_link_at(packet)
+    (tmp_path / "mine.md").symlink_to(outside / "victim.txt")
+    files.refuse_link_at(tmp_path / "mine.md")  # the user's own link, outside the handoff
 
 
 @pytest.mark.parametrize("value", ["codex", "codex002", "my-launcher_2", "a.b"])

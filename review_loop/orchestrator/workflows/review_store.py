@@ -50,6 +50,7 @@ from review_loop.orchestrator.files import (
     make_dirs,
     open_fd,
     read_bytes,
+    refuse_link_at,
     refuse_links,
     remove_tree,
     unlink,
@@ -193,7 +194,9 @@ def resolve_packet_arg(repo: Path, slugs: tuple[str, ...], value: str) -> Packet
             else:
                 continue
             break
-    path = (candidate if candidate.is_absolute() else Path.cwd() / candidate).resolve()
+    given = candidate if candidate.is_absolute() else Path.cwd() / candidate
+    refuse_link_at(given)  # a packet reached through a link is named as such
+    path = given.resolve()
     if not path.is_file():
         raise InputError("--packet", f"no such packet: {value!r}", "a packet path or packet id")
     root = (repo / HANDOFF).resolve()
