@@ -233,6 +233,7 @@ async def run_review(
             raise InputError("--packet", "the packet is archived", "an active packet")
         read_packet(ref, identity)
         state = load_state(ref.runtime) or {}
+        current = await anyio.to_thread.run_sync(_covers_the_tree, repo, state.get("evidence"))
         return {
             "ok": True,
             "status": "already_archived",
@@ -241,7 +242,9 @@ async def run_review(
             "verdict": state.get("lastVerdict"),
             "round": state.get("round"),
             "evidence": state.get("evidence"),
-            "message": "Packet already archived; start a new packet with run (no --continue).",
+            "evidenceCurrent": current,
+            "message": "Packet already archived; start a new packet with run (no --continue)."
+            + ("" if current else " Its verdict covers other code than the tree has now."),
         }
     if ref is None:
         base_sha = rev_parse(repo, plan.base or "HEAD")
@@ -262,6 +265,21 @@ async def run_review(
         )
     with packet_lock(ref.runtime):
         return await _run_locked(dispatcher, plan, ref, identity, evidence_fn or _default_evidence)
+
+
+def _covers_the_tree(repo: Path, recorded: Any) -> bool:
+    """Whether an archived verdict's evidence equals the tree's evidence now.
+
+    ``baseSha + pathFilter + digest``, recomputed with the recorded base and filter.
+    """
+    from review_loop.agents.evidence import Evidence
+    from review_loop.orchestrator.evidence import attest_evidence
+
+    try:
+        evidence = Evidence.model_validate(recorded)
+    except ValueError:
+        return False
+    return evidence.same_snapshot(attest_evidence(repo, evidence.baseSha, evidence.pathFilter))
 
 
 def _normalise_paths(paths: list[str] | None) -> list[str] | None:
