@@ -990,3 +990,20 @@ def test_a_full_disk_loses_no_acknowledged_event(run_cli: Any, repo: Repo, tmp_p
         log = Path(started.doc["locator"]["runTarget"])
         assert log.read_bytes().endswith(b"\n")
         assert not [p for p in log.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_start_that_fills_the_disk_leaves_no_run(
+    run_cli: Any, repo: Repo, tmp_path: Path
+) -> None:
+    where = ["--verification-type", "test", "--scope-type", "file", "--scope", "src/a.py"]
+    big = write(tmp_path / "big.json", json.dumps({"blob": "b" * 100_000}))
+    with tmpfs(repo.root / ".review-handoff", "64k") as store:
+        result = run_cli("start", *where, "--input", big)
+        assert result.code == 1 and result.out == ""
+        assert result.err.strip() == (
+            "review-loop verification run could not persist the recorded run input: "
+            "No space left on device"
+        )
+        runs_dir = store / "verification" / "branch"
+        leftovers = [p.name for p in runs_dir.rglob("*") if p.is_file() and "runs" in p.parts]
+        assert leftovers == []

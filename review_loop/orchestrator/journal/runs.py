@@ -464,16 +464,37 @@ def start(
     runs_dir = product.runs_dir(verification_type)
     log = _create_log(product, runs_dir)
     token = log.path.name.removeprefix("run-").removesuffix(".jsonl")
+    record = {
+        "scopeIdentity": selector.scope_identity,
+        "scopeType": selector.scope_type,
+        "source": input_source,
+        "digest": digest,
+        "content": content,
+    }
+    outcome = _record_start(log, token, record)
+    emit(outcome.event)
+    return {
+        "runToken": token,
+        "contextDigest": context_digest,
+        "resolvedScope": resolved,
+        "input": {"source": input_source, "digest": digest},
+        "locator": {
+            "runToken": token,
+            "verificationType": verification_type,
+            "scopeType": selector.scope_type,
+            "scopeIdentity": selector.scope_identity,
+            "backendIdentity": BACKEND_IDENTITY,
+            "storageNamespace": str(runs_dir),
+            "runTarget": str(log.path),
+        },
+    }
+
+
+def _record_start(log: RunLog, token: str, record: dict[str, Any]) -> Appended:
+    """Write the input record and append the run context (seq 1); on failure leave nothing."""
+    path = input_record(log.path.parent, token)
     created = [log.path]
     try:
-        record = {
-            "scopeIdentity": selector.scope_identity,
-            "scopeType": selector.scope_type,
-            "source": input_source,
-            "digest": digest,
-            "content": content,
-        }
-        path = input_record(runs_dir, token)
         with log.directory() as directory:
             directory.write_atomic(path.name, json.dumps(record, ensure_ascii=False).encode())
         created.append(path)
@@ -497,22 +518,7 @@ def start(
         if isinstance(error, OSError):
             raise _fail("INPUT_PERSIST_FAILED", _error_text(error)) from None
         raise
-    emit(outcome.event)
-    return {
-        "runToken": token,
-        "contextDigest": context_digest,
-        "resolvedScope": resolved,
-        "input": {"source": input_source, "digest": digest},
-        "locator": {
-            "runToken": token,
-            "verificationType": verification_type,
-            "scopeType": selector.scope_type,
-            "scopeIdentity": selector.scope_identity,
-            "backendIdentity": BACKEND_IDENTITY,
-            "storageNamespace": str(runs_dir),
-            "runTarget": str(log.path),
-        },
-    }
+    return outcome
 
 
 def _create_log(product: Product, runs_dir: Path) -> RunLog:
