@@ -101,6 +101,9 @@ READ_ONLY_FLAGS: Final = (
 )
 """Follow the prompt in every Grok Build argv ``build`` returns."""
 
+VIBE_HOME_FILES: Final = (".grok/user-settings.json", ".grok/GROK.md")
+"""What the npm CLI reads from HOME: its key, base URL and models; the user's instructions."""
+
 ENV_PASSTHROUGH: Final = EnvPassthrough(prefixes=("GROK_", "XAI_"))
 """Grok's credentials and endpoint (``GROK_API_KEY``, ``GROK_BASE_URL``, ``GROK_MODEL``,
 ``XAI_API_KEY``) and ``GROK_HOME``."""
@@ -174,6 +177,7 @@ class GrokAdapter:
                 argv=(*prefix, "-d", directory_argument(PRODUCT, request.cwd), "-p", prompt),
                 cwd=request.cwd,
                 isolate_in_copy=True,
+                home_files=VIBE_HOME_FILES,
             )
         argv = list(prefix)
         session_id: str | None = None

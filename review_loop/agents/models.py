@@ -104,6 +104,9 @@ class Invocation(Frozen):
         cwd: the working directory.
         session_id: the session handle known before launch, if any.
         isolate_in_copy: the orchestrator must run this in a throw-away copy of ``cwd``.
+        home_files: for a CLI without a read-only mode (which runs with a scratch HOME,
+            the real one read-only): files, relative to the real HOME, copied into the
+            scratch HOME when they exist (its credentials and settings).
     """
 
     argv: tuple[str, ...]
@@ -114,6 +117,7 @@ class Invocation(Frozen):
     cwd: Path
     session_id: str | None = None
     isolate_in_copy: bool = False
+    home_files: tuple[str, ...] = ()
 
 
 class Completed(Frozen):

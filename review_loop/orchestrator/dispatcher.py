@@ -54,9 +54,11 @@ from review_loop.orchestrator.environment import reviewer_passthrough
 from review_loop.orchestrator.files import atomic_write_json, utc_now
 from review_loop.orchestrator.isolation import (
     isolation_failed,
+    make_scratch,
     namespace_available,
     protected_paths,
     read_only_argv,
+    sandbox_argv,
 )
 from review_loop.orchestrator.log import log_event
 from review_loop.orchestrator.process import Started, resolve_executable, run_process
@@ -495,13 +497,14 @@ class Dispatcher:
                     reason="refused",
                     detail=(
                         f"{peer.product} has no read-only mode here and no read-only mount "
-                        "namespace can be made (unshare --mount failed), so it cannot run "
+                        "namespace can be made here (docs/isolation.md), so it cannot run "
                         "without being able to write to the repository"
                     ),
                 ),
                 None,
             )
-        async with self._isolated(invocation) as runnable, anyio.create_task_group() as group:
+        isolated = self._isolated(invocation, whole_filesystem=not capabilities.read_only)
+        async with isolated as runnable, anyio.create_task_group() as group:
             group.start_soon(self._liveness, peer.name, deadline_ms / 1000)
             try:
                 completed = await run_process(
@@ -546,36 +549,50 @@ class Dispatcher:
             await anyio.sleep(interval)
 
     @asynccontextmanager
-    async def _isolated(self, invocation: Invocation) -> AsyncIterator[Invocation]:
-        """Run a CLI without a read-only mode in a throw-away copy, repository read-only.
+    async def _isolated(
+        self, invocation: Invocation, *, whole_filesystem: bool
+    ) -> AsyncIterator[Invocation]:
+        """Run ``invocation`` in a throw-away copy of the repository, when it asks for that.
 
+        ``whole_filesystem`` (a CLI without a read-only mode): every mount read-only but
+        the scratch directory, which holds the copy, a scratch HOME with the adapter's
+        ``home_files`` and a scratch TMPDIR. Otherwise (a read-only CLI kept from earlier
+        records): the repository read-only. The scratch directory is removed afterwards.
         See :mod:`~review_loop.orchestrator.isolation`; the caller has checked that a
         read-only mount namespace is available.
         """
         if not invocation.isolate_in_copy:
             yield invocation
             return
-        scratch = Path(tempfile.mkdtemp(prefix="review-loop-isolated-"))
-        copy = scratch / self.repo.name
+        root = Path(tempfile.mkdtemp(prefix="review-loop-isolated-"))
+        source_home = Path(invocation.env.get("HOME") or os.environ.get("HOME") or Path.home())
+        home_files = invocation.home_files if whole_filesystem else ()
         try:
-            await anyio.to_thread.run_sync(
-                lambda: shutil.copytree(
-                    self.repo,
-                    copy,
-                    symlinks=True,
-                    ignore=shutil.ignore_patterns(".review-handoff"),
+            scratch = await anyio.to_thread.run_sync(
+                lambda: make_scratch(
+                    root, self.repo, source_home=source_home, home_files=home_files
                 )
             )
             argv = tuple(
-                str(copy) if word == str(invocation.cwd) else word for word in invocation.argv
+                str(scratch.copy) if word == str(invocation.cwd) else word
+                for word in invocation.argv
             )
-            protected = await protected_paths(self.repo)
-            yield invocation.model_copy(
-                update={"cwd": copy, "argv": read_only_argv(protected, argv)}
-            )
+            if whole_filesystem:
+                yield invocation.model_copy(
+                    update={
+                        "cwd": scratch.copy,
+                        "argv": sandbox_argv([root], argv),
+                        "env": {**invocation.env, **scratch.env()},
+                    }
+                )
+            else:
+                protected = await protected_paths(self.repo)
+                yield invocation.model_copy(
+                    update={"cwd": scratch.copy, "argv": read_only_argv(protected, argv)}
+                )
         finally:
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(lambda: shutil.rmtree(scratch, ignore_errors=True))
+                await anyio.to_thread.run_sync(lambda: shutil.rmtree(root, ignore_errors=True))
 
 
 def _unrecorded_launch(invocation: Invocation, failed: RecordingFailed) -> Failure:

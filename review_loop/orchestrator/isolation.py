@@ -1,36 +1,53 @@
-"""Running a CLI that has no read-only mode without letting it write to the repository.
+"""Running a CLI in a throw-away copy of the repository, inside a read-only mount namespace.
 
-Two layers (DESIGN.md: such a CLI "must never write to the user's tree"):
+Two levels (``docs/isolation.md``):
 
-1. a throw-away copy of the repository is its working directory, so what it writes by
-   relative path lands in the copy, which is deleted afterwards;
-2. it runs in a private mount namespace in which the repository (and a git common dir
-   outside it) are bind-mounted read-only, so a write by absolute path fails with EROFS.
+- **whole file system** (:func:`sandbox_argv`), for a CLI that has no read-only mode of its
+  own (DESIGN.md: it gets "no write access anywhere but [its] own scratch space"): every
+  mount is read-only except one scratch directory, which holds the throw-away copy of the
+  repository (its working directory), a scratch HOME holding only the files its adapter
+  names (:attr:`Invocation.home_files`) and a scratch TMPDIR; it runs without capabilities.
+- **paths** (:func:`read_only_argv`), for a read-only CLI isolated only so that it cannot
+  see earlier records (the blind review): the repository, and a git common dir outside it,
+  are read-only; the copy is its working directory.
 
-The namespace is made by ``unshare`` and ``mount`` from util-linux; the paths and the
-command reach ``sh`` as arguments, never as shell text. When no mount namespace can be
-made here, the request is refused before anything is spawned (``NOT_SUBMITTED``).
+Both run :mod:`~review_loop.orchestrator.isolation_wrapper` under ``unshare``; the paths and
+the command reach it as arguments, never as shell text. When any mount cannot be made
+read-only the wrapper exits with :data:`ISOLATION_FAILED_EXIT` and a :data:`MARKER` line
+before the CLI starts, and the request is ``NOT_SUBMITTED``. Where no such namespace can be
+made at all (:func:`namespace_available`), the request is refused before anything is spawned.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 import tempfile
 from collections.abc import Sequence
-from pathlib import Path
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 
 import anyio
 
 from review_loop.agents.models import Invocation
+from review_loop.orchestrator.isolation_wrapper import ISOLATION_FAILED_EXIT, MARKER
 
-ISOLATION_FAILED_EXIT = 97
-MARKER = "review-loop-isolate:"
-_SCRIPT = (
-    'n=$1; shift; while [ "$n" -gt 0 ]; do '
-    'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" || '
-    f'{{ echo "{MARKER} cannot make $1 read-only" >&2; exit {ISOLATION_FAILED_EXIT}; }}; '
-    'shift; n=$((n-1)); done; exec "$@"'
-)
+__all__ = [
+    "ISOLATION_FAILED_EXIT",
+    "MARKER",
+    "Scratch",
+    "isolation_failed",
+    "make_scratch",
+    "namespace_available",
+    "protected_paths",
+    "read_only_argv",
+    "sandbox_argv",
+]
+
+WRAPPER = Path(__file__).with_name("isolation_wrapper.py")
+SKIPPED_IN_COPY = (".review-handoff",)
+"""Never copied: earlier review records, which a blind reviewer must not see."""
 
 _available: bool | None = None
 
@@ -42,34 +59,49 @@ def _unshare() -> list[str]:
     return ["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private"]
 
 
+def _wrapped(options: Sequence[str], argv: Sequence[str]) -> tuple[str, ...]:
+    # -I -S: the standard library only; the working directory (an untrusted copy) and the
+    # PYTHON* variables cannot shadow a module of the wrapper.
+    return (*_unshare(), sys.executable, "-I", "-S", str(WRAPPER), *options, "--", *argv)
+
+
+def sandbox_argv(writable: Sequence[Path], argv: Sequence[str]) -> tuple[str, ...]:
+    """``argv`` with every mount read-only except ``writable``, and no capabilities."""
+    return _wrapped([w for p in writable for w in ("--writable", str(p))], argv)
+
+
 def read_only_argv(paths: Sequence[Path], argv: Sequence[str]) -> tuple[str, ...]:
     """``argv`` run with every path in ``paths`` mounted read-only in a private namespace."""
-    return (
-        *_unshare(),
-        "sh",
-        "-c",
-        _SCRIPT,
-        "review-loop-isolate",
-        str(len(paths)),
-        *(str(p) for p in paths),
-        *argv,
-    )
+    return _wrapped([w for p in paths for w in ("--read-only", str(p))], argv)
+
+
+_PROBE = (
+    # The scratch dir takes a write, a directory outside it refuses one, no capability is left.
+    'echo ok > "$1" && { ! (echo x > "$2") 2>/dev/null; } && '
+    'grep -Eq "^CapEff:[[:space:]]*0+$" /proc/self/status && '
+    'grep -Eq "^CapBnd:[[:space:]]*0+$" /proc/self/status'
+)
 
 
 async def namespace_available() -> bool:
-    """Whether a read-only mount namespace can be made here (checked once per process)."""
+    """Whether the whole-file-system isolation works here (checked once per process).
+
+    The probe runs the real setup (:func:`sandbox_argv`) around a shell that must be able
+    to write into its scratch directory, must fail to write next to it, and must hold no
+    capability.
+    """
     global _available
     if _available is None:
         from review_loop.orchestrator.process import run_process
 
         with tempfile.TemporaryDirectory(prefix="review-loop-isolate-check-") as tmp:
-            probe = Path(tmp) / "probe"
-            argv = read_only_argv(
-                [Path(tmp)],
-                ["sh", "-c", 'echo x > "$1" 2>/dev/null && exit 1; exit 0', "sh", str(probe)],
-            )
-            done = await run_process(Invocation(argv=argv, cwd=Path(tmp)), deadline=10, grace=1)
-            _available = done.returncode == 0 and not probe.exists()
+            writable, outside = Path(tmp) / "scratch", Path(tmp) / "outside"
+            writable.mkdir()
+            outside.mkdir()
+            ok, bad = writable / "probe", outside / "probe"
+            argv = sandbox_argv([writable], ["sh", "-c", _PROBE, "sh", str(ok), str(bad)])
+            done = await run_process(Invocation(argv=argv, cwd=writable), deadline=20, grace=1)
+            _available = done.returncode == 0 and ok.exists() and not bad.exists()
     return _available
 
 
@@ -87,3 +119,63 @@ async def protected_paths(repo: Path) -> list[Path]:
     if not common.is_relative_to(repo):
         paths.append(common)
     return paths
+
+
+@dataclass(frozen=True, slots=True)
+class Scratch:
+    """The one writable directory of an isolated run, and what it holds.
+
+    Attributes:
+        root: the scratch directory (the only writable mount in whole-file-system mode).
+        copy: the throw-away copy of the repository, the CLI's working directory.
+        home: the scratch HOME (and XDG directories) for the CLI's own files.
+        tmp: the scratch TMPDIR.
+    """
+
+    root: Path
+    copy: Path
+    home: Path
+    tmp: Path
+
+    def env(self) -> dict[str, str]:
+        """The variables that send the CLI's own writes into the scratch directory."""
+        return {
+            "HOME": str(self.home),
+            "XDG_CONFIG_HOME": str(self.home / ".config"),
+            "XDG_CACHE_HOME": str(self.home / ".cache"),
+            "XDG_DATA_HOME": str(self.home / ".local" / "share"),
+            "XDG_STATE_HOME": str(self.home / ".local" / "state"),
+            "TMPDIR": str(self.tmp),
+            "TMP": str(self.tmp),
+            "TEMP": str(self.tmp),
+        }
+
+
+def make_scratch(
+    root: Path, repo: Path, *, source_home: Path, home_files: Sequence[str] = ()
+) -> Scratch:
+    """Fill ``root``: a copy of ``repo`` (without :data:`SKIPPED_IN_COPY`), a scratch HOME
+    holding each of ``home_files`` that exists under ``source_home``, a scratch TMPDIR.
+
+    Raises:
+        ValueError: a home file that is absolute or climbs out of HOME (an adapter bug).
+    """
+    scratch = Scratch(
+        root=root, copy=root / "work" / repo.name, home=root / "home", tmp=root / "tmp"
+    )
+    shutil.copytree(
+        repo, scratch.copy, symlinks=True, ignore=shutil.ignore_patterns(*SKIPPED_IN_COPY)
+    )
+    scratch.home.mkdir(mode=0o700)
+    scratch.tmp.mkdir(mode=0o700)
+    for name in home_files:
+        relative = PurePosixPath(name)
+        if relative.is_absolute() or ".." in relative.parts or not relative.parts:
+            raise ValueError(f"home file {name!r} is not a path inside HOME")
+        source = source_home / relative
+        if source.is_file():
+            target = scratch.home / relative
+            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+            target.chmod(0o600)  # it may hold a key
+    return scratch

@@ -60,10 +60,13 @@ def _next_step(product: str) -> dict[str, Any]:
     script = json.loads(Path(script_path).read_text())
     steps = script.get(product) or script.get("*") or [{"mode": "ok"}]
     counter = Path(f"{script_path}.{product}.count")
-    with open(f"{script_path}.lock", "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        with open(f"{script_path}.lock", "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            index = int(counter.read_text()) if counter.exists() else 0
+            counter.write_text(str(index + 1))
+    except OSError:  # a read-only file system (an isolated run): this step, uncounted
         index = int(counter.read_text()) if counter.exists() else 0
-        counter.write_text(str(index + 1))
     return dict(steps[min(index, len(steps) - 1)])
 
 
@@ -81,9 +84,12 @@ def _log(product: str, argv: list[str], stdin: str) -> None:
         "pgid": os.getpgid(0),
         "env": {k: v for k, v in os.environ.items() if k.startswith(("CLAUDE", "GEMINI", "FAKE"))},
     }
-    with open(log, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        handle.write(json.dumps(entry) + "\n")
+    try:
+        with open(log, "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            handle.write(json.dumps(entry) + "\n")
+    except OSError as error:  # a read-only file system (an isolated run): not logged
+        _print(f"fake agent: cannot log this call: {error}", err=True)
 
 
 def _flag(argv: list[str], *names: str) -> str | None:

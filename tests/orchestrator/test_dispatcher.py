@@ -282,22 +282,6 @@ async def test_reaper_ends_an_orphan_of_a_dead_owner(repo: Path, fakes: FakeCLIs
         pytest.fail(f"the orphan {pid} still runs")
 
 
-async def test_grok_without_read_only_runs_in_a_throwaway_copy(
-    repo: Path, fakes: FakeCLIs, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The npm grok 0.0.34 has no read-only mode: its writes must never reach the repo."""
-    monkeypatch.setenv("FAKE_GROK_VARIANT", "vibe")
-    fakes.script(grok=[{"mode": "ok", "text": "done", "write": "evil.txt"}])
-    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
-        delivery = await d.consult(request(repo, "grok"))
-    assert delivery.ok
-    call = fakes.calls()[0]
-    assert call["cwd"] != str(repo)  # ran elsewhere ...
-    assert not (repo / "evil.txt").exists()  # ... and the repo is untouched
-    assert not Path(call["cwd"]).exists()  # the copy is gone
-    assert sorted(p.name for p in repo.iterdir()) == [".git", ".review-handoff", "a.txt"]
-
-
 async def test_grok_without_read_only_cannot_write_by_absolute_path(
     repo: Path, fakes: FakeCLIs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -336,7 +320,9 @@ async def test_probe_is_cached_until_the_executable_changes(
     exe.write_text(exe.read_text() + "\n# upgraded\n")  # a new install: probe again
     async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
         assert (await d.consult(request(repo, "grok"))).ok
-    assert "--sandbox" not in fakes.calls()[2]["argv"]
+    # ... as the npm variant: answered in its format, isolated (the fake cannot log from a
+    # read-only file system; tests/orchestrator/test_isolation.py covers that run)
+    assert len(fakes.calls()) == 2
 
 
 async def test_grok_without_read_only_is_refused_where_no_namespace_can_be_made(

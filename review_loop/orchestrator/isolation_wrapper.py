@@ -1,0 +1,263 @@
+"""The isolation wrapper: runs first inside a fresh private mount namespace, then execs the CLI.
+
+Run by :mod:`review_loop.orchestrator.isolation` as
+``unshare --mount --propagation private [--user --map-root-user]
+<python> -I -S isolation_wrapper.py [options] -- <argv...>``. Options:
+
+``--writable PATH`` (repeatable) — whole-filesystem mode, for a CLI that has no read-only
+    mode of its own: each PATH is bind-mounted onto itself (a mount of its own, writable),
+    then EVERY other mount reachable by path is remounted read-only (``mount -o
+    remount,bind,ro``, one per mount point from ``/proc/self/mountinfo``), the result is
+    checked in ``/proc/self/mountinfo`` again, and every capability is dropped (bounding set,
+    ambient, effective, permitted, inheritable; ``no_new_privs``) so that the CLI, root in this
+    namespace, cannot remount anything writable, ``setns`` out, ``mknod`` a disk, or reach a
+    privileged process through ``/proc/<pid>/root``. Device nodes (``/dev/null``, ``/dev/tty``)
+    stay usable on a read-only mount: the read-only flag stops writes to files, not devices.
+``--read-only PATH`` (repeatable) — path mode, for a read-only CLI that is isolated only so
+    that it cannot see earlier records: each PATH is bind-mounted onto itself read-only.
+
+Any step that fails prints one ``review-loop-isolate: ...`` line on stderr and exits
+:data:`ISOLATION_FAILED_EXIT` before the CLI is started: never run half-isolated.
+
+Paths and the command arrive as arguments, never as shell text. The wrapper runs with
+``-I -S`` from its own file: it imports only the standard library, and nothing from the
+working directory (the throw-away copy of an untrusted repository) can shadow a module.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+ISOLATION_FAILED_EXIT = 97
+MARKER = "review-loop-isolate:"
+MAX_PASSES = 3
+"""A mount can appear while we work (an automount); the walk is repeated until stable."""
+SKIPPED_TYPES = frozenset({"autofs"})
+"""Trigger points, not writable file systems: touching one would start an automount."""
+
+_PR_CAPBSET_DROP = 24
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_CAP_AMBIENT = 47
+_PR_CAP_AMBIENT_CLEAR_ALL = 4
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+
+class IsolationError(Exception):
+    """A step of the setup failed; the CLI must not start."""
+
+
+@dataclass(frozen=True, slots=True)
+class Mount:
+    """One line of ``/proc/self/mountinfo``."""
+
+    id: int
+    parent: int
+    mount_point: str
+    read_only: bool
+    fstype: str
+
+
+def _unescape(field: str) -> str:
+    """mountinfo writes space, tab, newline and backslash as ``\\ooo`` octal escapes."""
+    out, i = [], 0
+    while i < len(field):
+        code = field[i + 1 : i + 4]
+        if field[i] == "\\" and len(code) == 3 and code.isdigit():
+            out.append(chr(int(code, 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+def parse_mountinfo(text: str) -> list[Mount]:
+    """The mounts of ``/proc/self/mountinfo`` text, in order."""
+    mounts = []
+    for line in text.splitlines():
+        fields = line.split(" ")
+        separator = fields.index("-")
+        mounts.append(
+            Mount(
+                id=int(fields[0]),
+                parent=int(fields[1]),
+                mount_point=_unescape(fields[4]),
+                read_only="ro" in fields[5].split(","),
+                fstype=fields[separator + 1],
+            )
+        )
+    return mounts
+
+
+def reachable(mounts: Sequence[Mount]) -> list[Mount]:
+    """The mounts a path can lead to: not covered by a mount on the same point, nor under one.
+
+    A mount stacked on another's mount point hides that one and everything beneath it;
+    only the top of each stack can be remounted (by path) or written (by anyone).
+    """
+    by_id = {m.id: m for m in mounts}
+    covered = {
+        m.parent
+        for m in mounts
+        if m.parent in by_id and by_id[m.parent].mount_point == m.mount_point
+    }
+
+    def place_reachable(mount: Mount, depth: int = 0) -> bool:
+        """Whether the point ``mount`` sits on can be reached (whatever covers it)."""
+        parent = by_id.get(mount.parent)
+        if parent is None or parent.id == mount.id or depth > len(mounts):
+            return True
+        if parent.mount_point == mount.mount_point:  # stacked: the same place as its parent
+            return place_reachable(parent, depth + 1)
+        return parent.id not in covered and place_reachable(parent, depth + 1)
+
+    return [m for m in mounts if m.id not in covered and place_reachable(m)]
+
+
+def _mounts() -> list[Mount]:
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as handle:
+        return reachable(parse_mountinfo(handle.read()))
+
+
+def _mount(*args: str) -> None:
+    """Run util-linux ``mount`` (from PATH) with ``args``; raise with its message on failure."""
+    try:
+        done = subprocess.run(
+            ["mount", *args], stdin=subprocess.DEVNULL, capture_output=True, check=False
+        )
+    except OSError as error:
+        raise IsolationError(f"cannot run mount: {error}") from error
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip() or f"exit {done.returncode}"
+        raise IsolationError(f"mount {' '.join(args)} failed: {said}")
+
+
+def _inaccessible(path: str) -> bool:
+    """Whether ``path`` cannot even be looked up here (another user's 0700 directory).
+
+    What this namespace cannot reach, the CLI (with fewer rights still) cannot write.
+    """
+    try:
+        os.stat(path)
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def make_read_only(path: str) -> None:
+    """Bind ``path`` onto itself and make that mount read-only."""
+    _mount("--bind", path, path)
+    _mount("-o", "remount,bind,ro", path)
+
+
+def read_only_except(writable: Sequence[str]) -> None:
+    """Every mount reachable by path read-only, except a writable bind of each of ``writable``."""
+    for path in writable:
+        _mount("--bind", path, path)
+    inaccessible: set[int] = set()
+    for _ in range(MAX_PASSES):
+        mounts = _mounts()
+        keep = {m.id for m in mounts if m.mount_point in writable}
+        if missing := [p for p in writable if not any(m.mount_point == p for m in mounts)]:
+            raise IsolationError(f"no writable mount at {missing[0]}")
+        pending = [
+            m
+            for m in mounts
+            if not (m.read_only or m.id in keep or m.id in inaccessible)
+            and m.fstype not in SKIPPED_TYPES
+        ]
+        if not pending:
+            if written := [m.mount_point for m in mounts if m.id in keep and m.read_only]:
+                raise IsolationError(f"cannot make {written[0]} writable: it is read-only")
+            return
+        for mount in pending:
+            try:
+                _mount("-o", "remount,bind,ro", mount.mount_point)
+            except IsolationError:
+                if not _inaccessible(mount.mount_point):
+                    raise
+                inaccessible.add(mount.id)  # the CLI, with fewer rights, cannot reach it either
+    raise IsolationError("mounts kept changing; cannot make the file system read-only")
+
+
+def drop_privileges() -> None:
+    """No capability in any set, none to regain on exec (``no_new_privs``, empty bounding set)."""
+    import ctypes  # here: the orchestrator imports this module for its constants only
+
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def check(result: int, what: str) -> None:
+        if result != 0:
+            raise IsolationError(f"{what} failed: {os.strerror(ctypes.get_errno())}")
+
+    with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as handle:
+        last_cap = int(handle.read())
+    for cap in range(last_cap + 1):
+        check(libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0), f"dropping capability {cap}")
+    check(libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clearing ambient caps")
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [
+            ("effective", ctypes.c_uint32),
+            ("permitted", ctypes.c_uint32),
+            ("inheritable", ctypes.c_uint32),
+        ]
+
+    header = Header(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (Data * 2)()
+    check(libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
+    check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "setting no_new_privs")
+
+
+def main(args: Sequence[str]) -> int:
+    """Parse the options, set up the namespace, exec the command (returns only on failure)."""
+    writable: list[str] = []
+    read_only: list[str] = []
+    rest = list(args)
+    while rest and rest[0] != "--":
+        option = rest.pop(0)
+        if option not in ("--writable", "--read-only") or not rest:
+            return _fail(f"bad wrapper arguments near {option!r}")
+        (writable if option == "--writable" else read_only).append(rest.pop(0))
+    command = rest[1:]
+    if not command:
+        return _fail("no command to run")
+    try:
+        if writable and read_only:
+            raise IsolationError("--writable and --read-only do not mix")
+        for path in read_only:
+            make_read_only(path)
+        if writable:
+            read_only_except([os.path.realpath(p) for p in writable])
+            drop_privileges()
+        # The working directory was looked up before the new mounts: look it up again, or
+        # a writable copy would be reached through the (now read-only) mount beneath it.
+        os.chdir(os.getcwd())
+    except (IsolationError, OSError) as error:
+        return _fail(str(error))
+    try:
+        os.execvp(command[0], command)
+    except OSError as error:
+        # Not an isolation failure: the CLI itself cannot start, as without the wrapper.
+        sys.stderr.write(f"{command[0]}: {error.strerror}\n")
+        return 127
+    return 127  # pragma: no cover - execvp does not return
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(f"{MARKER} {message}\n")
+    sys.stderr.flush()
+    return ISOLATION_FAILED_EXIT
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
