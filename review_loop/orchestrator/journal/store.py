@@ -383,7 +383,7 @@ class RunLog:
             # Lock-free read: the lock can be neither opened nor created (an archived,
             # read-only run). That is safe: the log is append-only and a reader stops at
             # the last complete line, and nobody can be appending meanwhile, because every
-            # writer must first open this same lock for writing.
+            # writer must first open (or create) this same lock, which just failed.
             yield
             return
         try:
