@@ -25,6 +25,7 @@ from review_loop.orchestrator.dispatcher import (
 )
 from review_loop.orchestrator.files import (
     atomic_write_bytes,
+    check_name,
     file_stamp,
     make_dir_exclusive,
     utc_now,
@@ -38,6 +39,11 @@ ADVISORY_MESSAGE = (
     "authorised adopting when the peers agree (一致即采纳)."
 )
 CONSULT_SESSIONS_DIR = "consult-sessions"
+PEER_COMMAND_ACCEPTED = (
+    "an alias set with `review-loop prefs alias NAME PRODUCT COMMAND...` or the name of a "
+    "launcher on PATH: no '/', '..' or NUL, not starting with '.' (for a launcher elsewhere, "
+    "make it an alias)"
+)
 MAX_NAME_SUFFIX = 1000
 
 
@@ -61,10 +67,14 @@ def with_peer_command(
     ``which(name)`` finds an executable on PATH (injected for tests). Returns prefs that
     know the alias and the peer list with the matching product replaced by it.
 
+    ``name`` becomes part of the peer's record directory name, so it must be one plain
+    file-name component (checked before anything is looked up or written).
+
     Raises:
-        InputError: ``name`` is neither a prefs alias nor an executable on PATH, or no
-            named peer has its product.
+        InputError: ``name`` contains ``/``, ``..`` or NUL or starts with ``.``; is neither
+            a prefs alias nor an executable on PATH; or no named peer has its product.
     """
+    check_name("--peer-command", name, PEER_COMMAND_ACCEPTED)
     alias = prefs.peerCommands.get(name)
     if alias is None:
         if which(name) is None:
