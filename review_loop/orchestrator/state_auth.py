@@ -142,13 +142,17 @@ def verify(purpose: str, document: Any) -> bool:
     if not isinstance(document, Mapping):
         return False
     claimed = document.get(MAC_FIELD)
-    if not isinstance(claimed, str):
-        return False
-    return hmac.compare_digest(claimed, mac(purpose, document))
+    if not isinstance(claimed, str) or not claimed.isascii():
+        return False  # compare_digest refuses non-ASCII text; no MAC of ours has any
+    try:
+        expected = mac(purpose, document)
+    except (UnicodeEncodeError, ValueError, TypeError, RecursionError):
+        return False  # no canonical UTF-8 JSON (a lone surrogate, a cycle): never signed
+    return hmac.compare_digest(claimed, expected)
 
 
 def verify_bytes(purpose: str, data: bytes, claimed: object) -> bool:
     """Whether ``claimed`` is the MAC of ``data`` for ``purpose``."""
-    if not isinstance(claimed, str):
+    if not isinstance(claimed, str) or not claimed.isascii():
         return False
     return hmac.compare_digest(claimed, mac_bytes(purpose, data))

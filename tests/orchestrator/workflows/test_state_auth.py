@@ -208,3 +208,20 @@ def test_journal_lines_without_a_valid_mac_are_skipped(repo: Path) -> None:
     # numbering continues past every line, trusted or not
     assert reread.append("call.end", key="k", state="DELIVERED")["seq"] == 3
     assert Journal(paths.journal).answered("k") is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"round": 1, "title": "\\ud800", "mac": "00"}',  # a lone surrogate: no UTF-8 form
+        '{"round": 1, "mac": "\\u00e9\\u00e9"}',  # a non-ASCII MAC
+        '{"round": 1, "mac": 7}',
+    ],
+)
+def test_a_forged_state_that_cannot_be_canonical_is_untrusted_not_a_crash(
+    repo: Path, text: str
+) -> None:
+    runtime = runtime_of(repo)
+    (runtime / STATE_FILE).write_text(text)
+    state, problem = read_state(runtime)
+    assert state is None and problem is not None and problem.startswith("no valid MAC")
