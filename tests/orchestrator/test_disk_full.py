@@ -45,6 +45,7 @@ from review_loop.orchestrator.dispatcher import open_dispatcher
 from review_loop.orchestrator.git import ensure_layout
 from review_loop.orchestrator.workflows.consult import ConsultPlan, run_consult
 from review_loop.orchestrator.workflows.pending_answer import PURPOSE, REPO_FILE
+from review_loop.orchestrator.workflows.review_run import RunPlan, run_review
 from review_loop.prefs import Prefs
 from tests.fakes import FAKE_AGENT, FakeCLIs
 
@@ -139,7 +140,10 @@ def _injected_enospc(monkeypatch: pytest.MonkeyPatch, root: Path, flag: Path) ->
     """While ``flag`` exists, files under ``root`` cannot grow, as on a full disk.
 
     Like a full filesystem, it refuses only what needs new room: a write or a truncation
-    past a file's current end. Rewriting bytes a file already has still works.
+    past a file's current end. Rewriting bytes a file already has still works. It sees
+    the writes review-loop makes with ``os.write`` (atomic replacements, appends, every
+    record); a buffered Python file object writes below ``os.write`` and is not refused,
+    which the real tmpfs variant covers.
     """
 
     def under_root(fd: int) -> bool:
@@ -344,6 +348,22 @@ def test_process_run_disk_full_keeps_the_answer_and_continue_does_not_ask_again(
     assert not kept.exists()
 
 
+@pytest.mark.anyio
+async def test_process_run_disk_full_through_the_embedding_api(
+    repo: Path, fakes: FakeCLIs, disk: Disk
+) -> None:
+    fakes.script(codex=[{"mode": "ok", "text": BLOCKED}])
+    disk.fill_on_next_call()
+    prefs = Prefs.model_validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
+    async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as dispatcher:
+        failed = await run_review(dispatcher, RunPlan())
+        assert failed["status"] == "RECORD_FAILED" and failed["text"] == BLOCKED, failed
+        disk.free()
+        recorded = await run_review(dispatcher, RunPlan(cont=True))
+    assert recorded["status"] == "blocked" and recorded["verdict"] == "BLOCKED", recorded
+    assert len(fakes.calls()) == 1
+
+
 def test_process_forged_pending_answer_is_not_believed(
     repo: Path, fakes: FakeCLIs, disk: Disk
 ) -> None:
@@ -414,6 +434,8 @@ def test_process_run_on_a_full_disk_asks_nobody_and_names_path_and_errno(
     assert len(fakes.calls()) == 1  # nobody was asked on the full disk
     code, doc = rl(repo, "run")  # a new packet cannot be created either
     assert code == 1 and str(repo) in doc["error"], doc
+    packets = list((repo / ".review-handoff" / "active").rglob("*.md"))
+    assert all(packet.stat().st_size > 0 for packet in packets), packets  # none torn
     disk.free()
     code, doc = rl(repo, "run", "--continue")  # nothing half-written is left in the way
     assert code == 2 and doc["status"] == "DELIVERY_UNKNOWN", doc
