@@ -184,7 +184,8 @@ class Journal:
         self.path = path
         self.entries: list[dict[str, Any]] = []
         try:
-            lines = read_bytes(path).decode("utf-8").splitlines()
+            # invalid UTF-8 (planted) decodes to U+FFFD: that line's MAC then fails
+            lines = read_bytes(path).decode("utf-8", "replace").splitlines()
         except FileNotFoundError:
             lines = []
         untrusted: list[int] = []
@@ -192,9 +193,11 @@ class Journal:
         for number, line in enumerate(lines, start=1):
             try:
                 entry = json.loads(line)
-            except ValueError:
-                continue
+            except (ValueError, RecursionError):
+                entry = None
             if not isinstance(entry, dict):
+                if number < len(lines) and line.strip():  # a torn last line is a crash
+                    untrusted.append(number)
                 continue
             seq = entry.get("seq")
             if isinstance(seq, int) and not isinstance(seq, bool):

@@ -225,3 +225,19 @@ def test_a_forged_state_that_cannot_be_canonical_is_untrusted_not_a_crash(
     (runtime / STATE_FILE).write_text(text)
     state, problem = read_state(runtime)
     assert state is None and problem is not None and problem.startswith("no valid MAC")
+
+
+def test_a_planted_journal_that_is_not_json_or_utf8_is_skipped_not_a_crash(repo: Path) -> None:
+    paths = RunPaths(repo, "task")
+    journal = Journal(paths.journal)
+    journal.append("call.start", key="k", side="A")
+    with paths.journal.open("ab") as handle:
+        handle.write(b"\xff\xfe not utf-8\n" + b"[" * 100_000 + b"\n")
+        handle.write(json.dumps(journal.entries[0]).encode() + b"\n")  # a copy of a real line
+        handle.write(b'{"seq": 9, "event": "call.end"')  # torn last line: a crash, not a forgery
+    with collecting() as report:
+        reread = Journal(paths.journal)
+    assert [e["event"] for e in reread.entries] == ["call.start", "call.start"]
+    assert report.untrusted == [
+        {"path": str(paths.journal), "reason": "2 line(s) without a valid MAC skipped: 2, 3"}
+    ]
