@@ -334,3 +334,16 @@ def test_own_archived_verdict_says_whether_it_covers_the_tree(repo: Path, fakes:
     assert code == 0 and moved["status"] == "already_archived"
     assert moved["evidenceCurrent"] is False and "other code" in moved["message"]
     assert len(fakes.calls()) == 1 and "untrusted" not in moved
+
+
+def test_an_archived_packet_replaced_by_a_link_proves_nothing(repo: Path, fakes: FakeCLIs) -> None:
+    fakes.script(codex=[answer("NO_FINDINGS")])
+    _, review = rl(repo, "run")
+    packet = Path(review["packetPath"])
+    copy = packet.with_name("elsewhere.txt")
+    packet.rename(copy)
+    packet.symlink_to(copy)
+    code, doc = rl(repo, "ledger", "gate", "--gate", "agentic-review", "--run", "task")
+    assert code == 2 and doc["status"] == "GATE_UNPROVEN"
+    assert doc["untrusted"][0]["path"] == str(packet)
+    assert doc["untrusted"][0]["reason"].startswith("the archived packet cannot be read")

@@ -478,7 +478,9 @@ def packet_problem(ref: PacketRef) -> tuple[Path, str] | None:
         return state_path, problem
     try:
         data = read_bytes(ref.path)
-    except OSError:
+    except OSError as error:
+        if ref.archived:  # an archive is believed only byte for byte
+            return ref.path, f"the archived packet cannot be read ({error})"
         return None  # gone or unreadable: reading it reports that
     if state is not None:
         if ref.archived and state.get("packetHash") != sha256_bytes(data):
