@@ -217,3 +217,10 @@ async def test_collaboration_same_millisecond_consults_get_distinct_record_dirs(
     for path in records:
         record = json.loads(Path(path).read_text())
         assert record["status"] == "finished"
+
+
+@pytest.mark.parametrize("key", ["graceMs", "livenessMs"])
+def test_contract_prefs_grace_and_liveness_have_an_upper_bound(key: str) -> None:
+    assert getattr(Prefs.model_validate({key: 86_400_000}), key) == 86_400_000
+    with pytest.raises(ValueError, match=key):
+        Prefs.model_validate({key: 10**25})  # a stopped session would never be killed

@@ -73,8 +73,8 @@ class Prefs(BaseModel):
     skipHost: bool = False
     peerCommands: dict[str, PeerCommand] = Field(default_factory=dict)
     timeoutMs: int = Field(default=DEFAULT_TIMEOUT_MS, ge=MIN_TIMEOUT_MS, le=MAX_TIMEOUT_MS)
-    graceMs: int = Field(default=DEFAULT_GRACE_MS, ge=0)
-    livenessMs: int = Field(default=DEFAULT_LIVENESS_MS, gt=0)
+    graceMs: int = Field(default=DEFAULT_GRACE_MS, ge=0, le=MAX_TIMEOUT_MS)
+    livenessMs: int = Field(default=DEFAULT_LIVENESS_MS, gt=0, le=MAX_TIMEOUT_MS)
     envPassthrough: tuple[str, ...] = ()
 
     @field_validator("envPassthrough")
