@@ -7,7 +7,8 @@ mode and the writing tools. Plan mode alone is not enough headless: 0.61 auto-ap
 ``exit_plan_mode`` there and then runs every tool (YOLO). ``--admin-policy`` rather than
 ``--policy``: the latter replaces the user's own policy directory instead of adding to it.
 ``--skip-trust`` and ``GEMINI_CLI_TRUST_WORKSPACE=true`` keep a headless run from stopping at
-the trust check.
+the trust check; the repository's own configuration, which trust would load, is hidden
+from the CLI (:data:`HIDDEN_PATHS`).
 The prompt goes on stdin; ``-p ""`` selects headless mode and appends nothing.
 
 The session id is chosen before launch (``--session-id <uuid>``); a resume passes
@@ -79,6 +80,16 @@ that is missing, so ``tests/adapters`` checks this one exists and says what it m
 
 READ_ONLY_FLAGS: Final = ("--approval-mode", "plan", "--admin-policy", str(READ_ONLY_POLICY))
 """Present in every argv ``build`` returns."""
+
+HIDDEN_PATHS: Final = (".gemini", ".env")
+"""The repository's Gemini configuration, hidden from every run (``Invocation.hidden_paths``).
+
+0.61 runs headless only in a trusted workspace (untrusted exits 55), and a trusted one
+loads ``.gemini/settings.json`` (MCP servers, hooks, ``tools.discoveryCommand``, policies,
+agents, skills) and every variable of ``.gemini/.env`` or ``.env`` into its own
+environment (``GOOGLE_GEMINI_BASE_URL`` would send the user's key elsewhere). No flag or
+variable turns that off, so the orchestrator covers these paths; proven against the real
+CLI by ``tests/e2e/test_hostile_repo.py``."""
 
 ENV: Final = {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
 ENV_PASSTHROUGH: Final = EnvPassthrough(
@@ -226,6 +237,7 @@ class GeminiAdapter:
             stdin=prompt_bytes(PRODUCT, request.prompt),
             cwd=request.cwd,
             session_id=session_id,
+            hidden_paths=HIDDEN_PATHS,
         )
 
     def interpret(self, invocation: Invocation, completed: Completed) -> Outcome:

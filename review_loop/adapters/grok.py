@@ -108,6 +108,11 @@ ENV_PASSTHROUGH: Final = EnvPassthrough(prefixes=("GROK_", "XAI_"))
 """Grok's credentials and endpoint (``GROK_API_KEY``, ``GROK_BASE_URL``, ``GROK_MODEL``,
 ``XAI_API_KEY``) and ``GROK_HOME``."""
 
+HIDDEN_PATHS: Final = (".grok",)
+"""The repository's grok configuration, hidden from every run (``Invocation.hidden_paths``):
+the npm CLI reads ``.grok/settings.json`` from its working directory and starts the MCP
+servers listed there. Grok Build's use of it is unmeasured, so it is hidden there too."""
+
 SOURCE: Final = "cli-store"
 
 _ERROR_REPLY = "Sorry, I encountered an error:"
@@ -177,6 +182,7 @@ class GrokAdapter:
                 argv=(*prefix, "-d", directory_argument(PRODUCT, request.cwd), "-p", prompt),
                 cwd=request.cwd,
                 isolate_in_copy=True,
+                hidden_paths=HIDDEN_PATHS,
                 home_files=VIBE_HOME_FILES,
             )
         argv = list(prefix)
@@ -185,7 +191,9 @@ class GrokAdapter:
             session_id = checked_session_id(PRODUCT, request.resume_session_id)
             argv += ["-r", session_id]
         argv += ["-p", _single_argument(prompt), *READ_ONLY_FLAGS]
-        return Invocation(argv=tuple(argv), cwd=request.cwd, session_id=session_id)
+        return Invocation(
+            argv=tuple(argv), cwd=request.cwd, session_id=session_id, hidden_paths=HIDDEN_PATHS
+        )
 
     def interpret(self, invocation: Invocation, completed: Completed) -> Outcome:
         """Parse per variant; the variant is the one ``build`` chose."""

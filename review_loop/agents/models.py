@@ -100,6 +100,9 @@ class Invocation(Frozen):
         pass_env: which variables of the caller's environment may reach the CLI, besides
             the orchestrator's product-neutral basics (PATH, HOME, locale, proxies, ...).
             Everything else of the caller's environment is dropped.
+        hidden_paths: paths relative to ``cwd`` that hold this CLI's project configuration
+            (settings, hooks, MCP servers, ``.env``), which the CLI must not see: covered
+            (empty, read-only) in a private mount namespace, or left out of a copy.
         stdin: bytes written to stdin before it is closed; ``None`` means DEVNULL.
         cwd: the working directory.
         session_id: the session handle known before launch, if any.
@@ -113,6 +116,7 @@ class Invocation(Frozen):
     env: dict[str, str] = Field(default_factory=dict)
     unset_env: tuple[str, ...] = ()
     pass_env: EnvPassthrough = EnvPassthrough()
+    hidden_paths: tuple[str, ...] = ()
     stdin: bytes | None = None
     cwd: Path
     session_id: str | None = None

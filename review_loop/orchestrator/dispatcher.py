@@ -61,6 +61,7 @@ from review_loop.orchestrator.isolation import (
     sandbox_argv,
 )
 from review_loop.orchestrator.log import log_event
+from review_loop.orchestrator.masking import hidden_invocation, mask_failed, remove_from_copy
 from review_loop.orchestrator.process import Started, resolve_executable, run_process
 from review_loop.orchestrator.reaper import SESSION_FILE
 from review_loop.orchestrator.recording import (
@@ -476,7 +477,7 @@ class Dispatcher:
                 lambda: write_or_raise(record_path, document, durable=False)
             )
 
-        if invocation.isolate_in_copy:
+        if invocation.isolate_in_copy or invocation.hidden_paths:
             # The namespace wrapper becomes argv[0]; the CLI itself must still be proven
             # present, or a missing one would look like a crash instead of NOT_SUBMITTED.
             executable = resolve_executable(invocation.argv[0], dict(os.environ))
@@ -503,6 +504,12 @@ class Dispatcher:
                 ),
                 None,
             )
+        if invocation.hidden_paths and not invocation.isolate_in_copy:
+            masked = await hidden_invocation(invocation)  # its project config, out of sight
+            if isinstance(masked, str):
+                hiding = Failure(state=DeliveryState.NOT_SUBMITTED, reason="refused", detail=masked)
+                return finish(hiding, None)
+            invocation = masked
         isolated = self._isolated(invocation, whole_filesystem=not capabilities.read_only)
         async with isolated as runnable, anyio.create_task_group() as group:
             group.start_soon(self._liveness, peer.name, deadline_ms / 1000)
@@ -527,7 +534,9 @@ class Dispatcher:
                 graceMs=self.prefs.graceMs,
                 why="the session ignored SIGTERM for the whole grace period",
             )
-        if invocation.isolate_in_copy and isolation_failed(completed.returncode, completed.stderr):
+        if (
+            invocation.isolate_in_copy and isolation_failed(completed.returncode, completed.stderr)
+        ) or mask_failed(completed.returncode, completed.stderr):
             failure = Failure(
                 state=DeliveryState.NOT_SUBMITTED,
                 reason="refused",
@@ -573,6 +582,7 @@ class Dispatcher:
                     root, self.repo, source_home=source_home, home_files=home_files
                 )
             )
+            await anyio.to_thread.run_sync(remove_from_copy, scratch.copy, invocation.hidden_paths)
             argv = tuple(
                 str(scratch.copy) if word == str(invocation.cwd) else word
                 for word in invocation.argv
