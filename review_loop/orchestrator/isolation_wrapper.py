@@ -94,17 +94,25 @@ def parse_mountinfo(text: str) -> list[Mount]:
 
 
 def reachable(mounts: Sequence[Mount]) -> list[Mount]:
-    """The mounts a path can lead to: not covered by a mount on the same point, nor under one.
+    """The mounts a path can lead to, as the kernel's path walk would find them.
 
-    A mount stacked on another's mount point hides that one and everything beneath it;
-    only the top of each stack can be remounted (by path) or written (by anyone).
+    A mount is hidden when another is stacked on its mount point, when a sibling (same
+    parent) sits on a directory above its mount point (the walk enters the sibling and
+    never sees it), or when the place it sits on is hidden. Only the visible mounts can be
+    remounted by path, or written by anyone.
     """
     by_id = {m.id: m for m in mounts}
+    children: dict[int, list[Mount]] = {}
+    for m in mounts:
+        children.setdefault(m.parent, []).append(m)
     covered = {
         m.parent
         for m in mounts
         if m.parent in by_id and by_id[m.parent].mount_point == m.mount_point
     }
+
+    def under(path: str, ancestor: str) -> bool:
+        return path != ancestor and path.startswith(ancestor.rstrip("/") + "/")
 
     def place_reachable(mount: Mount, depth: int = 0) -> bool:
         """Whether the point ``mount`` sits on can be reached (whatever covers it)."""
@@ -113,6 +121,8 @@ def reachable(mounts: Sequence[Mount]) -> list[Mount]:
             return True
         if parent.mount_point == mount.mount_point:  # stacked: the same place as its parent
             return place_reachable(parent, depth + 1)
+        if any(under(mount.mount_point, s.mount_point) for s in children[parent.id]):
+            return False
         return parent.id not in covered and place_reachable(parent, depth + 1)
 
     return [m for m in mounts if m.id not in covered and place_reachable(m)]

@@ -51,6 +51,8 @@ MOUNTINFO = """\
 32 31 0:29 / /mnt/a\\040b/inner rw - tmpfs tmpfs rw
 33 31 0:30 / /mnt/a\\040b rw - tmpfs tmpfs rw
 34 27 0:31 / /proc/sys/fs/binfmt_misc rw - autofs systemd-1 rw
+35 27 0:32 / /srv/x/y rw - tmpfs tmpfs rw
+36 27 254:0 /srv /srv rw - ext4 /dev/vda rw
 """
 
 
@@ -63,13 +65,14 @@ def test_mountinfo_is_parsed_with_its_escapes_contract() -> None:
         (25, 24, False),
         (30, 25, True),
     ]
-    assert mounts[-1].fstype == "autofs"
+    assert mounts[7].fstype == "autofs"
 
 
 def test_only_the_top_of_a_stack_and_what_lies_under_it_is_reachable_contract() -> None:
-    # 25 is covered by 30 (same point); 31 by 33, which hides 32 beneath it as well.
+    # 25 is covered by 30 (same point); 31 by 33, which hides 32 beneath it as well; 35 lies
+    # under its sibling 36, mounted later on a directory above it.
     visible = [m.id for m in reachable(parse_mountinfo(MOUNTINFO))]
-    assert visible == [27, 24, 30, 33, 34]
+    assert visible == [27, 24, 30, 33, 34, 36]
 
 
 # ----------------------------------------------------------------------------- process
