@@ -158,3 +158,24 @@ def test_processes_filling_a_small_disk_lose_no_acknowledged_event(tmp_path: Pat
         assert acked and {e["id"]: e["seq"] for e in events} == acked  # none lost, none extra
         assert log.path.read_bytes().endswith(b"\n")
         assert not [p.name for p in small.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_ten_processes_meeting_one_garbage_tail_move_it_aside_once(
+    log: RunLog, tmp_path: Path
+) -> None:
+    log.commit([Mutation(type="item", id="first", key="first")])
+    with log.path.open("ab") as handle:
+        handle.write(b'GARBAGE LINE not json\n{"torn')
+    go = tmp_path / "go"
+    procs = [spawn("sync", str(log.path), f"h{n}", "5", str(go)) for n in range(10)]
+    time.sleep(0.3)
+    go.touch()
+    outputs = [proc.communicate(timeout=120) for proc in procs]
+    assert all(proc.returncode == 0 for proc in procs), [err for _, err in outputs]
+    acked: dict[str, int] = {}
+    for out, _ in outputs:
+        acked.update({k: s for k, (s, _) in acks(out).items()})
+    events = check_contiguous(log)
+    assert len(events) == 51 and {e["id"]: e["seq"] for e in events[1:]} == acked
+    sides = sorted(log.path.parent.glob(log.path.name + ".corrupt-*"))
+    assert [p.read_bytes() for p in sides] == [b'GARBAGE LINE not json\n{"torn']
