@@ -359,7 +359,10 @@ def _scan(dir_fd: int, shown: Path) -> None:
         if is_link:
             _refuse_if_link(dir_fd, name, shown / name, shown / name)
         elif is_dir:
-            child = _open_dir(dir_fd, name, shown / name, shown / name, create=False)
+            try:
+                child = _open_dir(dir_fd, name, shown / name, shown / name, create=False)
+            except FileNotFoundError:
+                continue  # removed meanwhile (another process releasing its lock)
             try:
                 _scan(child, shown / name)
             finally:
