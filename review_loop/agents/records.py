@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from review_loop.agents.models import DeliveryState, Reply, Usage
 
-SessionStatus = Literal["starting", "running", "finished", "orphaned", "lost"]
+SessionStatus = Literal["starting", "running", "finished", "interrupted", "orphaned", "lost"]
+"""Where a session is: ``starting`` (record written, not yet spawned), ``running``,
+``finished`` (an outcome was read), ``interrupted`` (review-loop was cancelled or signalled
+and ended the session itself), ``orphaned`` / ``lost`` (its owner died; the reaper ended it
+or found it gone)."""
+
+INTERRUPTED: Final = "interrupted"
+"""The ``reason`` of an attempt, and the ``status`` of a record, ended by cancellation."""
 
 
 class SessionRecord(BaseModel):
@@ -101,6 +108,9 @@ class Delivery(BaseModel):
     Attributes:
         degraded: a resume fell back to a new session; ``degradedReason`` says why
             (``no_session_id``, ``resume_unsupported`` or ``session_not_found``).
+        interrupted: the request was cancelled (a signal to review-loop, or the embedding
+            program) before an outcome was read; its session was ended and its record says
+            ``interrupted``. ``state`` is then ``NOT_SUBMITTED`` if nothing was launched.
         recordError: the first record of this request that could not be written (the
             reply, if any, is still here).
     """
@@ -123,6 +133,7 @@ class Delivery(BaseModel):
     cwd: str
     degraded: bool = False
     degradedReason: str | None = None
+    interrupted: bool = False
     recordError: RecordError | None = None
 
     @property

@@ -49,7 +49,15 @@ from review_loop.agents.models import (
     Invocation,
     Reply,
 )
-from review_loop.agents.records import Attempt, Delivery, Fallback, RecordError, SessionRecord
+from review_loop.agents.records import (
+    INTERRUPTED,
+    Attempt,
+    Delivery,
+    Fallback,
+    RecordError,
+    SessionRecord,
+    SessionStatus,
+)
 from review_loop.orchestrator.environment import reviewer_passthrough
 from review_loop.orchestrator.files import atomic_write_json, utc_now
 from review_loop.orchestrator.isolation import (
@@ -194,6 +202,8 @@ class Dispatcher:
     prefs: Prefs
     progress: Callable[[str], None]
     reaped: list[SessionRecord] = field(default_factory=list)
+    outcomes: list[Delivery] = field(default_factory=list)
+    _interrupted: dict[Path, Attempt] = field(default_factory=dict)
     _capabilities: dict[tuple[str, ...], Capabilities] = field(default_factory=dict)
     _claimed: set[str] = field(default_factory=set)
 
@@ -204,7 +214,7 @@ class Dispatcher:
 
     async def consult(self, request: PeerRequest) -> Delivery:
         """Ask one peer; returns the delivery with every attempt and fallback recorded."""
-        return await self._deliver(request, claimed=set())
+        return await self._tracked(request, claimed=set())
 
     async def fan_out(self, requests: Sequence[PeerRequest]) -> list[Delivery]:
         """Ask several peers at once in one task group; results keep the request order.
@@ -215,7 +225,7 @@ class Dispatcher:
         claimed = {resolve_peer(r.peer, self.prefs).product for r in requests}
 
         async def run(index: int, request: PeerRequest) -> None:
-            results[index] = await self._deliver(request, claimed=claimed)
+            results[index] = await self._tracked(request, claimed=claimed)
 
         async with anyio.create_task_group() as group:
             for index, request in enumerate(requests):
@@ -223,6 +233,52 @@ class Dispatcher:
         return [r for r in results if r is not None]
 
     # -- internals ---------------------------------------------------------------------
+
+    async def _tracked(self, request: PeerRequest, *, claimed: set[str]) -> Delivery:
+        """:meth:`_deliver`, keeping what became of the request in :attr:`outcomes`.
+
+        On cancellation (a signal to ``review-loop``, or the embedding program's cancel
+        scope) the session has been ended and its record finished as ``interrupted`` by
+        :meth:`_attempt`; an ``interrupted`` delivery joins :attr:`outcomes`, so a caller
+        can still report the answers that did arrive, and the cancellation propagates.
+        """
+        started = anyio.current_time()
+        try:
+            delivery = await self._deliver(request, claimed=claimed)
+        except anyio.get_cancelled_exc_class():
+            self.outcomes.append(self._interrupted_delivery(request, started))
+            raise
+        self.outcomes.append(delivery)
+        return delivery
+
+    def outcome_of(self, request: PeerRequest) -> Delivery:
+        """What became of ``request``: its last outcome, else an ``interrupted`` delivery.
+
+        For a caller whose :meth:`fan_out` was cancelled: the requests that ended before
+        the cancellation keep their delivery (an answer that arrived is here).
+        """
+        path = str(request.record_dir / SESSION_FILE)
+        for delivery in reversed(self.outcomes):
+            if delivery.recordPath == path:
+                return delivery
+        return self._interrupted_delivery(request, anyio.current_time())
+
+    def _interrupted_delivery(self, request: PeerRequest, started: float) -> Delivery:
+        attempt = self._interrupted.pop(request.record_dir, None)
+        return Delivery(
+            state=attempt.state if attempt else DeliveryState.NOT_SUBMITTED,
+            peer=request.peer,
+            product=attempt.product if attempt else resolve_peer(request.peer, self.prefs).product,
+            sessionId=attempt.sessionId if attempt else None,
+            reason=INTERRUPTED,
+            detail=attempt.detail if attempt else "cancelled before it was launched",
+            attempts=[attempt] if attempt else [],
+            elapsedMs=int((anyio.current_time() - started) * 1000),
+            recordPath=str(request.record_dir / SESSION_FILE),
+            cwd=str(self.repo),
+            interrupted=True,
+            recordError=attempt.recordError if attempt else None,
+        )
 
     def _env(self, peer: ResolvedPeer) -> EnvPassthrough:
         """What of the caller's environment this peer's CLI gets (its adapter's + prefs)."""
@@ -380,6 +436,7 @@ class Dispatcher:
             outcome: Reply | Failure,
             completed: Completed | None,
             failed: RecordError | None = None,
+            status: SessionStatus = "finished",
         ) -> tuple[Reply | Failure, Attempt, bool]:
             """Record how the attempt ended. A record that cannot be written is reported
             in ``Attempt.recordError`` (path, errno), never raised: the outcome — a reply
@@ -390,7 +447,7 @@ class Dispatcher:
             final = record.model_copy(
                 update={
                     "sessionId": session_id,
-                    "status": "finished",
+                    "status": status,
                     "state": state,
                     "reason": reason,
                     "updated": utc_now(),
@@ -525,6 +582,13 @@ class Dispatcher:
             except RecordingFailed as unrecorded:
                 group.cancel_scope.cancel()
                 return finish(_unrecorded_launch(runnable, unrecorded), None, unrecorded.error)
+            except anyio.get_cancelled_exc_class():
+                # Cancelled (a signal, the embedding program): the process layer has ended
+                # the session's tree; finish its record as interrupted. Synchronous, so
+                # nothing can cancel it half-way; then the cancellation goes on.
+                _, attempt, _ = finish(_interrupted(record), None, status=INTERRUPTED)
+                self._interrupted[request.record_dir] = attempt
+                raise
             group.cancel_scope.cancel()
         if completed.killed_after_grace:
             log_event(
@@ -603,6 +667,20 @@ class Dispatcher:
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(lambda: shutil.rmtree(root, ignore_errors=True))
+
+
+def _interrupted(record: SessionRecord) -> Failure:
+    """The outcome of an attempt cancelled before its outcome was read.
+
+    ``NOT_SUBMITTED`` when no process was launched, else ``DELIVERY_UNKNOWN``: the CLI may
+    have sent the prompt.
+    """
+    launched = record.pid is not None
+    return Failure(
+        state=DeliveryState.DELIVERY_UNKNOWN if launched else DeliveryState.NOT_SUBMITTED,
+        reason=INTERRUPTED,
+        detail="cancelled before an outcome was read; the session was ended",
+    )
 
 
 def _unrecorded_launch(invocation: Invocation, failed: RecordingFailed) -> Failure:

@@ -6,7 +6,12 @@ Contract (as the original ``review-loop``):
 - exit 0 on success, 2 when the result says ``ok: false``, 1 for usage errors and crashes,
   with ``{"ok": false, "error": "..."}`` on stdout;
 - commands whose contract is ``spx``'s (``verification run``) print one compact JSON line
-  and put errors on stderr, exit 1.
+  and put errors on stderr, exit 1;
+- TERM, HUP and INT to a command that runs reviewers (:data:`REVIEWER_COMMANDS`) are
+  cancellation: every reviewer is ended, records say ``interrupted``, one JSON document
+  (``ok: false``, ``"signal"``, ``"interrupted"``) is printed, exit 128 + the signal
+  (:mod:`.stops`, ``docs/stops.md``). Other commands keep the default actions, except that
+  Ctrl-C prints no traceback (exit 130).
 
 Start-up is part of the product: each command lives in its own module, imported only when
 that command runs, so ``sessions`` never pays for the dispatcher.
@@ -18,6 +23,7 @@ import argparse
 import importlib
 import json
 import os
+import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, Protocol
@@ -41,6 +47,10 @@ COMMANDS: dict[str, str] = {
     "audit": "audit",
     "help": "help",
 }
+# Commands that run reviewers: a signal cancels them instead of killing them (see .stops).
+REVIEWER_COMMANDS = frozenset(
+    {"consult", "run", "verify-diff", "converge", "blind-review", "preflight", "audit"}
+)
 
 
 class CommandModule(Protocol):
@@ -109,6 +119,21 @@ def run(argv: Sequence[str], *, stdout: Callable[[str], None] | None = None) -> 
         )
         return 1
     module = load_command(name)
+    if name not in REVIEWER_COMMANDS:
+        return _execute(module, name, args, write)
+    from review_loop.orchestrator.cli import stops
+
+    stop = stops.install()
+    try:
+        code = _execute(module, name, args, write)
+    finally:
+        stops.uninstall(stop)
+    return stop.exit_code or code
+
+
+def _execute(
+    module: CommandModule, name: str, args: list[str], write: Callable[[str], None]
+) -> int:
     output = getattr(module, "OUTPUT", "json")
     try:
         parser = new_parser(f"review-loop {name}")
@@ -136,6 +161,9 @@ def main() -> NoReturn:
     """Console-script entry point."""
     try:
         code = run(sys.argv[1:])
+    except KeyboardInterrupt:
+        # Ctrl-C to a command that runs no reviewer: its default stop, without a traceback.
+        code = 128 + signal.SIGINT
     except BrokenPipeError:
         # The reader went away (``review-loop help | head``): not our error to report.
         devnull = os.open(os.devnull, os.O_WRONLY)

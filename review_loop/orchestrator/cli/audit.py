@@ -29,11 +29,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Validate the options, then run the workflow on the dispatcher and the journal."""
-    import functools
     import json
     import sys
-
-    import anyio
 
     from review_loop.agents import verification_audit as va
     from review_loop.agents.errors import InputError
@@ -42,6 +39,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         positive_seconds,
         read_text_file,
     )
+    from review_loop.orchestrator.cli.stops import Stop, run_cancellable
     from review_loop.orchestrator.workflows.audit import AuditRequest, run_audit
 
     driver = None
@@ -67,4 +65,9 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
 
-    return anyio.run(functools.partial(run_audit, request, prefs=prefs, progress=progress))
+    async def main(stop: Stop) -> Mapping[str, Any]:
+        return await run_audit(
+            request, prefs=prefs, progress=progress, open_dispatcher=stop.open_dispatcher
+        )
+
+    return run_cancellable(main)

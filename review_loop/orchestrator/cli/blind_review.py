@@ -31,12 +31,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Validate, then review."""
-    import anyio
-
     from review_loop.agents.converge import BLIND_REVIEWER_PRODUCT
     from review_loop.agents.errors import InputError
     from review_loop.orchestrator.cli.common import load_user_prefs, positive_seconds, repo_from
-    from review_loop.orchestrator.dispatcher import open_dispatcher, resolve_peer
+    from review_loop.orchestrator.cli.stops import Stop, run_cancellable
+    from review_loop.orchestrator.dispatcher import resolve_peer
     from review_loop.orchestrator.git import ensure_layout, rev_parse
     from review_loop.orchestrator.workflows.converge_gates import run_blind_review
     from review_loop.orchestrator.workflows.converge_store import check_run, default_run
@@ -57,8 +56,8 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     run = check_run(args.run) if args.run else default_run(repo)
     ensure_layout(repo)
 
-    async def main() -> Mapping[str, Any]:
-        async with open_dispatcher(repo=repo, prefs=prefs) as dispatcher:
+    async def main(stop: Stop) -> Mapping[str, Any]:
+        async with stop.open_dispatcher(repo=repo, prefs=prefs) as dispatcher:
             return await run_blind_review(
                 dispatcher,
                 run=run,
@@ -68,4 +67,4 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
                 timeout_ms=timeout_ms,
             )
 
-    return anyio.run(main)
+    return run_cancellable(main)

@@ -34,8 +34,6 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Validate everything first (nothing is written on bad input), then consult."""
     import shutil
 
-    import anyio
-
     from review_loop.agents.errors import InputError
     from review_loop.orchestrator.cli.common import (
         checked_resume_id,
@@ -45,7 +43,8 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         read_text_file,
         repo_from,
     )
-    from review_loop.orchestrator.dispatcher import open_dispatcher, resolve_peer
+    from review_loop.orchestrator.cli.stops import Stop, run_cancellable
+    from review_loop.orchestrator.dispatcher import resolve_peer
     from review_loop.orchestrator.git import ensure_layout
     from review_loop.orchestrator.workflows.consult import (
         ConsultPlan,
@@ -97,8 +96,8 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     )
     ensure_layout(repo)
 
-    async def main() -> Mapping[str, Any]:
-        async with open_dispatcher(repo=repo, prefs=prefs) as dispatcher:
-            return await run_consult(dispatcher, plan)
+    async def main(stop: Stop) -> Mapping[str, Any]:
+        async with stop.open_dispatcher(repo=repo, prefs=prefs) as dispatcher:
+            return await run_consult(dispatcher, plan, interrupted=stop.keep)
 
-    return anyio.run(main)
+    return run_cancellable(main)

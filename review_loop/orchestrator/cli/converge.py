@@ -51,11 +51,9 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Validate everything first (nothing is written on bad input), then converge."""
     import shutil
 
-    import anyio
-
     from review_loop.agents.errors import InputError
     from review_loop.orchestrator.cli.common import load_user_prefs, positive_seconds, repo_from
-    from review_loop.orchestrator.dispatcher import open_dispatcher
+    from review_loop.orchestrator.cli.stops import Stop, run_cancellable
     from review_loop.orchestrator.git import ensure_layout
     from review_loop.orchestrator.workflows.consult import resolve_fallbacks
     from review_loop.orchestrator.workflows.converge import (
@@ -89,8 +87,8 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     )
     ensure_layout(repo)
 
-    async def main() -> Mapping[str, Any]:
-        async with open_dispatcher(repo=repo, prefs=prefs) as dispatcher:
+    async def main(stop: Stop) -> Mapping[str, Any]:
+        async with stop.open_dispatcher(repo=repo, prefs=prefs) as dispatcher:
             return await run_converge(dispatcher, inputs)
 
-    return anyio.run(main)
+    return run_cancellable(main)

@@ -35,12 +35,11 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Validate, then run the three round trips in parallel."""
     import shutil
 
-    import anyio
-
     from review_loop.agents.converge import BLIND_REVIEWER_PRODUCT
     from review_loop.agents.errors import InputError
     from review_loop.orchestrator.cli.common import load_user_prefs, positive_seconds, repo_from
-    from review_loop.orchestrator.dispatcher import open_dispatcher, resolve_peer
+    from review_loop.orchestrator.cli.stops import Stop, run_cancellable
+    from review_loop.orchestrator.dispatcher import resolve_peer
     from review_loop.orchestrator.git import ensure_layout
     from review_loop.orchestrator.workflows.converge import plan_peers
     from review_loop.orchestrator.workflows.converge_gates import Role, run_preflight
@@ -80,10 +79,10 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         }
     ensure_layout(repo)
 
-    async def main() -> Mapping[str, Any]:
-        async with open_dispatcher(repo=repo, prefs=prefs) as dispatcher:
+    async def main(stop: Stop) -> Mapping[str, Any]:
+        async with stop.open_dispatcher(repo=repo, prefs=prefs) as dispatcher:
             return await run_preflight(
                 dispatcher, run=run, roles=roles, unavailable=unavailable, timeout_ms=timeout_ms
             )
 
-    return anyio.run(main)
+    return run_cancellable(main)

@@ -43,8 +43,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Validate every option (nothing is written on bad input), then run one round."""
-    import anyio
-
     from review_loop.agents.errors import InputError
     from review_loop.orchestrator.cli.common import (
         load_user_prefs,
@@ -52,7 +50,8 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         positive_seconds,
         repo_from,
     )
-    from review_loop.orchestrator.dispatcher import open_dispatcher, resolve_peer
+    from review_loop.orchestrator.cli.stops import Stop, run_cancellable
+    from review_loop.orchestrator.dispatcher import resolve_peer
     from review_loop.orchestrator.workflows.review_run import RunPlan, run_review, validate_plan
 
     for name, value in vars(args).items():
@@ -87,8 +86,8 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     validate_plan(plan)
     repo = repo_from(args)
 
-    async def main() -> Mapping[str, Any]:
-        async with open_dispatcher(repo=repo, prefs=prefs) as dispatcher:
+    async def main(stop: Stop) -> Mapping[str, Any]:
+        async with stop.open_dispatcher(repo=repo, prefs=prefs) as dispatcher:
             return await run_review(dispatcher, plan)
 
-    return anyio.run(main)
+    return run_cancellable(main)

@@ -53,8 +53,6 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Validate everything first (nothing is written on bad input), then run."""
     import json
 
-    import anyio
-
     from review_loop.agents import verify_diff as vd
     from review_loop.agents.errors import InputError
     from review_loop.orchestrator.cli.common import (
@@ -63,7 +61,8 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         read_text_file,
         repo_from,
     )
-    from review_loop.orchestrator.dispatcher import open_dispatcher, resolve_peer
+    from review_loop.orchestrator.cli.stops import Stop, run_cancellable
+    from review_loop.orchestrator.dispatcher import resolve_peer
     from review_loop.orchestrator.git import rev_parse
     from review_loop.orchestrator.workflows.verify_diff import VerifyDiffPlan, run_verify_diff
 
@@ -107,8 +106,8 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         timeout_ms=timeout_ms,
     )
 
-    async def main() -> Mapping[str, Any]:
-        async with open_dispatcher(repo=repo, prefs=prefs) as dispatcher:
+    async def main(stop: Stop) -> Mapping[str, Any]:
+        async with stop.open_dispatcher(repo=repo, prefs=prefs) as dispatcher:
             return await run_verify_diff(dispatcher, plan)
 
-    return anyio.run(main)
+    return run_cancellable(main)

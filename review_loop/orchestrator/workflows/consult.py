@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from review_loop.agents.errors import InputError
 from review_loop.agents.prompts import consult_prompt
-from review_loop.agents.records import Delivery, RecordError
+from review_loop.agents.records import INTERRUPTED, Delivery, RecordError
 from review_loop.orchestrator.dispatcher import (
     Dispatcher,
     PeerRequest,
@@ -179,14 +181,18 @@ def consult_result(delivery: Delivery, record_path: Path | None) -> dict[str, An
             "usage": delivery.usage.model_dump() if delivery.usage else None,
             "message": ADVISORY_MESSAGE,
         }
+    if delivery.interrupted:
+        message = "consult interrupted: review-loop was stopped; this peer's session was ended"
+    else:
+        message = f"consult peer invoke failed: {delivery.reason}"
     return {
         "ok": False,
-        "status": "DELIVERY_UNKNOWN",
+        "status": INTERRUPTED if delivery.interrupted else "DELIVERY_UNKNOWN",
         "delivery": delivery.state.value,
         "code": delivery.reason,
         **common,
         "recordPath": None,
-        "message": f"consult peer invoke failed: {delivery.reason}",
+        "message": message,
         "error": delivery.detail or delivery.reason,
         "attempts": [a.model_dump(mode="json") for a in delivery.attempts],
     }
@@ -230,7 +236,11 @@ def _write_answer(path: Path, text: str) -> RecordError | None:
 
 @reporting_async
 async def run_consult(
-    dispatcher: Dispatcher, plan: ConsultPlan, *, clock: Callable[[], str] = utc_now
+    dispatcher: Dispatcher,
+    plan: ConsultPlan,
+    *,
+    clock: Callable[[], str] = utc_now,
+    interrupted: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Ask every peer of ``plan`` in parallel and write the records.
 
@@ -239,6 +249,11 @@ async def run_consult(
     An answer whose records cannot be written is still returned, with ``recordError``
     (``{path, errno, message}``) saying what was not recorded. ``clock`` gives the
     creation time that names the records (injected by tests to pin it).
+
+    When the consult is cancelled, ``interrupted`` receives the same document built
+    from what had ended (answers that arrived are kept, and recorded), with
+    ``"interrupted": [peer, ...]`` and those peers' ``status``/``code`` ``interrupted``;
+    the cancellation then propagates.
 
     Raises:
         RecordingFailed: a record directory cannot be made (nothing was asked).
@@ -265,7 +280,25 @@ async def run_consult(
         )
         for peer, name in zip(resolved, names, strict=True)
     ]
-    deliveries = await dispatcher.fan_out(requests)
+    try:
+        deliveries = await dispatcher.fan_out(requests)
+    except anyio.get_cancelled_exc_class():
+        if interrupted is not None:
+            ended = [dispatcher.outcome_of(request) for request in requests]
+            interrupted(_consult_document(plan, runtime, created, resolved, names, ended))
+        raise
+    return _consult_document(plan, runtime, created, resolved, names, deliveries)
+
+
+def _consult_document(
+    plan: ConsultPlan,
+    runtime: Path,
+    created: str,
+    resolved: list[ResolvedPeer],
+    names: list[str],
+    deliveries: list[Delivery],
+) -> dict[str, Any]:
+    """Write each answer's Markdown record; one peer's document, or all of them."""
     results = []
     for peer, name, delivery in zip(resolved, names, deliveries, strict=True):
         record_path: Path | None = None
@@ -280,7 +313,13 @@ async def run_consult(
         if failed is not None:
             result["recordError"] = failed.model_dump()
         results.append(result)
+    stopped = [d.peer for d in deliveries if d.interrupted]
     if len(results) == 1:
-        return results[0]
-    ok = all(r["ok"] for r in results)
-    return {"ok": ok, "status": "advisory" if ok else "DELIVERY_UNKNOWN", "results": results}
+        document = results[0]
+    else:
+        ok = all(r["ok"] for r in results)
+        status = INTERRUPTED if stopped else "advisory" if ok else "DELIVERY_UNKNOWN"
+        document = {"ok": ok, "status": status, "results": results}
+    if stopped:
+        document["interrupted"] = stopped
+    return document
