@@ -1,0 +1,98 @@
+"""Collaboration tests: an embedding program cancels a two-peer consult, on asyncio and trio.
+
+Rows: {cancellation from asyncio, cancellation from trio} × {hang, grandchild,
+SIGTERM-ignoring, setsid escaper holding the pipe, detached helper after a normal answer}.
+The program runs :func:`run_consult` on :func:`open_dispatcher` and cancels its scope
+once both reviewers run. Checks: the cancellation propagates (the consult never
+returns), every record is finished (``interrupted``; none left ``running``), the
+``interrupted`` callback receives the document of what had ended (an answer that arrived
+is kept), and no process of the run survives.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from review_loop.orchestrator.dispatcher import Dispatcher, open_dispatcher
+from review_loop.orchestrator.git import ensure_layout
+from review_loop.orchestrator.workflows.consult import ConsultPlan, run_consult
+from review_loop.prefs import Prefs
+from tests.fakes import FakeCLIs
+from tests.faults.harness import (
+    GRACE_MS,
+    MODES,
+    PEER_A,
+    PEER_B,
+    WAIT_S,
+    Mode,
+    Scanner,
+    describe_row,
+    record_of,
+    row_is_set_up,
+    script_row,
+    unfinished,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+async def _wait_set_up(fakes: FakeCLIs, repo: Path, scanner: Scanner, mode: Mode) -> None:
+    with anyio.move_on_after(WAIT_S):
+        while not await anyio.to_thread.run_sync(row_is_set_up, fakes, repo, scanner, mode):
+            await anyio.sleep(0.05)
+        return
+    raise AssertionError(
+        f"the {mode.name} row was not set up: {describe_row(fakes, repo, scanner)}"
+    )
+
+
+@pytest.mark.parametrize("mode", MODES, ids=[m.name for m in MODES])
+async def test_collaboration_embedding_program_cancels_a_two_peer_consult(
+    mode: Mode,
+    repo: Path,
+    fakes: FakeCLIs,
+    scanner: Scanner,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for key, value in fakes.env(path_only=True).items():
+        monkeypatch.setenv(key, value)
+    script_row(fakes, mode)
+    prefs = Prefs.model_validate({"graceMs": GRACE_MS, "timeoutMs": 120_000, "livenessMs": 600_000})
+    plan = ConsultPlan(peers=(PEER_A, PEER_B), question="Is the change right?")
+    ensure_layout(repo)
+    kept: list[dict[str, Any]] = []
+    returned = False
+
+    async def consult(dispatcher: Dispatcher) -> None:
+        nonlocal returned
+        await run_consult(dispatcher, plan, interrupted=kept.append)
+        returned = True
+
+    async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as dispatcher:
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as group:
+                group.start_soon(consult, dispatcher)
+                await _wait_set_up(fakes, repo, scanner, mode)
+                scope.cancel()  # the program's own cancellation (asyncio or trio)
+    assert scope.cancelled_caught and not returned
+
+    assert unfinished(repo) == []
+    b_record = record_of(repo, PEER_B)
+    assert b_record is not None and b_record["status"] == "interrupted"
+    [document] = kept
+    assert document["ok"] is False and document["status"] == "interrupted"
+    assert PEER_B in document["interrupted"]
+    by_peer = {result["peer"]: result for result in document["results"]}
+    assert by_peer[PEER_B]["code"] == "interrupted"
+    if mode.a_answers:
+        assert by_peer[PEER_A]["text"] == f"answer from {PEER_A}"
+        a_record = record_of(repo, PEER_A)
+        assert a_record is not None and a_record["status"] == "finished"
+    else:
+        assert document["interrupted"] == [PEER_A, PEER_B]
+    survivors = scanner.survivors()
+    assert survivors == [], [" ".join(p.cmdline()) for p in survivors]
