@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -151,27 +152,37 @@ class Scratch:
         }
 
 
+def _not_copied(directory: str, names: list[str]) -> set[str]:
+    """:data:`SKIPPED_IN_COPY`, and what is neither a file, a directory nor a link: a FIFO
+    or socket planted in the tree would make ``copytree`` fail, and with it the request."""
+    skipped = set(SKIPPED_IN_COPY) & set(names)
+    for name in names:
+        mode = os.lstat(os.path.join(directory, name)).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            skipped.add(name)
+    return skipped
+
+
 def make_scratch(
     root: Path, repo: Path, *, source_home: Path, home_files: Sequence[str] = ()
 ) -> Scratch:
-    """Fill ``root``: a copy of ``repo`` (without :data:`SKIPPED_IN_COPY`), a scratch HOME
+    """Fill ``root``: a copy of ``repo`` (without :func:`_not_copied`), a scratch HOME
     holding each of ``home_files`` that exists under ``source_home``, a scratch TMPDIR.
 
     Raises:
         ValueError: a home file that is absolute or climbs out of HOME (an adapter bug).
     """
+    relatives = [PurePosixPath(name) for name in home_files]
+    for name, relative in zip(home_files, relatives, strict=True):
+        if relative.is_absolute() or ".." in relative.parts or not relative.parts:
+            raise ValueError(f"home file {name!r} is not a path inside HOME")
     scratch = Scratch(
         root=root, copy=root / "work" / repo.name, home=root / "home", tmp=root / "tmp"
     )
-    shutil.copytree(
-        repo, scratch.copy, symlinks=True, ignore=shutil.ignore_patterns(*SKIPPED_IN_COPY)
-    )
+    shutil.copytree(repo, scratch.copy, symlinks=True, ignore=_not_copied)
     scratch.home.mkdir(mode=0o700)
     scratch.tmp.mkdir(mode=0o700)
-    for name in home_files:
-        relative = PurePosixPath(name)
-        if relative.is_absolute() or ".." in relative.parts or not relative.parts:
-            raise ValueError(f"home file {name!r} is not a path inside HOME")
+    for relative in relatives:
         source = source_home / relative
         if source.is_file():
             target = scratch.home / relative

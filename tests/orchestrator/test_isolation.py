@@ -75,6 +75,41 @@ def test_only_the_top_of_a_stack_and_what_lies_under_it_is_reachable_contract() 
     assert visible == [27, 24, 30, 33, 34, 36]
 
 
+def test_the_scratch_holds_a_copy_and_only_the_named_home_files_contract(tmp_path: Path) -> None:
+    repo = committed_repo(tmp_path / "repo", {"a.txt": "hello\n"})
+    (repo / ".review-handoff").mkdir()
+    (repo / ".review-handoff" / "record.json").write_text("{}")
+    os.mkfifo(repo / "planted-fifo")  # copytree refuses one: the request would fail
+    home = tmp_path / "home"
+    (home / ".cli").mkdir(parents=True)
+    (home / ".cli" / "settings.json").write_text("key")
+    (home / ".gitconfig").write_text("[user]\n")
+    root = tmp_path / "scratch"
+    root.mkdir()
+
+    scratch = isolation.make_scratch(
+        root, repo, source_home=home, home_files=(".cli/settings.json", ".cli/absent.md")
+    )
+
+    assert scratch.copy == root / "work" / "repo"
+    assert sorted(p.name for p in scratch.copy.iterdir()) == [".git", "a.txt"]
+    assert [p.relative_to(scratch.home).as_posix() for p in scratch.home.rglob("*")] == [
+        ".cli",
+        ".cli/settings.json",
+    ]
+    assert (scratch.home / ".cli" / "settings.json").stat().st_mode & 0o777 == 0o600
+    assert scratch.env()["HOME"] == str(scratch.home)
+    assert scratch.env()["TMPDIR"] == str(scratch.tmp) and scratch.tmp.is_dir()
+
+
+@pytest.mark.parametrize("name", ["/etc/passwd", "../outside", ".cli/../../x", ""])
+def test_a_home_file_outside_home_is_refused_contract(tmp_path: Path, name: str) -> None:
+    repo = committed_repo(tmp_path / "repo", {"a.txt": "hello\n"})
+    with pytest.raises(ValueError, match="is not a path inside HOME"):
+        isolation.make_scratch(tmp_path / "scratch", repo, source_home=tmp_path, home_files=[name])
+    assert not (tmp_path / "scratch").exists()  # refused before anything was copied
+
+
 # ----------------------------------------------------------------------------- process
 
 _PROBE = """
