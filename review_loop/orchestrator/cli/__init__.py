@@ -104,8 +104,14 @@ def run(argv: Sequence[str], *, stdout: Callable[[str], None] | None = None) -> 
     """Run one command line; returns the exit code. ``stdout`` receives the document."""
     write = stdout or (lambda text: print(text, flush=True))
     args = list(argv)
-    if not args or args[0] in ("help", "--help", "-h") or "--help" in args or "-h" in args:
-        args = ["help"]
+    from review_loop.orchestrator.cli import manual
+
+    if not args or args[0] in manual.HELP_FLAGS:
+        write(manual.overview(list(COMMANDS)))
+        return 0
+    if args[0] in manual.VERSION_FLAGS:
+        write(manual.version_text())
+        return 0
     name = args[0]
     if name not in COMMANDS:
         write(
@@ -119,6 +125,16 @@ def run(argv: Sequence[str], *, stdout: Callable[[str], None] | None = None) -> 
         )
         return 1
     module = load_command(name)
+    if name == "help":  # the agents' JSON document, whatever follows it
+        args = ["help"]
+    else:
+        parser = new_parser(f"review-loop {name}")
+        module.configure(parser)
+        wants_help, words = manual.help_requested(parser, args[1:])
+        if wants_help:  # a person's help for one command (-h as a flag's value is a value)
+            write(manual.command_help(name, module.USAGE))
+            return 0
+        args = [name, *words]
     if name not in REVIEWER_COMMANDS:
         return _execute(module, name, args, write)
     from review_loop.orchestrator.cli import stops

@@ -1,0 +1,459 @@
+"""Human help: ``review-loop -h``, ``review-loop COMMAND --help`` and ``--version``.
+
+``review-loop help`` stays the JSON document agents read (:mod:`.help`); this module is the
+text a person reads: for each command its synopsis (the command module's ``USAGE``), what
+it does, every flag with its meaning and default, and examples. A contract test checks that
+every option a command's parser declares is described here, so a new flag without a
+description fails the build.
+
+Whether ``-h``/``--help`` asks for help is decided token by token (:func:`help_requested`):
+as the value of a flag that takes one (``consult --question -h``) it is that value, never a
+request for help (adversary finding F10).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+HELP_FLAGS = ("-h", "--help")
+VERSION_FLAGS = ("-V", "--version")
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One flag or positional argument: how it is written, what it means, its default."""
+
+    spelling: str
+    meaning: str
+    default: str = "none"
+
+
+@dataclass(frozen=True)
+class Page:
+    """The human help of one command."""
+
+    summary: str
+    flags: tuple[Flag, ...]
+    examples: tuple[str, ...]
+    notes: str = ""
+
+
+_REPO = Flag(
+    "--repo R", "the git checkout to work on (alias --repo-root)", "the git top level of the cwd"
+)
+_TIMEOUT = Flag(
+    "--timeout SECONDS",
+    "deadline per reviewer call, 1 to 86400 seconds; a reviewer still running is then "
+    "stopped (SIGTERM, then SIGKILL after the grace period)",
+    "prefs timeoutMs (20 minutes), or REVIEW_LOOP_TIMEOUT_MS",
+)
+_PEER = Flag(
+    "--peer P",
+    "a reviewer: a product (codex, claude, gemini, grok) or a prefs alias; "
+    "repeatable or comma-separated (alias --reviewer)",
+    "the prefs order, without the host",
+)
+_PEER_COMMAND = Flag(
+    "--peer-command NAME",
+    "run the peer through this prefs alias or executable on PATH instead of the product's "
+    "own command (see 'review-loop prefs alias')",
+)
+_HOST = Flag(
+    "--host H",
+    "the product you (the coding host) are; it is never asked to review itself",
+)
+_FALLBACK = Flag(
+    "--fallback F|auto",
+    "when a peer could not be asked (not installed, not logged in), ask F instead; 'auto' "
+    "takes the next product in the prefs order; repeatable",
+    "no fallback",
+)
+_RUN_NAME = Flag("--run NAME", "the name of the convergence run to create or continue", "a new run")
+_BASE = Flag("--base REF", "the commit the changes are compared with", "HEAD")
+_PATHS = Flag("--paths a,b", "limit the diff to these paths (alias --path)", "every changed path")
+_PACKET = Flag(
+    "--packet PATH",
+    "the review packet (a directory under .review-handoff/) printed by 'run' (alias --packet-path)",
+    "the latest packet",
+)
+
+PAGES: dict[str, Page] = {
+    "consult": Page(
+        "Ask one or more peers a question, read-only and in parallel; print their advisory "
+        "answers. Nothing in the repository is changed.",
+        (
+            _REPO,
+            _PEER,
+            _FALLBACK,
+            Flag(
+                "--question-file Q", "read the question from this UTF-8 file (alias --questionFile)"
+            ),
+            Flag("--question T", "the question itself (give this or --question-file)"),
+            _PEER_COMMAND,
+            _HOST,
+            Flag(
+                "--skip-host [true|false]",
+                "with --host and no --peer: pick the peers from the prefs order, leaving out "
+                "the host",
+                "prefs skipHost",
+            ),
+            _TIMEOUT,
+            Flag(
+                "--resume SESSION_ID",
+                "continue this peer session (as printed in sessionId); needs exactly one --peer",
+                "a new session",
+            ),
+        ),
+        (
+            "review-loop consult --repo . --peer codex --question 'Is the fix in calc.py right?'",
+            "review-loop consult --peer codex --peer claude --question-file q.md --timeout 600",
+        ),
+    ),
+    "sessions": Page(
+        "List reviewer sessions of this repository (review-loop's records and each CLI's own "
+        "store), newest first, with copy-ready resume commands.",
+        (_REPO, Flag("--product P", "only this product's sessions", "every product")),
+        ("review-loop sessions", "review-loop sessions --repo . --product claude"),
+    ),
+    "prefs": Page(
+        "Show or change your preferences ($REVIEW_LOOP_HOME/prefs.toml).",
+        (
+            Flag(
+                "ACTION",
+                "show | set KEY VALUE | alias NAME PRODUCT COMMAND [ARG ...] | unalias NAME | "
+                "reset (reset also repairs a prefs.toml that cannot be read)",
+                "show",
+            ),
+            Flag("VALUES", "the action's arguments (see the synopsis)"),
+        ),
+        (
+            "review-loop prefs",
+            "review-loop prefs set order claude,codex,grok",
+            "review-loop prefs alias codex2 codex /opt/codex/bin/codex",
+            "review-loop prefs reset",
+        ),
+    ),
+    "evidence": Page(
+        "Print the evidence of the current changes (base commit, covered paths, digest); "
+        "runs no reviewer.",
+        (_REPO, _BASE, _PATHS),
+        ("review-loop evidence --repo .", "review-loop evidence --base main --paths src/"),
+    ),
+    "verify-diff": Page(
+        "A fresh executor judges whether the staged-free working-tree diff fixes what it says "
+        "it fixes; prints the verdict JSON.",
+        (
+            _REPO,
+            Flag("--description D", "what the diff is meant to fix"),
+            Flag(
+                "--fix-direction F",
+                "how it is meant to fix it (alias --suggested-fix-direction)",
+            ),
+            Flag("--target PATH", "the file the fix is about (alias --target-file)"),
+            Flag("--base REF", "the commit the diff is taken against (alias --base-ref)", "HEAD"),
+            Flag("--max-iterations N", "how many executor rounds at most", "1"),
+            Flag("--executor P", "the product that judges", "the first product in prefs order"),
+            Flag("--scenarios-file S", "extra scenarios to check, one file"),
+            _TIMEOUT,
+        ),
+        (
+            "review-loop verify-diff --repo .    (auto-derive the framing from the diff)",
+            "review-loop verify-diff --description 'off by one' --fix-direction 'use <=' "
+            "--target calc.py --executor codex",
+        ),
+        "Give all three of --description, --fix-direction and --target, or none of them.",
+    ),
+    "run": Page(
+        "One review round of the auto-loop: a headless read-only reviewer reviews the "
+        "changes and writes a packet with its verdict.",
+        (
+            _REPO,
+            Flag("--reviewer P", "the reviewing product (alias --product-reviewer)", "prefs order"),
+            Flag("--completion pass|review", "what ends the loop", "review"),
+            Flag("--until-pass", "the same as --completion pass"),
+            Flag("--base REF", "the commit the changes are compared with", "HEAD"),
+            Flag("--rounds N|+N", "the round budget (or N more rounds)", "the workflow default"),
+            Flag("--continue [true|false]", "continue the current packet (alias --cont)"),
+            Flag("--scope SLUG", "the scope name (alias --scope-slug)", "auto-loop"),
+            _PACKET,
+            Flag("--paths a,b", "limit the review to these paths; repeatable (alias --path)"),
+            Flag("--intake [true|false]", "an intake round (reviews before any fix)", "false"),
+            _TIMEOUT,
+            Flag("--no-sandbox", "refused: the reviewer always runs read-only"),
+            Flag("--disable-sandbox", "refused: the reviewer always runs read-only"),
+            Flag("--sandbox", "refused: the reviewer always runs read-only"),
+        ),
+        (
+            "review-loop run --repo . --reviewer codex",
+            "review-loop run --reviewer claude --timeout 600",
+            "review-loop run --continue",
+        ),
+    ),
+    "fix-completion": Page(
+        "Record the fixer's answer to a review packet (what was fixed, what was not).",
+        (
+            _REPO,
+            _PACKET,
+            Flag("--body-file F", "read the answer from this file (alias --bodyFile)"),
+            Flag("--body TEXT", "the answer itself (give this or --body-file)"),
+        ),
+        ("review-loop fix-completion --packet .review-handoff/<packet> --body-file fix.md",),
+    ),
+    "close": Page(
+        "Close a review packet without a passing verdict.",
+        (_REPO, _PACKET, Flag("--reason accept-concerns", "why it is closed")),
+        ("review-loop close --packet .review-handoff/<packet> --reason accept-concerns",),
+    ),
+    "preflight": Page(
+        "Check before a convergence run that both peers and the blind reviewer answer.",
+        (
+            _REPO,
+            _PEER,
+            _PEER_COMMAND,
+            _HOST,
+            Flag("--blind-reviewer P", "the blind reviewer (claude or an alias of it)", "claude"),
+            _RUN_NAME,
+            _TIMEOUT,
+            Flag(
+                "--no-git-writes",
+                "writes to .git/ are forbidden: stop before anything is written (HUMAN_GATE)",
+            ),
+        ),
+        ("review-loop preflight --repo . --host claude",),
+    ),
+    "converge": Page(
+        "Three-party convergence on a plan: both peers give positions, then each sees the "
+        "host's and the other's position (two rounds at most).",
+        (
+            _REPO,
+            Flag("--plan FILE", "the plan to converge on"),
+            Flag("--host-position FILE", "your (the host's) position on the plan"),
+            _HOST,
+            _PEER,
+            _PEER_COMMAND,
+            _FALLBACK,
+            _RUN_NAME,
+            _TIMEOUT,
+        ),
+        (
+            "review-loop converge --plan plan.md --host-position mine.md --host claude",
+            "review-loop converge --plan plan.md --host-position mine.md "
+            "--peer codex --peer gemini",
+        ),
+    ),
+    "blind-review": Page(
+        "A reviewer who has seen no discussion reviews the changes.",
+        (
+            _REPO,
+            _BASE,
+            _PATHS,
+            Flag("--reviewer P", "the blind reviewer (alias --blind-reviewer)", "claude"),
+            _RUN_NAME,
+            _TIMEOUT,
+        ),
+        ("review-loop blind-review --repo . --base main",),
+    ),
+    "ledger": Page(
+        "Read or update the run's ledger of findings, gates and metadata.",
+        (
+            _REPO,
+            Flag("ACTION", "show | set | gate | meta | result", "show"),
+            _RUN_NAME,
+            Flag("--id ID", "the finding to set"),
+            Flag("--status S", "VERIFIED_DONE, PENDING, OBSOLETE, EXCLUDED or HUMAN_DECISION"),
+            Flag("--title T", "the finding's title"),
+            Flag("--evidence E", "the evidence for the status"),
+            Flag("--gate G", "verification, architecture-hardening or agentic-review"),
+            Flag("--result TOKEN", "the gate's result token"),
+            Flag("--session S", "the session that produced the gate result"),
+            Flag("--detail D", "free text for the gate", "empty"),
+            Flag("--base REF", "the commit the gate's evidence is taken against", "HEAD"),
+            _PATHS,
+            Flag("--task T", "meta: the task"),
+            Flag(
+                "--goal G", "meta: completed, active-checkpoint, not-created or deferred-conflict"
+            ),
+            Flag("--implemented T", "meta: what was implemented"),
+            Flag("--lessons T", "meta: lessons learned"),
+        ),
+        ("review-loop ledger show", "review-loop ledger set --id F1 --status VERIFIED_DONE"),
+    ),
+    "verification": Page(
+        "The verification run journal (spx's contract: one compact JSON line on stdout, "
+        "errors on stderr).",
+        (
+            Flag("-C ROOT", "run as if started in ROOT", "the cwd"),
+            Flag(
+                "REST",
+                "run VERB [options]: start, input, scope add, finding add, finish, status, render",
+            ),
+            Flag("--verification-type T", "audit, review or test"),
+            Flag("--scope-type S", "changeset or file"),
+            Flag("--scope SCOPE", "<base>..<head> or a file"),
+            Flag("--run TOKEN", "the run token printed by 'start' (every verb but start)"),
+            Flag("--input stdin|FILE", "start: the run's input"),
+            Flag("--payload stdin|FILE", "scope add / finding add: the evidence"),
+            Flag(
+                "--idempotency-key KEY",
+                "scope add / finding add: a retry with the same key is a no-op",
+            ),
+            Flag("--terminal-status STATUS", "finish: the final status"),
+            Flag("--terminal-metadata stdin|FILE", "finish: metadata to record"),
+        ),
+        (
+            "git diff | review-loop verification run start --verification-type review "
+            "--scope-type changeset --scope main..HEAD --input stdin",
+        ),
+    ),
+    "scope": Page(
+        "Resolve an audit scope selector to a base..head identity.",
+        (
+            Flag("resolve SELECTOR", "HEAD, a branch, or base...head"),
+            Flag("--repo DIR", "the checkout", "the cwd"),
+            Flag("--audit-input FILE", "the audit input to materialise"),
+            Flag("--scratch-dir DIR", "where to materialise it"),
+            Flag("--output FILE", "where to write the result"),
+            Flag("--reconcile-run TOKEN", "reconcile with this verification run"),
+            Flag("--scope-identity ID", "the <base>..<head> to reconcile with"),
+        ),
+        ("review-loop scope resolve HEAD --repo .",),
+    ),
+    "audit": Page(
+        "The audit-implementation workflow: concern agents review a scope; findings are filed.",
+        (
+            Flag("SELECTOR", "HEAD, a branch, base...head or worktree:selector"),
+            Flag("DIR", "the checkout", "the cwd"),
+            Flag("--concerns FILE", "the concern agents' configuration", "the built-in set"),
+            Flag("--driver FILE", "the driver configuration", "the built-in driver"),
+            _TIMEOUT,
+        ),
+        ("review-loop audit HEAD .",),
+    ),
+    "help": Page(
+        "Print the JSON document agents read: every synopsis, defaults and exit codes.",
+        (),
+        ("review-loop help | jq .usage",),
+    ),
+}
+
+_FOOTER = """\
+Output: one JSON document on stdout; progress on stderr. Exit codes: 0 success,
+2 the result says ok:false, 1 usage error or crash.
+State: REVIEW_LOOP_HOME (default $XDG_CONFIG_HOME/review-loop)."""
+
+
+def version() -> str:
+    """The installed distribution's version (the package's own, read from its metadata)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("review-loop")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
+def version_text() -> str:
+    """``review-loop --version``."""
+    return f"review-loop {version()}"
+
+
+def _wrap(text: str, indent: int, hang: int = 0) -> str:
+    import textwrap
+
+    return textwrap.fill(
+        text, width=92, initial_indent=" " * indent, subsequent_indent=" " * (indent + hang)
+    )
+
+
+def overview(commands: Sequence[str]) -> str:
+    """``review-loop``, ``review-loop -h``: every command with its one-line summary."""
+    width = max(len(name) for name in commands)
+    lines = [
+        f"review-loop {version()}: put work in front of independent AI reviewer CLIs, "
+        "read-only, in parallel.",
+        "",
+        "Usage: review-loop COMMAND [OPTIONS]    review-loop COMMAND --help    "
+        "review-loop --version",
+        "",
+        "Commands:",
+    ]
+    for name in commands:
+        first = PAGES[name].summary.split(". ")[0].rstrip(".")
+        lines.append(_wrap(f"{name.ljust(width)}  {first}", 2, hang=width + 4))
+    lines += ["", "'review-loop help' prints the same as JSON for agents.", _FOOTER]
+    return "\n".join(lines)
+
+
+def command_help(name: str, usage: Sequence[str]) -> str:
+    """``review-loop NAME --help``: synopsis, description, flags with defaults, examples."""
+    page = PAGES[name]
+    lines = ["Usage:"]
+    lines += [f"  {line}" for line in usage]
+    lines += ["", _wrap(page.summary, 0)]
+    if page.notes:
+        lines += ["", _wrap(page.notes, 0)]
+    if page.flags:
+        lines += ["", "Options:"]
+        for flag in page.flags:
+            lines.append(f"  {flag.spelling}")
+            meaning = flag.meaning
+            if flag.default != "none":
+                meaning += f" (default: {flag.default})"
+            lines.append(_wrap(meaning, 6))
+        lines.append("  -h, --help")
+        lines.append("      show this help")
+    lines += ["", "Examples:"]
+    lines += [f"  {example}" for example in page.examples]
+    lines += ["", _FOOTER]
+    return "\n".join(lines)
+
+
+def _value_options(parser: argparse.ArgumentParser) -> set[str]:
+    """The option strings of ``parser`` that take exactly one value as the next token."""
+    taking: set[str] = set()
+    for action in parser._actions:
+        if action.option_strings and action.nargs is None:
+            taking.update(action.option_strings)
+    return taking
+
+
+def _has_remainder(parser: argparse.ArgumentParser) -> bool:
+    return any(action.nargs == argparse.REMAINDER for action in parser._actions)
+
+
+def help_requested(parser: argparse.ArgumentParser, words: Sequence[str]) -> tuple[bool, list[str]]:
+    """Whether ``words`` (the arguments after the command) ask for help.
+
+    ``-h``/``--help`` asks for help where it stands as an option of its own. It is a value,
+    not a request, where it follows a flag that takes one (``--question -h``, and an
+    unknown ``--flag``, whose arity nobody knows), after ``--``, or among the arguments of
+    an aliased command (``prefs alias NAME PRODUCT COMMAND -h``). Such values are rewritten
+    to the ``--flag=-h`` form so that argparse reads them as the value they are.
+
+    Returns:
+        ``(True, words)`` for help; otherwise ``(False, the words to parse)``.
+    """
+    takes_value = _value_options(parser)
+    known = set(parser._option_string_actions)
+    verbatim = _has_remainder(parser) and "alias" in words[:1]
+    result: list[str] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word == "--" or (verbatim and index >= 3):
+            result.extend(words[index:])
+            break
+        unknown_flag = word.startswith("--") and "=" not in word and word not in known
+        nxt = words[index + 1] if index + 1 < len(words) else None
+        if nxt in HELP_FLAGS and (word in takes_value or unknown_flag):
+            result.append(f"{word}={nxt}")
+            index += 2
+            continue
+        if word in HELP_FLAGS:
+            return True, list(words)
+        result.append(word)
+        index += 1
+    return False, result
