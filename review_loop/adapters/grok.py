@@ -108,10 +108,13 @@ ENV_PASSTHROUGH: Final = EnvPassthrough(prefixes=("GROK_", "XAI_"))
 """Grok's credentials and endpoint (``GROK_API_KEY``, ``GROK_BASE_URL``, ``GROK_MODEL``,
 ``XAI_API_KEY``) and ``GROK_HOME``."""
 
-HIDDEN_PATHS: Final = (".grok",)
+HIDDEN_PATHS: Final = (".grok", ".env")
 """The repository's grok configuration, hidden from every run (``Invocation.hidden_paths``):
-the npm CLI reads ``.grok/settings.json`` from its working directory and starts the MCP
-servers listed there. Grok Build's use of it is unmeasured, so it is hidden there too."""
+the npm CLI reads ``.grok/settings.json`` from its working directory (and starts the MCP
+servers listed there), and ``dotenv`` loads the working directory's ``.env`` into its
+environment at start (``GROK_BASE_URL`` would send the user's key elsewhere; measured by
+``tests/e2e/test_hostile_repo.py``). Grok Build's use of them is unmeasured, so they are
+hidden there too."""
 
 SOURCE: Final = "cli-store"
 

@@ -79,7 +79,7 @@ NO_PROJECT_CODE: dict[str, tuple[str, ...]] = {
 }
 
 # What each built-in's CLI would load from the repository and must not see.
-HIDDEN: dict[str, tuple[str, ...]] = {"gemini": (".gemini", ".env"), "grok": (".grok",)}
+HIDDEN: dict[str, tuple[str, ...]] = {"gemini": (".gemini", ".env"), "grok": (".grok", ".env")}
 
 # Each built-in's own credential, which must reach it; and secrets of other tools, which
 # no adapter may let through.
