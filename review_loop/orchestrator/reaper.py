@@ -271,9 +271,12 @@ def _outcome(case: _Case) -> tuple[str, str]:
 
 def reap_sync(repo: Path, grace: float) -> list[SessionRecord]:
     """Mark (and, where proven, end) the sessions of ``repo`` whose owner died."""
+    records = find_records(repo)
+    if not records:
+        return []
     protected, own_group = _protected()
     reaped: list[SessionRecord] = []
-    for path, record in find_records(repo):
+    for path, record in records:
         if record.status not in ("starting", "running") or _owner_alive(record):
             continue
         case = _Case(path, record)

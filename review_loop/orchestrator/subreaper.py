@@ -12,7 +12,8 @@ Each reviewer session runs as ``<python> -I -S subreaper.py --grace S ... -- <ar
 3. waits until the CLI exits, it is told to stop (SIGTERM, SIGINT, SIGHUP) or its owner —
    the review-loop process that started it — dies (``kill -9``);
 4. then ends every descendant it has: SIGTERM, up to ``grace`` seconds, SIGKILL, reaping
-   each (re-parented zombies included) until it has no child left;
+   each (re-parented zombies included) until it has no child left (told to stop by a
+   signal, it waits a little longer, so that the sender's own SIGKILL comes first);
 5. exits as the CLI did (the same exit code, or killed by the same signal).
 
 Attribution is exact because the subreaper is per session: everything re-parented to it
@@ -46,6 +47,9 @@ OWNER_POLL_S = 0.25
 POLL_S = 0.02
 """How often descendants that are not direct children are checked while they are ended."""
 KILL_ROUNDS = 200
+STOPPED_MARGIN_S = 1.0
+"""Told to stop by a signal, the supervisor waits this much longer than ``grace`` before its
+own SIGKILL: the sender (``run_process``, the reaper) escalates first and knows it did."""
 REAP_AFTER_KILL_S = 5.0
 """How long SIGKILLed children are waited for (a process in uninterruptible sleep)."""
 
@@ -279,10 +283,10 @@ class Supervisor:
             if info is not None and info.si_signo != signal.SIGCHLD:
                 return f"signal {info.si_signo}"
 
-    def end_all(self) -> None:
+    def end_all(self, grace: float) -> None:
         """SIGTERM every descendant, wait up to ``grace``, SIGKILL the rest, reap them all."""
         termed: set[int] = set()
-        deadline = time.monotonic() + self.grace
+        deadline = time.monotonic() + grace
         while True:
             self.reap()
             alive = self.live()
@@ -308,6 +312,9 @@ class Supervisor:
         while children(self.me) and time.monotonic() < give_up:
             self.reap()
             signal.sigtimedwait(_WATCHED, POLL_S)
+        left = [pid for pid, _ in self.live()]
+        if left:
+            _say(f"still running after SIGKILL (uninterruptible?), left behind: {left}")
 
 
 def _release_stdio() -> None:
@@ -392,8 +399,9 @@ def main(args: Sequence[str]) -> int:
         _say(f"cannot run: {error}")
         return SPAWN_FAILED_EXIT
     _release_stdio()
-    supervisor.wait()
-    supervisor.end_all()
+    why = supervisor.wait()
+    stopped = why.startswith("signal")
+    supervisor.end_all(grace + STOPPED_MARGIN_S if stopped else grace)
     return _exit_as(supervisor.cli_status)
 
 
