@@ -185,13 +185,9 @@ def unfinished(repo: Path) -> list[tuple[str, str]]:
 def ignores_sigterm(pid: int) -> bool:
     """Whether ``pid`` has set SIGTERM to ignored (``SigIgn`` in /proc), i.e. is stubborn."""
     try:
-        text = Path(f"/proc/{pid}/status").read_text()
+        return signal.SIGTERM in signal_mask(pid, "SigIgn")
     except OSError:
         return False
-    for line in text.splitlines():
-        if line.startswith("SigIgn:"):
-            return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
-    return False
 
 
 def row_is_set_up(fakes: FakeCLIs, repo: Path, scanner: Scanner, mode: Mode) -> bool:
@@ -244,25 +240,44 @@ def write_prefs(home: Path, grace_ms: int = GRACE_MS) -> None:
 
 
 # The child starts with TERM, HUP and INT at their defaults whatever the test runner set
-# (a runner in a background job ignores INT), then becomes `python -m review_loop`.
+# (a runner in a background job ignores INT), ignores those listed in argv[1] (as `nohup`
+# ignores HUP), then becomes `python -m review_loop`.
 _EXEC = (
     "import os, signal, sys\n"
     "for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):\n"
     "    signal.signal(s, signal.SIG_DFL)\n"
-    "os.execv(sys.executable, [sys.executable, '-m', 'review_loop', *sys.argv[1:]])\n"
+    "for s in filter(None, sys.argv[1].split(',')):\n"
+    "    signal.signal(int(s), signal.SIG_IGN)\n"
+    "os.execv(sys.executable, [sys.executable, '-m', 'review_loop', *sys.argv[2:]])\n"
 )
 
 
-def launch(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
-    """Start ``review-loop ARGS`` as a real process (``sys.executable -m review_loop``)."""
+def launch(
+    args: list[str],
+    env: dict[str, str],
+    *,
+    ignored: tuple[signal.Signals, ...] = (),
+    stderr: Any = subprocess.PIPE,
+) -> subprocess.Popen[str]:
+    """Start ``review-loop ARGS`` as a real process (``sys.executable -m review_loop``),
+    with the ``ignored`` signals ignored from the start."""
     return subprocess.Popen(
-        [sys.executable, "-c", _EXEC, *args],
+        [sys.executable, "-c", _EXEC, ",".join(str(int(s)) for s in ignored), *args],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=stderr,
         env=env,
         text=True,
     )
+
+
+def signal_mask(pid: int, field: str) -> set[signal.Signals]:
+    """The signals in ``/proc/<pid>/status`` ``field`` (``SigCgt`` caught, ``SigIgn``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            bits = int(line.split()[1], 16)
+            return {s for s in signal.Signals if s < 64 and bits & (1 << (s - 1))}
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
 
 
 def consult_args(repo: Path, *peers: str) -> list[str]:

@@ -231,21 +231,22 @@ def interrupted_document(stop: Stop) -> dict[str, Any]:
 
     name = stop.received.name if stop.received is not None else "cancelled"
     if stop.partial is not None:
-        document = dict(stop.partial)
+        found = dict(stop.partial)
     else:
         outcomes = [d for dispatcher in stop.dispatchers for d in dispatcher.outcomes]
-        document = {
+        found = {
             "results": [consult_result(d, None) for d in outcomes],
             "interrupted": [d.peer for d in outcomes if d.interrupted],
         }
-    document.setdefault("interrupted", [])
-    document.update(
-        ok=False,
-        status="interrupted",
-        signal=name,
-        error=(
+    fixed = ("ok", "status", "signal", "interrupted", "error")
+    return {
+        "ok": False,
+        "status": "interrupted",
+        "signal": name,
+        "interrupted": found.get("interrupted", []),
+        **{key: value for key, value in found.items() if key not in fixed},
+        "error": (
             f"review-loop was stopped by {name}: every reviewer still running was ended and "
             "its record marked interrupted; answers that had arrived are kept"
         ),
-    )
-    return document
+    }

@@ -182,7 +182,7 @@ def consult_result(delivery: Delivery, record_path: Path | None) -> dict[str, An
             "message": ADVISORY_MESSAGE,
         }
     if delivery.interrupted:
-        message = "consult interrupted: review-loop was stopped; this peer's session was ended"
+        message = "interrupted: review-loop was stopped; this peer's session was ended"
     else:
         message = f"consult peer invoke failed: {delivery.reason}"
     return {
