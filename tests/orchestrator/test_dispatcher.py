@@ -395,9 +395,7 @@ async def test_resume_not_found_after_the_window_keeps_the_resume(
         assert argv[argv.index("--resume") + 1] == sid
 
 
-async def test_fan_out_never_gives_two_peers_the_same_fallback(
-    repo: Path, fakes: FakeCLIs
-) -> None:
+async def test_fan_out_never_gives_two_peers_the_same_fallback(repo: Path, fakes: FakeCLIs) -> None:
     fakes.script(
         claude=[{"mode": "hang"}], codex=[{"mode": "hang"}], gemini=[{"mode": "ok", "text": "G"}]
     )
