@@ -12,6 +12,9 @@ from review_loop.agents.errors import PrefsError
 from review_loop.agents.models import ENV_NAME_PATTERN
 
 DEFAULT_ORDER: tuple[str, ...] = ("claude", "codex", "grok")
+# The host a review is assumed to run in when the caller does not say (the review skills
+# are Claude Code skills): `run` picks its default reviewer from the order without it.
+DEFAULT_HOST = "claude"
 DEFAULT_TIMEOUT_MS = 1_200_000  # 20 minutes, as the original review-loop
 # A deadline outside these bounds is a typo (seconds given as ms, or ms as s), never a wish:
 # below one second no reviewer can answer, above one day a hung one is never stopped.
@@ -137,3 +140,26 @@ class Prefs(BaseModel):
         """The order with the host removed when skipping it (``skip_host`` overrides prefs)."""
         skip = self.skipHost if skip_host is None else skip_host
         return [p for p in self.order if not (skip and host is not None and p == host)]
+
+    def standard_peers(self, host: str | None) -> frozenset[str]:
+        """The products that are Peer A or Peer B for ``host`` (or could be, host unknown).
+
+        The seed's peers are the first two of the order without the host. Without a host,
+        any of the first three may be the host or one of its peers, so all three count:
+        a product that may be the other peer's is never a safe substitute.
+        """
+        if host is None:
+            return frozenset(self.order[:3])
+        return frozenset(self.reviewers_for(host, skip_host=True)[:2])
+
+    def default_reviewer(self, host: str | None = None) -> str:
+        """The reviewer ``run`` uses when none is named: the first of the order without the host.
+
+        ``host`` is the product whose work is reviewed; unnamed, it is :data:`DEFAULT_HOST`,
+        the product the review skills run in. A review by the host's own product is no
+        independent review, so the host is dropped whatever ``skipHost`` says (an order
+        naming only the host keeps it). Under the default order this is ``codex``, the
+        original tool's default reviewer.
+        """
+        skipped = host or DEFAULT_HOST
+        return next((p for p in self.order if p != skipped), self.order[0])

@@ -82,14 +82,15 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     if args.peer_command is not None:
         prefs, peers = with_peer_command(prefs, peers, args.peer_command, shutil.which)
     resolved = [resolve_peer(p, prefs) for p in peers]
-    if args.host is not None and any(r.product == args.host for r in resolved):
+    skipping = prefs.skipHost if skip_host is None else skip_host
+    if skipping and args.host is not None and any(r.product == args.host for r in resolved):
         raise InputError("--peer", f"the host product {args.host!r} cannot be its own peer")
     if args.resume is not None and len(resolved) != 1:
         raise InputError("--resume", "resumes one peer's session", "exactly one --peer")
     plan = ConsultPlan(
         peers=tuple(peers),
         question=question,
-        fallback=resolve_fallbacks(prefs, args.fallback),
+        fallback=resolve_fallbacks(prefs, args.fallback, host=args.host),
         host=args.host,
         timeout_ms=positive_seconds(args.timeout, "--timeout") if args.timeout else None,
         resume_session_id=checked_resume_id(args.resume),

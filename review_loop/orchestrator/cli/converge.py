@@ -82,7 +82,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         host_position=host_position,
         host=args.host,
         peers=(peers[0], peers[1]),
-        fallback=resolve_fallbacks(prefs, args.fallback),
+        fallback=resolve_fallbacks(prefs, args.fallback, host=args.host),
         timeout_ms=positive_seconds(args.timeout, "--timeout") if args.timeout else None,
     )
     ensure_layout(repo)

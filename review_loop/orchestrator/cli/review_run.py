@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 USAGE = [
-    "review-loop run [--repo R] [--reviewer codex|grok|claude|gemini] "
+    "review-loop run [--repo R] [--reviewer codex|grok|claude|gemini] [--host H] "
     "[--completion pass|review] [--base REF] [--rounds N|+N] [--continue] [--scope SLUG] "
     "[--packet PATH] [--paths a,b] [--intake] [--timeout SECONDS]",
 ]
@@ -21,6 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     add_repo_option(parser)
     parser.add_argument("--reviewer", "--product-reviewer", dest="reviewer")
+    parser.add_argument("--host")
     parser.add_argument("--completion")
     parser.add_argument("--until-pass", dest="until_pass", action="store_true")
     parser.add_argument("--base")
@@ -71,8 +72,11 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     prefs = load_user_prefs()
     if args.reviewer is not None:
         resolve_peer(args.reviewer, prefs, field="--reviewer")
+    # The default reviewer is the first of the prefs order without the host (claude unnamed).
+    host = resolve_peer(args.host, prefs, field="--host").product if args.host else None
     plan = RunPlan(
         reviewer=args.reviewer,
+        host=host,
         completion=completion,
         base=args.base,
         rounds=args.rounds,

@@ -67,7 +67,10 @@ def with_peer_command(
     """Route the peer of ``name``'s product through the alias or executable ``name``.
 
     ``which(name)`` finds an executable on PATH (injected for tests). Returns prefs that
-    know the alias and the peer list with the matching product replaced by it.
+    know the alias and the peer list with the matching product replaced by it. A launcher
+    on PATH that is no alias launches the peer whose product its name starts with
+    (``codex002`` for codex); failing that, the only peer when one is named (the seed's
+    ``consult --peer claude --peer-command=cc002``).
 
     ``name`` becomes part of the peer's record directory name, so it must be one plain
     file-name component (checked before anything is looked up or written).
@@ -86,15 +89,7 @@ def with_peer_command(
                 "an alias set with `review-loop prefs alias NAME PRODUCT COMMAND...` "
                 "or a launcher on PATH",
             )
-        product = next((p for p in peers if name.startswith(p)), None)
-        if product is None:
-            raise InputError(
-                "--peer-command",
-                f"cannot tell which peer {name!r} launches",
-                "a name starting with the peer's product (codex002 for --peer codex), "
-                "or an alias in prefs that names its product",
-            )
-        alias = PeerCommand(product=product, command=(name,))
+        alias = PeerCommand(product=_launched_product(prefs, peers, name), command=(name,))
         prefs = prefs.model_copy(update={"peerCommands": {**prefs.peerCommands, name: alias}})
     if alias.product not in peers:
         raise InputError(
@@ -105,30 +100,66 @@ def with_peer_command(
     return prefs, [name if p == alias.product else p for p in peers]
 
 
+def _launched_product(prefs: Prefs, peers: list[str], name: str) -> str:
+    """The product a launcher that is no alias stands for: by its name, else the only peer."""
+    products = [resolve_peer(p, prefs).product for p in peers]
+    by_name = next((p for p in products if name.startswith(p)), None)
+    if by_name is not None:
+        return by_name
+    if len(products) == 1:
+        return products[0]
+    raise InputError(
+        "--peer-command",
+        f"cannot tell which of the peers {peers} {name!r} launches",
+        "a name starting with the peer's product (codex002 for --peer codex), one --peer, "
+        "or an alias in prefs that names its product",
+    )
+
+
 def select_peers(
     prefs: Prefs, named: list[str], host: str | None, skip_host: bool | None
 ) -> list[str]:
-    """The named peers, else the first two of the prefs order without the host."""
+    """The named peers, else the first two of the prefs order.
+
+    The host is dropped from the order when ``skip_host`` says so, or, when the flag is
+    absent, when the prefs' ``skipHost`` does: ``consult --host H`` with ``skipHost``
+    false may ask H's own product (a fresh session) as one of the two.
+    """
     if named:
         return named
     if host is None and skip_host is None:
         raise InputError(
             "--peer", "no peer named", "--peer P (repeatable), or --host H --skip-host"
         )
-    chosen = prefs.reviewers_for(host, skip_host=True if skip_host is None else skip_host)
+    chosen = prefs.reviewers_for(host, skip_host=skip_host)
     if not chosen:
         raise InputError("--host", f"removing {host!r} leaves no reviewer in prefs order")
     return chosen[:2]
 
 
-def resolve_fallbacks(prefs: Prefs, values: list[str]) -> tuple[str, ...]:
-    """``--fallback`` values in order; ``auto`` expands to the prefs order."""
+def resolve_fallbacks(
+    prefs: Prefs, values: list[str], *, host: str | None = None
+) -> tuple[str, ...]:
+    """``--fallback`` values in order; ``auto`` expands to every product a swap may use.
+
+    ``auto`` is the prefs order, then the other registered products, without the host and
+    without the standard peers for this host (:meth:`Prefs.standard_peers`; all of the
+    first three of the order when the host is not given): the seed's one-consult-per-peer
+    recipe asks each peer in its own call, so the other peer's product is not visible here
+    and must never answer in this peer's place. Products named explicitly are kept as the
+    user named them.
+    """
+    from review_loop.adapters.registry import product_names
+
+    host_product = resolve_peer(host, prefs, field="--host").product if host else None
+    excluded = prefs.standard_peers(host_product) | {host_product}
+    automatic = [p for p in dict.fromkeys((*prefs.order, *product_names())) if p not in excluded]
     out: list[str] = []
     for value in values:
         for name in (part.strip() for part in value.split(",")):
             if not name:
                 continue
-            names = list(prefs.order) if name == "auto" else [name]
+            names = automatic if name == "auto" else [name]
             for item in names:
                 resolve_peer(item, prefs, field="--fallback")
                 if item not in out:

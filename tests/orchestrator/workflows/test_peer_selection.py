@@ -1,0 +1,201 @@
+"""Peer selection as the seed's Peer Selection section says (contract and process tests).
+
+- ``--fallback auto`` never swaps in a standard peer of this host (the seed's
+  one-consult-per-peer recipe asks each peer in its own call, so the other peer's product
+  is not visible there and must never answer in this peer's place);
+- ``--peer-command=cc002`` launches the one named peer without a prior alias;
+- the ``skipHost`` preference is honoured when ``--skip-host`` is not given;
+- ``run`` takes its default reviewer from the preference order, without the host.
+
+Process tests drive ``python -m review_loop`` with executable fake CLIs first on PATH.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from review_loop.agents.errors import InputError
+from review_loop.orchestrator.workflows.consult import resolve_fallbacks, with_peer_command
+from review_loop.prefs import Prefs
+from tests.fakes import FakeCLIs
+from tests.gitrepo import committed_repo
+
+THREE = ("claude", "codex", "grok")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = committed_repo(tmp_path / "repo", {"app.py": "def f(x):\n    return x[0]\n"})
+    (root / "app.py").write_text("def f(x):\n    return x[0] if x else None\n")
+    return root
+
+
+def rl(*args: str, fakes: FakeCLIs, timeout_ms: str = "20000") -> tuple[int, Any]:
+    env = fakes.env(path_only=True)
+    env["REVIEW_LOOP_TIMEOUT_MS"] = timeout_ms
+    proc = subprocess.run(
+        [sys.executable, "-m", "review_loop", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.stdout.strip(), proc.stderr  # one JSON document (parsed whole below)
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def products_called(fakes: FakeCLIs) -> list[str]:
+    return [str(call["product"]) for call in fakes.calls()]
+
+
+# -- contract: what --fallback auto may pick --------------------------------------------
+
+
+def test_contract_auto_leaves_out_the_host_and_its_standard_peers() -> None:
+    prefs = Prefs()
+    assert resolve_fallbacks(prefs, ["auto"], host="claude") == ("gemini",)
+    assert resolve_fallbacks(prefs, ["auto"], host="gemini") == ("grok",)
+    # host unknown: any of the first three may be the other peer
+    assert resolve_fallbacks(prefs, ["auto"]) == ("gemini",)
+    ordered = Prefs(order=("codex", "gemini", "grok", "claude"))
+    assert resolve_fallbacks(ordered, ["auto"], host="codex") == ("claude",)
+    # a product named explicitly is kept as named, in the user's order
+    assert resolve_fallbacks(prefs, ["grok,auto"], host="claude") == ("grok", "gemini")
+
+
+def test_contract_standard_peers() -> None:
+    prefs = Prefs()
+    assert prefs.standard_peers("claude") == {"codex", "grok"}
+    assert prefs.standard_peers("grok") == {"claude", "codex"}
+    assert prefs.standard_peers(None) == set(THREE)
+
+
+def test_contract_default_reviewer_follows_the_order_without_the_host() -> None:
+    assert Prefs().default_reviewer() == "codex"  # the original's default, claude the host
+    assert Prefs(order=("grok", "codex", "claude")).default_reviewer() == "grok"
+    assert Prefs().default_reviewer("codex") == "claude"
+    assert Prefs(order=("claude",)).default_reviewer() == "claude"  # nothing else to ask
+
+
+def test_contract_peer_command_without_alias_launches_the_only_peer() -> None:
+    def which(name: str) -> str | None:
+        return f"/bin/{name}" if name in ("cc002", "codex002") else None
+
+    prefs, peers = with_peer_command(Prefs(), ["claude"], "cc002", which)
+    assert peers == ["cc002"] and prefs.peerCommands["cc002"].product == "claude"
+    _, peers = with_peer_command(Prefs(), ["claude", "codex"], "codex002", which)
+    assert peers == ["claude", "codex002"]
+    with pytest.raises(InputError, match="cannot tell which of the peers"):
+        with_peer_command(Prefs(), ["claude", "codex"], "cc002", which)
+    for bad in ("../cc002", ".cc002", "a/cc002"):  # still one plain file-name component
+        with pytest.raises(InputError, match="--peer-command"):
+            with_peer_command(Prefs(), ["claude"], bad, which)
+
+
+# -- process: the seed's per-peer recipe ----------------------------------------------------
+
+
+@pytest.mark.parametrize("host", [["--host", "claude"], []], ids=["host-claude", "no-host"])
+def test_process_auto_fallback_never_answers_with_the_other_peer(
+    repo: Path, tmp_path: Path, host: list[str]
+) -> None:
+    fakes = FakeCLIs(tmp_path / "fakes")
+    fakes.script(codex=[{"mode": "hang"}], any_=[{"mode": "ok", "text": "swapped in"}])
+    code, doc = rl(
+        "consult", "--repo", str(repo), "--peer", "codex", "--fallback", "auto",
+        "--question", "Q", "--timeout", "1", *host, fakes=fakes, timeout_ms="1000",
+    )  # fmt: skip
+    assert code == 0, doc
+    assert doc["product"] == "gemini"
+    assert doc["fallbacks"] == [{"from": "codex", "to": "gemini", "reason": "timeout"}]
+    assert products_called(fakes) == ["codex", "gemini"]  # grok, Peer B, never asked
+
+
+def test_process_auto_fallback_with_only_the_standard_peers_installed_does_not_swap(
+    repo: Path, tmp_path: Path
+) -> None:
+    fakes = FakeCLIs(tmp_path / "fakes", products=THREE)
+    fakes.script(codex=[{"mode": "hang"}], any_=[{"mode": "ok", "text": "must not answer"}])
+    code, doc = rl(
+        "consult", "--repo", str(repo), "--peer", "codex", "--fallback", "auto",
+        "--host", "claude", "--question", "Q", "--timeout", "1", fakes=fakes, timeout_ms="1000",
+    )  # fmt: skip
+    assert code == 2
+    assert (doc["status"], doc["code"], doc["fallbacks"]) == ("DELIVERY_UNKNOWN", "timeout", [])
+    assert products_called(fakes) == ["codex"]
+
+
+def test_process_peer_command_cc002_without_alias(repo: Path, tmp_path: Path) -> None:
+    fakes = FakeCLIs(tmp_path / "fakes")
+    # Another Claude account's launcher; the default `claude` is gone, so only it can answer.
+    shutil.move(fakes.bin / "claude", fakes.bin / "cc002")
+    fakes.script(claude=[{"mode": "ok", "text": "from the second account"}])
+    code, doc = rl(
+        "consult", "--repo", str(repo), "--peer", "claude", "--peer-command=cc002",
+        "--question", "Q", fakes=fakes,
+    )  # fmt: skip
+    assert code == 0, doc
+    assert (doc["peer"], doc["product"], doc["text"]) == (
+        "cc002",
+        "claude",
+        "from the second account",
+    )
+    assert products_called(fakes) == ["claude"]
+    code, doc = rl(
+        "consult", "--repo", str(repo), "--peer", "claude", "--peer-command=cc003",
+        "--question", "Q", fakes=fakes,
+    )  # fmt: skip
+    assert code == 1 and "cc003" in doc["error"]  # no such executable, no alias
+
+
+@pytest.mark.parametrize(
+    ("saved", "flag", "expected"),
+    [
+        (None, [], ["claude", "codex"]),  # skipHost false (default): the host may be asked
+        ("true", [], ["claude", "grok"]),
+        ("true", ["--skip-host=false"], ["claude", "codex"]),  # the flag overrides prefs
+        (None, ["--skip-host"], ["claude", "grok"]),
+    ],
+)
+def test_process_skip_host_preference_is_honoured(
+    repo: Path, tmp_path: Path, saved: str | None, flag: list[str], expected: list[str]
+) -> None:
+    fakes = FakeCLIs(tmp_path / "fakes")
+    if saved is not None:
+        code, _ = rl("prefs", "set", "skipHost", saved, fakes=fakes)
+        assert code == 0
+    code, doc = rl(
+        "consult", "--repo", str(repo), "--host", "codex", *flag, "--question", "Q",
+        fakes=fakes,
+    )  # fmt: skip
+    assert code == 0, doc
+    assert [r["peer"] for r in doc["results"]] == expected
+
+
+@pytest.mark.parametrize(
+    ("order", "host", "reviewer"),
+    [(None, [], "codex"), ("grok,codex,claude", [], "grok"), (None, ["--host", "codex"], "claude")],
+)
+def test_process_run_default_reviewer_follows_the_preference_order(
+    repo: Path, tmp_path: Path, order: str | None, host: list[str], reviewer: str
+) -> None:
+    fakes = FakeCLIs(tmp_path / "fakes")
+    if order is not None:
+        code, _ = rl("prefs", "set", "order", order, fakes=fakes)
+        assert code == 0
+    verdict = (
+        "## Findings\n\n| ID | 严重度 | 标题 | 证据 | Target files | Required fix "
+        "| Acceptance check |\n|---|---|---|---|---|---|---|\n\nVerdict: PASS\n"
+    )
+    fakes.script(any_=[{"mode": "ok", "text": verdict}])
+    code, doc = rl("run", "--repo", str(repo), *host, fakes=fakes)
+    assert code == 0, doc
+    assert products_called(fakes) == [reviewer]
+    assert doc["reviewer"] == reviewer
