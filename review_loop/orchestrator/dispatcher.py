@@ -33,6 +33,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from shlex import quote as shlex_quote
 
 import anyio
 import psutil
@@ -59,6 +60,12 @@ from review_loop.agents.records import (
     SessionStatus,
 )
 from review_loop.orchestrator.environment import reviewer_passthrough
+from review_loop.orchestrator.explain import (
+    progress_line,
+    retry_may_help,
+    stop_hint,
+    timeout_detail,
+)
 from review_loop.orchestrator.files import atomic_write_json, utc_now
 from review_loop.orchestrator.isolation import (
     isolation_failed,
@@ -357,7 +364,11 @@ class Dispatcher:
                 resume = None
                 degraded_reason = "session_not_found"
                 continue
-            if outcome.state is DeliveryState.NOT_SUBMITTED and not retried:
+            if (
+                outcome.state is DeliveryState.NOT_SUBMITTED
+                and not retried
+                and retry_may_help(outcome.reason, outcome.detail)
+            ):
                 retried = True
                 log_event("retry", peer=current.name, reason=outcome.reason, why="not submitted")
                 continue
@@ -374,6 +385,11 @@ class Dispatcher:
                     )
                     log_event(
                         "fallback", level="warning", **fallbacks[-1].model_dump(by_alias=True)
+                    )
+                    self.progress(
+                        progress_line(
+                            current.name, "fallback", to=fallback.name, why=fallbacks[-1].reason
+                        )
                     )
                     current, resume, retried = fallback, None, False
                     continue
@@ -441,6 +457,11 @@ class Dispatcher:
             """Record how the attempt ended. A record that cannot be written is reported
             in ``Attempt.recordError`` (path, errno), never raised: the outcome — a reply
             that arrived — must reach the caller whatever the disk does."""
+            if isinstance(outcome, Failure) and outcome.reason == "timeout" and completed:
+                # The deadline the user set, not deadline + the grace it took to end.
+                detail = timeout_detail(deadline_ms, completed.elapsed_ms)
+                outcome = outcome.model_copy(update={"detail": detail})
+            self.progress(_end_line(peer.name, outcome, completed))
             session_id = outcome.session_id or record.sessionId
             state = DeliveryState.DELIVERED if isinstance(outcome, Reply) else outcome.state
             reason = None if isinstance(outcome, Reply) else outcome.reason
@@ -483,7 +504,11 @@ class Dispatcher:
         if any(path.exists() for path in stop_files):
             write_record(record_path, record.model_dump(mode="json"))
             return finish(
-                Failure(state=DeliveryState.NOT_SUBMITTED, reason="STOP interrupt (pre-spawn)"),
+                Failure(
+                    state=DeliveryState.NOT_SUBMITTED,
+                    reason="STOP interrupt (pre-spawn)",
+                    detail=stop_hint(stop_files),
+                ),
                 None,
             )
         try:
@@ -514,6 +539,8 @@ class Dispatcher:
             )
             return finish(reason, None, failed)
 
+        launched = anyio.Event()  # liveness lines only for a process that exists
+
         async def on_started(info: Started) -> None:
             nonlocal record
             record = record.model_copy(
@@ -533,6 +560,7 @@ class Dispatcher:
             await anyio.to_thread.run_sync(
                 lambda: write_or_raise(record_path, document, durable=False)
             )
+            launched.set()
 
         if invocation.isolate_in_copy or invocation.hidden_paths:
             # The namespace wrapper becomes argv[0]; the CLI itself must still be proven
@@ -569,7 +597,7 @@ class Dispatcher:
             invocation = masked
         isolated = self._isolated(invocation, whole_filesystem=not capabilities.read_only)
         async with isolated as runnable, anyio.create_task_group() as group:
-            group.start_soon(self._liveness, peer.name, deadline_ms / 1000)
+            group.start_soon(self._liveness, peer.name, deadline_ms / 1000, launched)
             try:
                 completed = await run_process(
                     runnable,
@@ -610,7 +638,8 @@ class Dispatcher:
         outcome = peer.adapter.interpret(invocation, completed)
         return finish(outcome, completed)
 
-    async def _liveness(self, name: str, timeout_s: float) -> None:
+    async def _liveness(self, name: str, timeout_s: float, launched: anyio.Event) -> None:
+        await launched.wait()
         start = anyio.current_time()
         interval = self.prefs.livenessMs / 1000
         while True:
@@ -691,6 +720,20 @@ def _unrecorded_launch(invocation: Invocation, failed: RecordingFailed) -> Failu
     """
     state = DeliveryState.NOT_SUBMITTED if invocation.stdin else DeliveryState.DELIVERY_UNKNOWN
     return Failure(state=state, reason="record failed", detail=failed.error.message)
+
+
+def _end_line(name: str, outcome: Reply | Failure, completed: Completed | None) -> str:
+    """The progress line that says how one attempt ended."""
+    elapsed = _clock(completed.elapsed_ms / 1000) if completed else None
+    if isinstance(outcome, Reply):
+        return progress_line(name, "answered", elapsed=elapsed)
+    if outcome.reason == "timeout":
+        return progress_line(name, "timeout", elapsed=elapsed)
+    if outcome.state is DeliveryState.NOT_SUBMITTED and (
+        completed is None or completed.spawn_error
+    ):
+        return progress_line(name, "not-started", why=shlex_quote(outcome.detail or outcome.reason))
+    return progress_line(name, "failed", elapsed=elapsed, why=shlex_quote(outcome.reason or ""))
 
 
 def _stderr_line(text: str) -> None:

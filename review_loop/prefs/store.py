@@ -21,6 +21,8 @@ from review_loop.prefs.model import (
 
 HOME_ENV = "REVIEW_LOOP_HOME"
 TIMEOUT_ENV = "REVIEW_LOOP_TIMEOUT_MS"
+# How a prefs file that cannot be used is repaired (``prefs reset`` never reads it).
+_REPAIR = "fix the file, or start over with the defaults: review-loop prefs reset"
 
 
 def state_home(env: Mapping[str, str] | None = None) -> Path:
@@ -99,13 +101,22 @@ def load_prefs(
     except FileNotFoundError:
         raw = None
     except OSError as error:
-        raise PrefsError(str(path), f"cannot read prefs file: {error.strerror}") from None
+        where = f" (the state directory is {HOME_ENV}={env[HOME_ENV]})" if env.get(HOME_ENV) else ""
+        raise PrefsError(
+            str(path), f"cannot read prefs file: {error.strerror}{where}", _REPAIR
+        ) from None
     if raw is not None:
         try:
             data = tomllib.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-            raise PrefsError(str(path), f"not valid TOML: {error}", "a TOML table") from None
-    prefs = parse_prefs(data, source=str(path), known=known)
+            raise PrefsError(
+                str(path), f"not valid TOML: {error}", f"a TOML table; {_REPAIR}"
+            ) from None
+    try:
+        prefs = parse_prefs(data, source=str(path), known=known)
+    except PrefsError as error:  # the file's content: say how to start over
+        accepted = f"{error.accepted}; {_REPAIR}" if error.accepted else _REPAIR
+        raise PrefsError(error.field, error.problem, accepted) from None
     override = env.get(TIMEOUT_ENV)
     if override is not None and override != "":
         prefs = prefs.model_copy(update={"timeoutMs": timeout_override(override)})

@@ -50,8 +50,12 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     path = prefs_path()
     known = known_products()
     action, values = args.action, list(args.values)
-    current = load_prefs(known)
-    stored = load_prefs(known, path=path, env={})  # without env overrides, for writing
+    if action == "reset":
+        # Never reads the file: reset is how a prefs.toml that cannot be read is repaired.
+        current = stored = Prefs()
+    else:
+        current = load_prefs(known)
+        stored = load_prefs(known, path=path, env={})  # without env overrides, for writing
     if action == "show":
         if values:
             raise InputError("prefs show", f"unexpected arguments {values}")

@@ -225,8 +225,25 @@ def consult_result(delivery: Delivery, record_path: Path | None) -> dict[str, An
         "recordPath": None,
         "message": message,
         "error": delivery.detail or delivery.reason,
+        # ``status`` is the original's (DELIVERY_UNKNOWN for every failure); these say what
+        # the delivery state means and what to do about it, in a person's words.
+        **_explained(delivery),
         "attempts": [a.model_dump(mode="json") for a in delivery.attempts],
     }
+
+
+def _explained(delivery: Delivery) -> dict[str, str]:
+    """``summary`` (what happened) and, when there is one, ``hint`` (what to do)."""
+    import os
+
+    from review_loop.orchestrator.explain import hint, summary
+
+    state, reason = delivery.state.value, delivery.reason
+    explained = {"summary": summary(state, delivery.peer, reason, delivery.interrupted)}
+    advice = hint(reason, delivery.detail, delivery.product, os.environ)
+    if advice is not None:
+        explained["hint"] = advice
+    return explained
 
 
 def claim_record_name(parent: Path, name: str) -> str:

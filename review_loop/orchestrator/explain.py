@@ -1,0 +1,103 @@
+"""What a person reads about a reviewer call: progress lines, hints, one-line summaries.
+
+The dispatcher and the workflows keep the machine-readable fields (``state``, ``reason``,
+``detail``) exactly as their contracts fix them; this module adds the words a person needs
+to act on an outcome: which executable was missing and where it was looked for, which STOP
+file blocks every reviewer and how to remove it, and what a deadline really was. It names
+no product: the executable and the product come from the caller.
+
+Pure functions (no I/O but reading ``PATH`` from the environment they are given).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+PREFIX = "[review-loop]"
+EXECUTABLE_NOT_FOUND = "executable not found: "
+
+# Outcomes that a second identical attempt cannot change: nothing was started because of
+# something only the user can change (a missing program, a STOP file, a refused request).
+_FINAL_REASONS = frozenset({"STOP interrupt (pre-spawn)", "refused", "record failed"})
+
+
+def retry_may_help(reason: str | None, detail: str) -> bool:
+    """Whether retrying a proven ``NOT_SUBMITTED`` with the same parameters can succeed.
+
+    Not for a missing executable (it is still missing a moment later), a STOP file (it is
+    still there) or a refusal (the same request is refused again).
+    """
+    if reason in _FINAL_REASONS:
+        return False
+    return not detail.startswith(EXECUTABLE_NOT_FOUND)
+
+
+def missing_executable(detail: str) -> str | None:
+    """The executable a ``spawn failed`` detail says was not found, else ``None``."""
+    if detail.startswith(EXECUTABLE_NOT_FOUND):
+        return detail.removeprefix(EXECUTABLE_NOT_FOUND).strip()
+    return None
+
+
+def missing_executable_hint(executable: str, product: str, env: Mapping[str, str]) -> str:
+    """Where ``executable`` was looked for, and the three ways to make it found."""
+    if "/" in executable:
+        where = f"{executable} does not exist or is not executable"
+    else:
+        path = env.get("PATH", "")
+        where = f"'{executable}' is not in any directory on PATH ({path or 'PATH is empty'})"
+    return (
+        f"{where}. Install the {product} CLI, put its directory on PATH, or name its "
+        f"executable with: review-loop prefs alias {product}2 {product} /path/to/{executable}"
+        f" (then --peer {product}2)"
+    )
+
+
+def stop_hint(stop_files: Sequence[Path]) -> str:
+    """Which STOP file blocks every reviewer, and the command that removes it."""
+    present = [path for path in stop_files if path.exists()] or list(stop_files)
+    names = " ".join(shlex.quote(str(path)) for path in present)
+    return (
+        f"a STOP file stops every reviewer: {names}. "
+        f"Remove it to let reviewers run again: rm {names}"
+    )
+
+
+def timeout_detail(deadline_ms: int, elapsed_ms: int) -> str:
+    """The deadline the user set, not the deadline plus the time it took to end the tree."""
+    return f"timeout after {deadline_ms} ms (+ grace; the process ended after {elapsed_ms} ms)"
+
+
+def hint(reason: str | None, detail: str, product: str, env: Mapping[str, str]) -> str | None:
+    """What to do about a failed call, when the outcome says it (else ``None``)."""
+    executable = missing_executable(detail)
+    if executable is not None:
+        return missing_executable_hint(executable, product, env)
+    if reason == "STOP interrupt (pre-spawn)" and detail:
+        return detail
+    if reason == "timeout":
+        return "raise the deadline with --timeout SECONDS or 'review-loop prefs set timeoutMs N'"
+    return None
+
+
+def summary(state: str, peer: str, reason: str | None, interrupted: bool) -> str:
+    """One sentence that says what the delivery state means for this call."""
+    why = f" ({reason})" if reason else ""
+    if interrupted:
+        return f"{peer} was interrupted{why}; its session was ended"
+    if state == "NOT_SUBMITTED":
+        return f"NOT_SUBMITTED: the question never reached {peer}{why}; it is safe to ask again once the cause is fixed"
+    if state == "DELIVERY_UNKNOWN":
+        return (
+            f"DELIVERY_UNKNOWN: {peer} may have received the question{why} but no answer "
+            "was read; it is not sent again automatically"
+        )
+    return f"{state}: {peer}"
+
+
+def progress_line(peer: str, status: str, **fields: object) -> str:
+    """``[review-loop] reviewer=P status=S key=value ...`` (the liveness lines' format)."""
+    rest = "".join(f" {key}={value}" for key, value in fields.items() if value is not None)
+    return f"{PREFIX} reviewer={peer} status={status}{rest}"
