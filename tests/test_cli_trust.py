@@ -326,11 +326,12 @@ def test_an_archived_packet_edited_after_its_review_proves_nothing(
 
 def test_own_archived_verdict_says_whether_it_covers_the_tree(repo: Path, fakes: FakeCLIs) -> None:
     fakes.script(codex=[answer("NO_FINDINGS")])
-    assert rl(repo, "run")[1]["status"] == "archived"
-    code, same = rl(repo, "run", "--continue")
+    done = rl(repo, "run")[1]
+    assert done["status"] == "archived"
+    code, same = rl(repo, "run", "--continue", "--packet", done["packetPath"])
     assert code == 0 and same["status"] == "already_archived" and same["evidenceCurrent"] is True
     (repo / "app.py").write_text(GUARDED + "x = 2\n")
-    code, moved = rl(repo, "run", "--continue")
+    code, moved = rl(repo, "run", "--continue", "--packet", done["packetPath"])
     assert code == 0 and moved["status"] == "already_archived"
     assert moved["evidenceCurrent"] is False and "other code" in moved["message"]
     assert len(fakes.calls()) == 1 and "untrusted" not in moved

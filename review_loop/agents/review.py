@@ -71,6 +71,10 @@ def valid_scope(scope: str) -> bool:
 # -- verdicts -----------------------------------------------------------------------------
 
 
+DEFAULT_ROUNDS = 3
+"""Review rounds a ``run`` may use unless ``--rounds`` says otherwise (as the original)."""
+
+
 class Verdict(StrEnum):
     """The reviewer's terminal verdict."""
 
@@ -283,6 +287,26 @@ class Finding(BaseModel):
             self.acceptanceCheck,
         ]
         return "| " + " | ".join(escape_cell(c) for c in cells) + " |"
+
+    def document(self) -> dict[str, object]:
+        """The finding as ``run`` prints it: the original's keys and types.
+
+        ``targetFiles`` is a string (the files joined with ``", "``) as the original
+        ``review-loop`` prints it, so a client's ``targetFiles.split(",")`` works;
+        ``targetFileList`` adds the parsed list. ``evidence``, ``requiredFix`` and
+        ``acceptanceCheck`` tell the fixer what to do and how it will be checked.
+        """
+        return {
+            "id": self.id,
+            "severity": self.severity,
+            "title": self.title,
+            "evidence": self.evidence,
+            "targetFiles": ", ".join(self.targetFiles),
+            "targetFileList": list(self.targetFiles),
+            "requiredFix": self.requiredFix,
+            "acceptanceCheck": self.acceptanceCheck,
+            "blocking": self.blocking,
+        }
 
 
 def escape_cell(text: str) -> str:

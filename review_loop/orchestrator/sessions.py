@@ -6,6 +6,7 @@ sessions and how to parse one file, so this module never names a product.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 from collections.abc import Mapping
@@ -13,9 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from review_loop.adapters import Adapter, SessionFile, get_adapter, product_names
-from review_loop.agents.models import StoredSession
-from review_loop.orchestrator.reaper import find_records
+from review_loop.agents.models import DeliveryState, StoredSession
+from review_loop.agents.records import SessionRecord
+from review_loop.orchestrator.dispatcher import SESSION_FILE
+from review_loop.orchestrator.files import read_bytes
 
 NOTE = (
     "Resume a session with the same product from its cwd (Claude looks sessions up per "
@@ -31,6 +36,78 @@ class Listed:
     packet_id: str | None
     command: tuple[str, ...]
     status: str | None
+
+
+class OriginalRecord(BaseModel):
+    """``reviewer-session.json`` as the original ``review-loop`` writes it.
+
+    The original writes a record only after a call succeeded, so one is resumable.
+    """
+
+    model_config = ConfigDict(extra="ignore", defer_build=True)
+
+    product: str
+    sessionId: str
+    updated: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Record:
+    """A session record of the repository: ours (with its delivery) or the original's."""
+
+    packet_id: str
+    product: str
+    session_id: str | None
+    updated: str
+    cwd: str | None
+    command: tuple[str, ...]
+    status: str | None
+    delivered: bool
+
+
+def _records(repo: Path) -> list[_Record]:
+    """Every readable session record under ``.review-handoff/runtime/*/*/``."""
+    runtime = repo / ".review-handoff" / "runtime"
+    found: list[_Record] = []
+    for path in runtime.glob(f"*/*/{SESSION_FILE}"):
+        packet_id = path.parent.relative_to(runtime).as_posix()
+        try:
+            raw = json.loads(read_bytes(path))
+        except (OSError, ValueError):  # a link under .review-handoff/ too (not followed)
+            continue  # unreadable: skipped, as the original tool does
+        try:
+            ours = SessionRecord.model_validate(raw)
+        except ValidationError:
+            try:
+                theirs = OriginalRecord.model_validate(raw)
+            except ValidationError:
+                continue  # foreign: skipped
+            found.append(
+                _Record(
+                    packet_id,
+                    theirs.product,
+                    theirs.sessionId,
+                    theirs.updated,
+                    str(repo),
+                    (),
+                    None,
+                    True,
+                )
+            )
+            continue
+        found.append(
+            _Record(
+                packet_id,
+                ours.product,
+                ours.sessionId,
+                ours.updated,
+                ours.cwd,
+                tuple(ours.command),
+                ours.status,
+                ours.state is DeliveryState.DELIVERED,
+            )
+        )
+    return found
 
 
 def _read_head(path: Path, size: int) -> bytes:
@@ -90,34 +167,48 @@ def list_sessions(
             keep.status,
         )
 
-    runtime = repo / ".review-handoff" / "runtime"
-    for path, record in find_records(repo):
-        if record.sessionId is None or (product and record.product != product):
-            continue
-        packet_id = path.parent.relative_to(runtime).as_posix()
-        offer(
-            Listed(
-                StoredSession(
-                    product=record.product,
-                    session_id=record.sessionId,
-                    cwd=record.cwd,
-                    updated=record.updated,
-                    source="review-loop",
-                ),
-                packet_id,
-                tuple(record.command),
-                record.status,
-            )
+    def listed(record: _Record, session_id: str) -> Listed:
+        return Listed(
+            StoredSession(
+                product=record.product,
+                session_id=session_id,
+                cwd=record.cwd,
+                updated=record.updated,
+                source="review-loop",
+            ),
+            record.packet_id,
+            record.command,
+            record.status,
         )
+
+    # A call that was not answered (not logged in, garbage output, timeout) may name a
+    # session id that has no conversation behind it: its record is listed only when the
+    # CLI's own store holds that session.
+    unproven: list[tuple[_Record, str]] = []
+    for record in _records(repo):
+        if record.session_id is None or (product and record.product != product):
+            continue
+        if record.delivered:
+            offer(listed(record, record.session_id))
+        else:
+            unproven.append((record, record.session_id))
     for name in products:
         adapter = get_adapter(name, field="--product")
         for session in _store_sessions(adapter, env, repo):
             offer(Listed(session, None, (adapter.default_executable,), None))
+    for record, session_id in unproven:
+        if (record.product, session_id) in best:
+            offer(listed(record, session_id))
     return sorted(best.values(), key=lambda item: item.session.updated, reverse=True)
 
 
 def session_document(item: Listed) -> dict[str, Any]:
-    """One entry of ``sessions``' output, with copy-ready resume commands."""
+    """One entry of ``sessions``' output, with resume commands.
+
+    ``resume.interactive`` / ``resume.headless`` are the commands alone, as the original
+    prints them (a client may split them into an argv); run them in ``cwd``.
+    ``resumeInShell`` adds copy-ready shell lines that change to ``cwd`` first.
+    """
     adapter = get_adapter(item.session.product)
     commands = adapter.resume_commands(item.session.session_id, item.command)
     cwd = item.session.cwd
@@ -132,6 +223,10 @@ def session_document(item: Listed) -> dict[str, Any]:
         "title": item.session.title,
         "status": item.status,
         "resume": {
+            "interactive": commands.interactive,
+            "headless": commands.headless,
+        },
+        "resumeInShell": {
             "interactive": prefix + commands.interactive if commands.interactive else None,
             "headless": prefix + commands.headless if commands.headless else None,
         },

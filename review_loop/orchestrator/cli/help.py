@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 USAGE = ["review-loop help"]
 OUTPUT = "json"
+AUTO_LOOP = "single visible Fixer; headless read-only Reviewer; zero mid-loop human"
+# Verbs of the original's older protocol; neither it nor review-loop has them.
+REMOVED = [
+    "open/bind/next/wait/append-eof/complete/board/resolve/gate/disarm/blind-submit/h1-probe",
+    "removed in the original's auto-loop v2; use run, fix-completion and close",
+]
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -17,6 +25,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Collect every command's usage lines."""
+    from review_loop.adapters import product_names
+    from review_loop.agents.review import DEFAULT_ROUNDS
     from review_loop.orchestrator.cli import COMMANDS, load_command
     from review_loop.prefs import DEFAULT_GRACE_MS, DEFAULT_ORDER, DEFAULT_TIMEOUT_MS
 
@@ -25,9 +35,17 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         usage.extend(load_command(name).USAGE)
     return {
         "ok": True,
+        # The original's keys (docs/compatibility.md): where the launcher lives, the mode,
+        # the verbs the original removed (still unknown commands here).
+        "skillScriptsDir": str(Path(sys.argv[0]).resolve().parent),
+        "mode": "auto-loop",
         "usage": usage,
+        "removed": REMOVED,
         "commands": list(COMMANDS),
         "defaults": {
+            "autoLoop": AUTO_LOOP,
+            "reviewer": "|".join(product_names()),
+            "rounds": DEFAULT_ROUNDS,
             "reviewerOrder": ",".join(DEFAULT_ORDER),
             "reviewerTimeout": f"{DEFAULT_TIMEOUT_MS // 60000} minutes "
             "(REVIEW_LOOP_TIMEOUT_MS override)",

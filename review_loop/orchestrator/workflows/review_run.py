@@ -27,6 +27,7 @@ from review_loop.agents.errors import InputError, StateError
 from review_loop.agents.models import DeliveryState
 from review_loop.agents.records import Delivery, RecordError
 from review_loop.agents.review import (
+    DEFAULT_ROUNDS,
     Ledger,
     ReviewAnswer,
     ReviewFormatError,
@@ -92,8 +93,8 @@ from review_loop.orchestrator.workflows.review_store import (
     sha256_bytes,
 )
 
-DEFAULT_ROUNDS = 3
 PWC = Verdict.PASS_WITH_CONCERNS.value
+DEFAULT_REVIEWER = "codex"
 DEFAULT_SCOPE = "auto-loop"
 LARGE_DIFF_LINES = 500
 
@@ -103,7 +104,6 @@ class RunPlan:
     """A validated ``run`` command line."""
 
     reviewer: str | None = None
-    host: str | None = None
     completion: str | None = None
     base: str | None = None
     rounds: str | None = None
@@ -168,16 +168,8 @@ def _fail_closed(code: str, message: str, ref: PacketRef, **extra: Any) -> dict[
 
 
 def _findings_out(ledger: Ledger, ids: list[str]) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": fid,
-            "severity": ledger.catalog[fid].severity,
-            "title": ledger.catalog[fid].title,
-            "targetFiles": ledger.catalog[fid].targetFiles,
-            "blocking": ledger.catalog[fid].blocking,
-        }
-        for fid in ids
-    ]
+    # The original's finding shape (docs/compatibility.md): targetFiles is a string.
+    return [ledger.catalog[fid].document() for fid in ids]
 
 
 # -- run ----------------------------------------------------------------------------------
@@ -204,9 +196,15 @@ def _trusted_packet_of(repo: Path, plan: RunPlan, slugs: tuple[str, ...]) -> Pac
     if active is not None:
         return active
     archived, more = latest_trusted_packet(repo, slugs[0], archived=True)
-    if archived is None and not skipped + more:
-        raise InputError("--continue", "this branch has no active packet", "run first")
-    return archived
+    if archived is not None or not skipped + more:
+        # As the original: nothing active to continue is a usage error (exit 1). An
+        # archived packet's verdict is reported with --continue --packet <path>.
+        raise InputError(
+            "--continue",
+            "run --continue requires an active packet",
+            "run first, or --continue --packet <archived packet> to see its verdict",
+        )
+    return None
 
 
 @reporting_async
@@ -407,10 +405,7 @@ async def _run_locked(
             )
             + ")",
         )
-    # The seed: reviewer selection follows the saved preference order, without the host.
-    reviewer = (
-        plan.reviewer or state.get("reviewer") or dispatcher.prefs.default_reviewer(plan.host)
-    )
+    reviewer = plan.reviewer or state.get("reviewer") or DEFAULT_REVIEWER
     peer = resolve_peer(reviewer, dispatcher.prefs, field="--reviewer")
     completion = plan.completion or state.get("completion") or "pass"
     budget = _budget(plan, state)
@@ -479,7 +474,7 @@ async def _run_locked(
     if changed_lines > LARGE_DIFF_LINES:
         warnings.append(f"large diff: {changed_lines} changed lines (> {LARGE_DIFF_LINES})")
     state["evidencePath"] = str(evidence_path)
-    state["lineCount"] = len(diff_text.splitlines())
+    state["lineCount"] = changed_lines  # the original counts changed (+/-) lines
     save_state(runtime, state)
 
     prompt = build_review_prompt(
@@ -801,23 +796,27 @@ def _delivery_unknown(
 ) -> dict[str, Any]:
     save_state(ref.runtime, state)
     detail = delivery.detail or delivery.reason or "unknown"
+    said = delivery.reason if detail == delivery.reason else f"{delivery.reason}: {detail}"
     return {
         "ok": False,
         "status": "DELIVERY_UNKNOWN",
         "code": "DELIVERY_UNKNOWN",
         "reason": delivery.reason,
         "delivery": delivery.state.value,
-        "message": f"Reviewer invoke failed (no retry): {delivery.reason}: {detail}"
+        "message": f"Reviewer invoke failed (no retry): {said}"
         + (" (during the correction round)" if correction else ""),
         "packetPath": str(ref.path),
         "packetId": ref.packet_id,
         "round": round_number,
         "reviewer": delivery.peer,
         "sessionId": delivery.sessionId,
+        # The whole run state, as the original prints it (baseSha, packetHash, ...).
         "state": {
+            **state,
             "round": state.get("round"),
             "lastVerdict": state.get("lastVerdict"),
             "lifecycleState": state.get("lifecycleState", "in_progress"),
+            "pendingStage": state.get("pendingStage"),
         },
         "recommendation": "Nothing was recorded for this round. Check the reviewer, then "
         "run --continue (the frozen evidence is reused).",
@@ -990,6 +989,18 @@ def _write_round(
             "(fix-completion, then run --continue) or accept (close --reason accept-concerns).",
         }
     open_ids = ledger.open_blocking + ledger.open_concerns
+    budget = int(state.get("roundsBudget") or DEFAULT_ROUNDS)
+    if status == "blocked" and round_number >= budget and not state.get("budgetOverride"):
+        # As the original: BLOCKED on the last budgeted round stops now (exit 2), never
+        # asking for a fix pass no round is left to review. The round is recorded.
+        return {
+            **_budget_exhausted(final, state, ledger, body, budget),
+            **common,
+            "findings": _findings_out(ledger, open_ids),
+            "lastAnchor": anchor,
+            "lifecycleState": lifecycle,
+            "evidence": evidence,
+        }
     return {
         "ok": True,
         "status": status,
@@ -1100,7 +1111,22 @@ def fix_completion(repo: Path, packet: str, body_text: str) -> dict[str, Any]:
             "openConcerns": state.get("openConcerns", []),
             "message": "Fix Completion recorded; re-review with run --continue "
             f"--packet {ref.path}.",
+            # The original's keys: the packet as written, and its hash.
+            "meta": _packet_meta(text, new_meta),
+            "packetHash": state["packetHash"],
         }
+
+
+def _packet_meta(text: str, frontmatter: dict[str, str]) -> dict[str, Any]:
+    """The original's ``readPacketMeta`` of a packet just written."""
+    return {
+        "text": text,
+        "frontmatter": frontmatter,
+        "lastAnchor": frontmatter.get("last_anchor"),
+        "lifecycleState": frontmatter.get("lifecycle_state", "in_progress"),
+        "packetId": frontmatter.get("packet_id"),
+        "fingerprint": sha256_bytes(text.encode("utf-8")),
+    }
 
 
 @reporting
@@ -1176,6 +1202,14 @@ def close_packet(repo: Path, packet: str, reason: str) -> dict[str, Any]:
             "message": "The user accepted the open concerns; the verdict stays "
             "PASS_WITH_CONCERNS and the packet is archived.",
             "report": {
+                # The original's report keys ...
+                "originalVerdict": "PASS_WITH_CONCERNS",
+                "closeReason": reason,
+                "acceptedConcernIds": concerns,
+                "closedAt": now,
+                "lastAnchor": "decision_closure",
+                "lifecycleState": "archived",
+                # ... and the run's, as an archived run reports them.
                 "verdict": "PASS_WITH_CONCERNS",
                 "rounds": state.get("round"),
                 "findingIds": state.get("findingIds", []),

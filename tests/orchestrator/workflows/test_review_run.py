@@ -183,7 +183,10 @@ def test_three_rounds_blocked_concerns_then_archived(
     code, listed = rl(repo, "sessions", "--product", "codex")
     assert code == 0 and sid in json.dumps(listed)
 
+    # as the original: nothing active to continue is a usage error; --packet reports it
     code, done = rl(repo, "run", "--continue")
+    assert code == 1 and "requires an active packet" in done["error"]
+    code, done = rl(repo, "run", "--continue", "--packet", r3["packetPath"])
     assert code == 0 and done["status"] == "already_archived"
 
 
@@ -205,7 +208,11 @@ def test_review_mode_parks_concerns_then_close_archives(repo: Path, fakes: FakeC
             "id": "F2",
             "severity": "[非阻塞]",
             "title": "vague name",
-            "targetFiles": ["app.py"],
+            "evidence": "app.py:1",
+            "targetFiles": "app.py",
+            "targetFileList": ["app.py"],
+            "requiredFix": "rename",
+            "acceptanceCheck": "reads well",
             "blocking": False,
         }
     ]
@@ -549,8 +556,10 @@ def test_budget_exhausted_after_a_rereview_shows_both_positions(
     )
     _, r1 = rl(repo, "run", "--rounds", "2", "--intake=false")
     fix(repo, r1["packetPath"], tmp_path)
+    # BLOCKED on the last budgeted round stops there (as the original), the round recorded
     code, r2 = rl(repo, "run", "--continue")
-    assert code == 0 and r2["status"] == "blocked" and r2["lastAnchor"] == "re_review"
+    assert code == 2 and r2["status"] == "budget_exhausted" and r2["lastAnchor"] == "re_review"
+    assert r2["roundsUsed"] == 2 and r2["positions"]["fixer"]["fixRoundsCompleted"] == 1
     fix(repo, r1["packetPath"], tmp_path)
     code, out = rl(repo, "run", "--continue")
     assert code == 2 and out["status"] == "budget_exhausted"
