@@ -31,11 +31,15 @@ untrusted repository) or the environment can shadow a module or change the inter
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import time
 from collections.abc import Iterable, Sequence  # loaded at interpreter start-up anyway
-from contextlib import suppress
+
+TYPE_CHECKING = False  # not typing's: importing typing would cost every session ~5 ms
+if TYPE_CHECKING:
+    import signal
+else:  # the same functions and numbers without the enum module (~4 ms per session)
+    import _signal as signal
 
 SCRIPT = os.path.realpath(__file__)
 """This file, run by path (pathlib is not imported: it would cost the supervisor 5 ms)."""
@@ -202,8 +206,10 @@ def spawn_failure(returncode: int | None, stderr: bytes) -> str | None:
 
 
 def _say(text: str) -> None:
-    with suppress(OSError):
+    try:  # noqa: SIM105 - contextlib would cost every session's start-up ~1 ms
         os.write(2, f"{FAILURE_PREFIX} {text}\n".encode())
+    except OSError:
+        pass  # nobody reads our stderr any more
 
 
 def _become_subreaper() -> bool:
@@ -226,9 +232,11 @@ def _signal(pid: int, parent: int, sig: int) -> None:
         fd = os.pidfd_open(pid)
     except (OSError, AttributeError):
         info = stat_of(pid)
-        if info is not None and info[1] == parent:
-            with suppress(OSError):
+        try:
+            if info is not None and info[1] == parent:
                 os.kill(pid, sig)
+        except OSError:
+            pass  # it is gone
         return
     try:
         info = stat_of(pid)
@@ -339,10 +347,12 @@ def _exit_as(status: int | None) -> int:
     if code >= 0:
         return code
     sig = -code
-    with suppress(OSError):
+    try:
         import resource
 
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file of the supervisor
+    except (ImportError, OSError, ValueError):
+        pass
     if sig not in (signal.SIGKILL, signal.SIGSTOP):  # those cannot be caught anyway
         signal.signal(sig, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
