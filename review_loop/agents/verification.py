@@ -6,11 +6,10 @@ history, and the CLI renders what they refuse.
 
 The contract is ``spx verification run`` (outcomeeng/spx, ``src/domains/verify/verify.ts``):
 the same event types, the same payload rules and the same rejection wording, so a skill
-written against ``spx`` works unchanged. Two deliberate additions, both from the
-audit-implementation skill text, are marked where they apply: retired payload aliases are
-refused by name, and an audit key must equal the identity it records (``unitId`` for a
-scope unit, ``<unitId>:<rule>`` for a finding) so a key mangled by shell quoting — an
-apostrophe dropped or doubled — is refused instead of silently recording a second identity.
+written against ``spx`` works unchanged. As in spx, the idempotency key is the client's
+own choice (any non-empty string, scoped per evidence kind), a finding ``rule`` may hold any
+character, and unknown payload fields — retired alias names such as ``id`` or
+``subjectPaths`` included — are ignored and dropped (``docs/compatibility.md``).
 
 Rejection reasons name field paths and requirements this module authored; they never echo
 a payload's own values.
@@ -98,17 +97,6 @@ PRODUCER_FIELDS: Final = (
     "skillOwningPluginName",
     "invocationRole",
 )
-#: Field names the skill retired; a payload carrying one is refused by name.
-RETIRED_ALIASES: Final[Mapping[str, str]] = {
-    "id": "unitId",
-    "subjectPaths": "subject",
-    "expectedProducerIdentity": "expectedProducer",
-    "executionProducerIdentity": "producerIdentity",
-    "stableProducerIdentity": "producerIdentity",
-    "observed": "evidence.observed",
-    "expected": "evidence.expected",
-}
-
 UNSEALED_NEXT_ACTIONS: Final = ("scope add", "finding add", "finish")
 
 # --- requirement texts (spx ``EVIDENCE_REQUIREMENT`` / ``TERMINAL_REQUIREMENT``) -------------
@@ -128,11 +116,6 @@ REQ_PARENT_IS_RECORDED: Final = "a child unit names a parent unit already record
 REQ_FINDING_UNIT_IS_RECORDED: Final = (
     "a finding names a unit already recorded as scope evidence in the run"
 )
-REQ_SCOPE_KEY_IS_UNIT: Final = "the --idempotency-key of a scope unit equals its unitId"
-REQ_FINDING_KEY_IS_UNIT_RULE: Final = (
-    "the --idempotency-key of a finding equals its unitId, a colon, and its rule"
-)
-REQ_RULE_HAS_NO_COLON: Final = "a finding rule is an identifier without a colon"
 
 TERM_IN_TYPE_VOCABULARY: Final = "the terminal status is one the verification type seals with"
 TERM_MATCHES_EVIDENCE: Final = (
@@ -164,11 +147,18 @@ class PayloadRejection(Exception):
 
 
 class TerminalRejection(PayloadRejection):
-    """``finish`` refused: ``conflict`` is True when the status contradicts the evidence."""
+    """``finish`` refused: ``conflict`` is True when the status contradicts the evidence.
 
-    def __init__(self, requirement: str, *, conflict: bool) -> None:
+    ``requirement`` is a terminal requirement (the reason says "terminal completion does
+    not satisfy: ..."); with ``field=True`` it is a field rejection of the metadata,
+    printed as is, as spx prints it.
+    """
+
+    def __init__(self, requirement: str, *, conflict: bool, field: bool = False) -> None:
         self.conflict = conflict
-        super().__init__(f"terminal completion does not satisfy: {requirement}")
+        super().__init__(
+            requirement if field else f"terminal completion does not satisfy: {requirement}"
+        )
 
 
 class ScopeSelectorError(ValueError):
@@ -225,6 +215,9 @@ def digest_run_input(source: str, content: str) -> str:
 def is_run_token(token: str) -> bool:
     """Whether ``token`` has the run-token shape spx mints."""
     return bool(RUN_TOKEN_PATTERN.match(token))
+
+
+UNSAFE_TOKEN: Final = "state-store token must be a safe path segment"
 
 
 def is_safe_segment(token: str) -> bool:
@@ -332,14 +325,6 @@ def _optional_positive_int(record: Mapping[str, Any], field: str) -> int | None:
     raise field_rejection(field)
 
 
-def _refuse_retired_aliases(payload: Mapping[str, Any]) -> None:
-    for alias, replacement in RETIRED_ALIASES.items():
-        if alias in payload:
-            raise PayloadRejection(
-                f'payload field "{alias}" is a retired alias; send "{replacement}" instead'
-            )
-
-
 def _producer(value: Any, field: str) -> dict[str, str]:
     record = _record(value)
     if record is None:
@@ -373,7 +358,6 @@ def validate_audit_scope(payload: Any) -> dict[str, Any]:
     record = _record(payload)
     if record is None:
         raise requirement_rejection(REQ_PAYLOAD_IS_OBJECT)
-    _refuse_retired_aliases(record)
     unit_id = _required_string(record, "unitId")
     subject = _required_string(record, "subject")
     audit_class = record.get("auditClass")
@@ -442,7 +426,6 @@ def validate_audit_finding(payload: Any) -> dict[str, Any]:
     record = _record(payload)
     if record is None:
         raise requirement_rejection(REQ_PAYLOAD_IS_OBJECT)
-    _refuse_retired_aliases(record)
     unit_id = _required_string(record, "unitId")
     rule = _required_string(record, "rule")
     location = _required_string(record, "location")
@@ -686,6 +669,8 @@ def validate_scope_for_run(
 ) -> dict[str, Any]:
     """Validate a scope payload against the run's recorded evidence; returns what to record.
 
+    ``idempotency_key`` is the client's own choice: as in spx, no rule ties it to the unit.
+
     Raises:
         PayloadRejection: the payload or its place in the run is refused.
     """
@@ -709,9 +694,6 @@ def validate_scope_for_run(
             raise requirement_rejection(REQ_PARENT_IS_RECORDED)
     elif unit["parentUnitId"] not in view["units"]:
         raise requirement_rejection(REQ_PARENT_IS_RECORDED)
-    # Addition (skill text): the scope key is the unit's identity.
-    if idempotency_key != unit["unitId"]:
-        raise requirement_rejection(REQ_SCOPE_KEY_IS_UNIT)
     return unit
 
 
@@ -723,6 +705,8 @@ def validate_finding_for_run(
 ) -> dict[str, Any]:
     """Validate a finding payload against the run's recorded evidence; returns what to record.
 
+    ``idempotency_key`` is the client's own choice: as in spx, no rule ties it to the finding.
+
     Raises:
         PayloadRejection: the payload or its place in the run is refused.
     """
@@ -733,12 +717,6 @@ def validate_finding_for_run(
     finding = validate_audit_finding(payload)
     if finding["unitId"] not in view["units"]:
         raise requirement_rejection(REQ_FINDING_UNIT_IS_RECORDED)
-    # Additions (skill text): the rule is colon-free so the last colon bounds the key,
-    # and the finding key is ``<unitId>:<rule>``.
-    if ":" in finding["rule"]:
-        raise requirement_rejection(REQ_RULE_HAS_NO_COLON)
-    if idempotency_key != f"{finding['unitId']}:{finding['rule']}":
-        raise requirement_rejection(REQ_FINDING_KEY_IS_UNIT_RULE)
     return finding
 
 
@@ -790,8 +768,10 @@ def check_terminal(
         try:
             validated = validate_review_terminal_metadata(metadata)
         except PayloadRejection as rejection:
+            reason = rejection.reason
+            requirement = reason.removeprefix("payload does not satisfy: ")
             raise TerminalRejection(
-                rejection.reason.removeprefix("payload does not satisfy: "), conflict=False
+                requirement, conflict=False, field=requirement == reason
             ) from None
     if terminal_status not in REVIEW_TERMINAL_STATUSES:
         raise TerminalRejection(TERM_IN_TYPE_VOCABULARY, conflict=True)

@@ -100,10 +100,24 @@ def _error_text(error: BaseException) -> str:
     return text if text else type(error).__name__
 
 
+def _leading_directory(args: list[str]) -> list[str]:
+    """``-C <root>`` / ``--directory <root>`` before the command, as spx's global option.
+
+    ``spx -C <root> verification run ...`` is the seed skills' literal order; the option
+    moves behind the command name, where the command parses it.
+    """
+    if args[:1] in (["-C"], ["--directory"]) and len(args) >= 3:
+        return [args[2], "-C", args[1], *args[3:]]
+    for prefix in ("--directory=", "-C"):
+        if args and args[0].startswith(prefix) and len(args[0]) > len(prefix) and len(args) >= 2:
+            return [args[1], "-C", args[0][len(prefix) :], *args[2:]]
+    return args
+
+
 def run(argv: Sequence[str], *, stdout: Callable[[str], None] | None = None) -> int:
     """Run one command line; returns the exit code. ``stdout`` receives the document."""
     write = stdout or (lambda text: print(text, flush=True))
-    args = list(argv)
+    args = _leading_directory(list(argv))
     from review_loop.orchestrator.cli import manual
 
     if not args or args[0] in manual.HELP_FLAGS:

@@ -193,6 +193,8 @@ def address(cwd: Path, verification_type: str, scope_type: str, scope: str, run:
     selector = _selector(scope_type, scope)
     if not run.strip():
         raise _fail("RUN_REQUIRED")
+    if not v.is_safe_segment(run):  # spx's text for a token that is not a file name
+        raise VerificationError(v.UNSAFE_TOKEN)
     product = locate_product(cwd)
     runs_dir = product.runs_dir(verification_type)
     return RunAddress(
@@ -650,7 +652,7 @@ def finish(
         raise _fail("TERMINAL_STATUS_INVALID")
     state = _state(run)
     if state is None:
-        raise run.diagnostic("RUN_NOT_FOUND", run.runs_dir)
+        raise run.diagnostic("RUN_NOT_FOUND")  # spx: target= the input record
     _projection_input(run, state)
     if state.sealed_seq is not None:
         run.log.ensure_seal_marker()
@@ -700,7 +702,7 @@ def status(run: RunAddress) -> dict[str, Any]:
     """The resumable status folded from the history (reads the snapshot, not every event)."""
     state = _state(run)
     if state is None:
-        raise run.diagnostic("RUN_NOT_FOUND", run.runs_dir)
+        raise run.diagnostic("RUN_NOT_FOUND")  # spx: target= the input record
     _projection_input(run, state)
     view = state.view
     report: dict[str, Any] = {
@@ -733,7 +735,7 @@ def render(run: RunAddress) -> dict[str, Any]:
     """The projection with every event and every validated audit scope unit."""
     state = _state(run)
     if state is None:
-        raise run.diagnostic("RUN_NOT_FOUND", run.runs_dir)
+        raise run.diagnostic("RUN_NOT_FOUND")  # spx: target= the input record
     _projection_input(run, state)
     events = run.log.read_events()
     view = v.new_view()
