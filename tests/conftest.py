@@ -18,6 +18,7 @@ import psutil
 import pytest
 
 from tests.fakes import FAKE_ENV_NAMES, PASSTHROUGH_ENV
+from tests.fakes.skills import install_skills
 
 TOKEN_ENV = "REVIEW_LOOP_TEST_TOKEN"
 
@@ -70,5 +71,9 @@ def user_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
     """Point all user state (prefs, records) at a fresh directory."""
     home = tmp_path_factory.mktemp("review-loop-home")
     monkeypatch.setenv("REVIEW_LOOP_HOME", str(home))
+    # The skills preflight resolves (seed 004) are installed for every test's user; tests of
+    # skill resolution remove this and build their own host directories.
+    skills = install_skills(tmp_path_factory.mktemp("skills"))
+    monkeypatch.setenv("REVIEW_LOOP_SKILL_DIRS", str(skills))
     monkeypatch.delenv("REVIEW_LOOP_TIMEOUT_MS", raising=False)
     return home

@@ -68,6 +68,8 @@ class Prefs(BaseModel):
         livenessMs: interval of the ``status=active`` line on stderr.
         envPassthrough: names of the user's environment variables that reviewers get
             besides what their product needs (exact names, e.g. ``AWS_PROFILE``).
+        skillDirs: more directories where ``preflight`` looks for the skills the
+            task-completion loop needs (``<dir>/<skill>/SKILL.md``), after the host's own.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
@@ -79,6 +81,17 @@ class Prefs(BaseModel):
     graceMs: int = Field(default=DEFAULT_GRACE_MS, ge=0, le=MAX_TIMEOUT_MS)
     livenessMs: int = Field(default=DEFAULT_LIVENESS_MS, gt=0, le=MAX_TIMEOUT_MS)
     envPassthrough: tuple[str, ...] = ()
+    skillDirs: tuple[str, ...] = ()
+
+    @field_validator("skillDirs")
+    @classmethod
+    def _skill_dirs(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            if not (entry.startswith(("/", "~/")) or entry == "~") or "\0" in entry:
+                raise ValueError(
+                    f"{entry!r} is not an absolute directory (accepted: /path or ~/path)"
+                )
+        return value
 
     @field_validator("envPassthrough")
     @classmethod

@@ -44,7 +44,8 @@ def _describe(error: ValidationError, source: str) -> PrefsError:
     where = ".".join(str(part) for part in first["loc"]) or "(top level)"
     accepted = {
         "extra_forbidden": (
-            "order, skipHost, peerCommands, timeoutMs, graceMs, livenessMs, envPassthrough"
+            "order, skipHost, peerCommands, timeoutMs, graceMs, livenessMs, envPassthrough, "
+            "skillDirs"
         ),
     }.get(first["type"])
     if where == "timeoutMs":

@@ -12,7 +12,8 @@ from typing import Any
 
 USAGE = [
     "review-loop preflight --repo R [--host H] [--peer P [--peer P2]] [--peer-command NAME] "
-    "[--blind-reviewer claude] [--run NAME] [--timeout SECONDS] [--no-git-writes]",
+    "[--blind-reviewer claude] [--run NAME] [--timeout SECONDS] [--no-git-writes] "
+    "[--skill-dir DIR ...] [--require-skill grill-with-docs ...]",
 ]
 OUTPUT = "json"
 
@@ -29,6 +30,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run")
     parser.add_argument("--timeout")
     parser.add_argument("--no-git-writes", dest="no_git_writes", action="store_true")
+    parser.add_argument("--skill-dir", dest="skill_dirs", action="append", default=[])
+    parser.add_argument("--require-skill", dest="require_skills", action="append", default=[])
 
 
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
@@ -41,12 +44,14 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     from review_loop.orchestrator.cli.stops import Stop, run_cancellable
     from review_loop.orchestrator.dispatcher import resolve_peer
     from review_loop.orchestrator.git import ensure_layout
+    from review_loop.orchestrator.skills import resolve_skills
     from review_loop.orchestrator.workflows.converge import plan_peers
     from review_loop.orchestrator.workflows.converge_gates import Role, run_preflight
     from review_loop.orchestrator.workflows.converge_store import check_run, default_run
 
     repo = repo_from(args)
     prefs = load_user_prefs()
+    skill_dirs = _skill_dirs(args.skill_dirs, prefs.skillDirs)
     named = [p.strip() for value in args.peers for p in value.split(",") if p.strip()]
     prefs, peers = plan_peers(prefs, named, args.host, args.peer_command, shutil.which)
     blind = args.blind_reviewer or BLIND_REVIEWER_PRODUCT
@@ -78,11 +83,35 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
             "Nothing was written and no peer was asked.",
         }
     ensure_layout(repo)
+    # Presence only (the repository's skill directories are untrusted: nothing there runs).
+    skills = resolve_skills(
+        repo,
+        host=resolve_peer(args.host, prefs, field="--host").product if args.host else None,
+        extra_dirs=skill_dirs,
+        optional=[name.strip() for name in args.require_skills if name.strip()],
+    )
 
     async def main(stop: Stop) -> Mapping[str, Any]:
         async with stop.open_dispatcher(repo=repo, prefs=prefs) as dispatcher:
             return await run_preflight(
-                dispatcher, run=run, roles=roles, unavailable=unavailable, timeout_ms=timeout_ms
+                dispatcher,
+                run=run,
+                roles=roles,
+                unavailable=unavailable,
+                timeout_ms=timeout_ms,
+                skills=skills,
             )
 
     return run_cancellable(main)
+
+
+def _skill_dirs(flags: list[str], saved: tuple[str, ...]) -> list[str]:
+    """``--skill-dir`` values (absolute, or ``~``), then prefs ``skillDirs``."""
+    from review_loop.agents.errors import InputError
+
+    for value in flags:
+        if not (value.startswith(("/", "~/")) or value == "~"):
+            raise InputError(
+                "--skill-dir", f"{value!r} is not an absolute directory", "/path or ~/path"
+            )
+    return [*flags, *saved]

@@ -12,12 +12,21 @@ USAGE = [
     "review-loop prefs set skipHost true|false",
     "review-loop prefs set timeoutMs|graceMs|livenessMs N",
     "review-loop prefs set envPassthrough NAME,NAME (empty: none)",
+    "review-loop prefs set skillDirs /DIR,~/DIR (empty: none)",
     "review-loop prefs alias NAME PRODUCT COMMAND [ARG ...]",
     "review-loop prefs unalias NAME",
     "review-loop prefs reset",
 ]
 OUTPUT = "json"
-SETTABLE = ("order", "skipHost", "timeoutMs", "graceMs", "livenessMs", "envPassthrough")
+SETTABLE = (
+    "order",
+    "skipHost",
+    "timeoutMs",
+    "graceMs",
+    "livenessMs",
+    "envPassthrough",
+    "skillDirs",
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +39,7 @@ def _coerce(key: str, value: str) -> Any:
     from review_loop.agents.errors import InputError
     from review_loop.orchestrator.cli.common import parse_bool
 
-    if key in ("order", "envPassthrough"):
+    if key in ("order", "envPassthrough", "skillDirs"):
         return [part.strip() for part in value.split(",") if part.strip()]
     if key == "skipHost":
         return parse_bool(value, "skipHost")

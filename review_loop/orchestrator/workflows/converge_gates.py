@@ -57,6 +57,7 @@ from review_loop.agents.converge import (
 )
 from review_loop.agents.errors import InputError
 from review_loop.agents.evidence import Evidence
+from review_loop.agents.skills import SkillCheck
 from review_loop.orchestrator.dispatcher import Dispatcher
 from review_loop.orchestrator.files import atomic_write_bytes, utc_now
 from review_loop.orchestrator.git import ensure_layout, rev_parse
@@ -91,11 +92,14 @@ async def run_preflight(
     roles: Sequence[Role],
     unavailable: Sequence[str] = (),
     timeout_ms: int | None = None,
+    skills: Sequence[SkillCheck] = (),
 ) -> dict[str, Any]:
     """Prove every role with a round trip and a listed session; record it in the ledger.
 
     ``unavailable`` names roles that could not even be chosen (e.g. the prefs order ran
     out after removing the host); they are reported as missing without a call.
+    ``skills`` are the resolved skill checks (:func:`orchestrator.skills.resolve_skills`):
+    each one not found is missing, named with where it was looked for.
     """
     from review_loop.orchestrator.sessions import list_sessions
 
@@ -122,7 +126,7 @@ async def run_preflight(
         async with anyio.create_task_group() as group:
             for role in roles:
                 group.start_soon(prove, role)
-        missing = list(unavailable)
+        missing = [*(s.missing_text() for s in skills if s.found is None), *unavailable]
         checks = []
         for role in roles:
             entry = entries[role.label]
@@ -176,6 +180,7 @@ async def run_preflight(
         "result": None if ready else Result.MISSING_DEPENDENCIES.value,
         "run": run,
         "checks": checks,
+        "skills": [s.model_dump() for s in skills],
         "missing": missing,
         "protocolArtifacts": PROTOCOL_ACTIONS,
         "journalPath": str(paths.journal),
