@@ -22,7 +22,11 @@ BUILTINS: dict[str, str] = {
     "codex": "review_loop.adapters.codex:ADAPTER",
     "grok": "review_loop.adapters.grok:ADAPTER",
     "gemini": "review_loop.adapters.gemini:ADAPTER",
+    # review-loop's own offline stand-in (no key, no network); never picked automatically.
+    "simulated": "review_loop.adapters.simulated:ADAPTER",
 }
+# Products that answer without a model: chosen only by name, never as an automatic fallback.
+OFFLINE: frozenset[str] = frozenset({"simulated"})
 
 
 def _load(target: str) -> Adapter:

@@ -51,7 +51,7 @@ _TIMEOUT = Flag(
 )
 _PEER = Flag(
     "--peer P",
-    "a reviewer: a product (codex, claude, gemini, grok) or a prefs alias; "
+    "a reviewer: a product (codex, claude, gemini, grok; simulated: an offline stand-in) or a prefs alias; "
     "repeatable or comma-separated (alias --reviewer)",
     "the prefs order, without the host",
 )
@@ -109,6 +109,7 @@ PAGES: dict[str, Page] = {
         (
             "review-loop consult --repo . --peer codex --question 'Is the fix in calc.py right?'",
             "review-loop consult --peer codex --peer claude --question-file q.md --timeout 600",
+            "review-loop consult --peer simulated --question 'Try me without any API key'",
         ),
     ),
     "sessions": Page(
@@ -161,7 +162,7 @@ PAGES: dict[str, Page] = {
         (
             "review-loop verify-diff --repo .    (auto-derive the framing from the diff)",
             "review-loop verify-diff --description 'off by one' --fix-direction 'use <=' "
-            "--target calc.py --executor codex",
+            "--target calc.py --executor simulated",
         ),
         "Give all three of --description, --fix-direction and --target, or none of them.",
     ),
@@ -170,7 +171,12 @@ PAGES: dict[str, Page] = {
         "changes and writes a packet with its verdict.",
         (
             _REPO,
-            Flag("--reviewer P", "the reviewing product (alias --product-reviewer)", "prefs order"),
+            Flag(
+                "--reviewer P",
+                "the reviewing product (alias --product-reviewer)",
+                "the first product of the prefs order that is not the host",
+            ),
+            _HOST,
             Flag("--completion pass|review", "what ends the loop", "review"),
             Flag("--until-pass", "the same as --completion pass"),
             Flag("--base REF", "the commit the changes are compared with", "HEAD"),
@@ -187,7 +193,7 @@ PAGES: dict[str, Page] = {
         ),
         (
             "review-loop run --repo . --reviewer codex",
-            "review-loop run --reviewer claude --timeout 600",
+            "review-loop run --reviewer simulated --timeout 60    (offline, no key)",
             "review-loop run --continue",
         ),
     ),
@@ -216,6 +222,15 @@ PAGES: dict[str, Page] = {
             Flag("--blind-reviewer P", "the blind reviewer (claude or an alias of it)", "claude"),
             _RUN_NAME,
             _TIMEOUT,
+            Flag(
+                "--skill-dir DIR",
+                "one more directory to look for the host's skills in; repeatable (absolute or ~)",
+                "prefs skillDirs, then the host's own skill directories",
+            ),
+            Flag(
+                "--require-skill NAME",
+                "a skill the run needs; preflight reports whether it is present; repeatable",
+            ),
             Flag(
                 "--no-git-writes",
                 "writes to .git/ are forbidden: stop before anything is written (HUMAN_GATE)",
@@ -284,7 +299,7 @@ PAGES: dict[str, Page] = {
         "The verification run journal (spx's contract: one compact JSON line on stdout, "
         "errors on stderr).",
         (
-            Flag("-C ROOT", "run as if started in ROOT", "the cwd"),
+            Flag("-C ROOT, --directory ROOT", "run as if started in ROOT", "the cwd"),
             Flag(
                 "REST",
                 "run VERB [options]: start, input, scope add, finding add, finish, status, render",
@@ -341,6 +356,8 @@ PAGES: dict[str, Page] = {
 _FOOTER = """\
 Output: one JSON document on stdout; progress on stderr. Exit codes: 0 success,
 2 the result says ok:false, 1 usage error or crash.
+No API key? --peer/--reviewer/--executor simulated answers consult, run and verify-diff
+offline (review-loop's own stand-in reviewer; its answers say they are simulated).
 State: REVIEW_LOOP_HOME (default $XDG_CONFIG_HOME/review-loop)."""
 
 

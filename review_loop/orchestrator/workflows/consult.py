@@ -149,10 +149,11 @@ def resolve_fallbacks(
     and must never answer in this peer's place. Products named explicitly are kept as the
     user named them.
     """
-    from review_loop.adapters.registry import product_names
+    from review_loop.adapters.registry import OFFLINE, product_names
 
     host_product = resolve_peer(host, prefs, field="--host").product if host else None
-    excluded = prefs.standard_peers(host_product) | {host_product}
+    # An offline stand-in is never swapped in for a real reviewer without being named.
+    excluded = prefs.standard_peers(host_product) | {host_product} | OFFLINE
     automatic = [p for p in dict.fromkeys((*prefs.order, *product_names())) if p not in excluded]
     out: list[str] = []
     for value in values:

@@ -1,0 +1,117 @@
+"""The simulated reviewer (``--peer simulated``): review-loop's own offline stand-in CLI.
+
+A product like the others, registered through the same registry door, launched through the
+same process layer: ``<python> -I -B -m review_loop.simulated [--resume ID]`` with the prompt
+on stdin, one JSON line ``{"session_id", "text"}`` on stdout (:mod:`review_loop.simulated`).
+It needs no key and no network, so a newcomer can try every workflow offline.
+
+``-I`` (isolated mode) keeps the repository out of its import path: the current directory
+is never put on ``sys.path`` and ``PYTHON*`` variables are ignored, so a repository holding
+a ``review_loop/`` package cannot run code through it. It reads nothing but its prompt, which
+makes it read-only by construction. It keeps no session store; a resume keeps the id.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, final
+
+from review_loop.adapters._common import (
+    checked_session_id,
+    no_answer,
+    prompt_bytes,
+    require_command,
+    unknown,
+)
+from review_loop.adapters.base import (
+    SessionFile,
+    SessionStore,
+    decode_utf8,
+    generic_failure,
+    json_lines,
+    shell_join,
+)
+from review_loop.agents.models import (
+    AgentRequest,
+    Capabilities,
+    Completed,
+    EnvPassthrough,
+    Invocation,
+    Outcome,
+    Reply,
+    ResumeCommands,
+    StoredSession,
+)
+
+NAME: Final = "simulated"
+MODULE: Final = ("-I", "-B", "-m", "review_loop.simulated")
+# Nothing of the caller's environment: it needs no key and no configuration.
+ENV_PASSTHROUGH: Final = EnvPassthrough()
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class SimulatedAdapter:
+    """Adapter for the bundled simulated reviewer (see the module docstring)."""
+
+    name: str = NAME
+    # The interpreter review-loop runs under: it can import the simulated module.
+    default_executable: str = sys.executable or "python3"
+    env_passthrough: EnvPassthrough = ENV_PASSTHROUGH
+
+    def probe_args(self) -> tuple[str, ...] | None:
+        """No probe: the simulated CLI ships with this package and cannot differ from it."""
+        return None
+
+    def capabilities(self, probe_output: str | None) -> Capabilities:
+        """Read-only (it reads only its prompt) and resumable (the id is kept)."""
+        return Capabilities(variant="simulated", read_only=True, resumable=True)
+
+    def build(
+        self, request: AgentRequest, *, command: Sequence[str], capabilities: Capabilities
+    ) -> Invocation:
+        """``<command> -I -B -m review_loop.simulated [--resume ID]``, the prompt on stdin."""
+        argv = [*require_command(NAME, command), *MODULE]
+        if request.resume_session_id is not None:
+            argv += ["--resume", checked_session_id(NAME, request.resume_session_id)]
+        return Invocation(
+            argv=tuple(argv), stdin=prompt_bytes(NAME, request.prompt), cwd=request.cwd
+        )
+
+    def interpret(self, invocation: Invocation, completed: Completed) -> Outcome:
+        """The JSON line's ``text`` is the reply; anything else is ``DELIVERY_UNKNOWN``."""
+        generic = generic_failure(completed)
+        if generic is not None:
+            return generic
+        stdout = decode_utf8(completed.stdout)
+        if stdout is None:
+            return unknown("output is not UTF-8", "")
+        for event in json_lines(stdout):
+            text, session_id = event.get("text"), event.get("session_id")
+            if completed.returncode == 0 and isinstance(text, str) and text.strip():
+                return Reply(
+                    text=text, session_id=session_id if isinstance(session_id, str) else None
+                )
+        return no_answer(completed, stdout)
+
+    def session_stores(self, env: Mapping[str, str], home: Path, repo: Path) -> list[SessionStore]:
+        """None: the simulated reviewer keeps no sessions of its own (records list them)."""
+        return []
+
+    def parse_session(self, file: SessionFile, repo: Path) -> StoredSession | None:
+        """Never called (no stores)."""
+        return None
+
+    def resume_commands(self, session_id: str, command: Sequence[str]) -> ResumeCommands:
+        """Headless only: it has no interactive mode."""
+        launcher = shell_join([*command, *MODULE])
+        return ResumeCommands(
+            interactive=None,
+            headless=f'{launcher} --resume {shell_join([session_id])} "<prompt>"',
+        )
+
+
+ADAPTER: Final = SimulatedAdapter()
