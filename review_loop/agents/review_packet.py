@@ -368,6 +368,8 @@ def fixer_position(body: str) -> dict[str, object]:
             "findingStatus": None,
             "verification": None,
             "fixRoundsCompleted": 0,
+            "note": "No # Fix Completion stage on packet (budget exhausted before a fix pass, "
+            "or Fix Completion missing)",
         }
     sections = h2_sections(fixes[-1])
 
