@@ -41,7 +41,9 @@ def _record(script: Path, scenario: sc.Scenario, work: Path) -> dict[str, Any]:
     env = fakes.env({"PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8"})
     fix = work / "fix.md"
     fix.write_text(sc.FIX)
-    values = {"repo": str(repo), "packet": "", "fix": str(fix)}
+    question = work / "question.md"
+    question.write_text("Ship it?\n")
+    values = {"repo": str(repo), "packet": "", "fix": str(fix), "question": str(question)}
     paths = {
         str(repo): "<repo>",
         str(home): "<home>",

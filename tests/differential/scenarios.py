@@ -7,7 +7,8 @@ original Node ``review-loop`` and writes the golden files under ``golden/``;
 and compares exit codes, key sets, value types, statuses and error codes.
 
 Placeholders in an argv: ``{repo}`` the repository, ``{packet}`` the ``packetPath`` of the
-latest step that printed one, ``{fix}`` a Fix Completion body file.
+latest step that printed one, ``{fix}`` a Fix Completion body file, ``{question}`` a
+question file.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ class Step:
     argv: tuple[str, ...]
     ours_extra: tuple[str, ...] = ()
     why: str = ""
+    compare: bool = True  # False: a documented deviation; only the steps after it matter
 
 
 @dataclass(frozen=True)
@@ -64,12 +66,17 @@ class Scenario:
     script: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
-def _s(*argv: str, extra: tuple[str, ...] = (), why: str = "") -> Step:
-    return Step(tuple(argv), extra, why)
+def _s(*argv: str, extra: tuple[str, ...] = (), why: str = "", compare: bool = True) -> Step:
+    return Step(tuple(argv), extra, why, compare)
 
 
 RUN = ("run", "--repo={repo}", "--reviewer=claude")
 FIX_STEP = _s("fix-completion", "--repo={repo}", "--packet={packet}", "--body-file={fix}")
+CONSULT = ("consult", "--repo={repo}", "--peer=claude", "--question-file={question}")
+GARBAGE_DEVIATION = (
+    "garbage output is DELIVERY_UNKNOWN (exit 2) in review-loop, advisory text in the "
+    "original (docs/compatibility.md)"
+)
 PWC_DEVIATION = (
     "review-loop defaults PASS_WITH_CONCERNS to 'fix it' (--completion pass); "
     "--completion review is the original's behaviour (docs/compatibility.md)"
@@ -115,6 +122,15 @@ SCENARIOS = (
             _s("close", "--repo={repo}", "--packet={packet}", "--reason=accept-concerns"),
         ),
         {"claude": [first(F2, verdict="PASS_WITH_CONCERNS")]},
+    ),
+    Scenario(
+        "failed_consults",
+        (
+            _s(*CONSULT, compare=False, why=GARBAGE_DEVIATION),
+            _s(*CONSULT, compare=False, why="review-loop adds keys; its error text differs"),
+            _s("sessions", "--repo={repo}"),
+        ),
+        {"claude": [{"mode": "garbage"}, {"mode": "not-logged-in"}]},
     ),
     Scenario(
         "delivery_unknown",

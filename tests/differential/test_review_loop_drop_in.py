@@ -62,7 +62,9 @@ def _run_ours(
         monkeypatch.setenv(key, value)
     fix = tmp_path / "fix.md"
     fix.write_text(FIX)
-    values = {"repo": str(repo), "packet": "", "fix": str(fix)}
+    question = tmp_path / "question.md"
+    question.write_text("Ship it?\n")
+    values = {"repo": str(repo), "packet": "", "fix": str(fix), "question": str(question)}
     paths = {str(repo): "<repo>", str(fix): "<fix>"}
     results = []
     for step in scenario.steps:
@@ -85,6 +87,8 @@ def test_contract_same_command_lines_same_contract(
     allowed = OURS_DIFFER.get(scenario.name, set())
     for i, (step, (code, document)) in enumerate(zip(golden["steps"], ours, strict=True)):
         label = f"{scenario.name} step {i} {step['argv']}"
+        if not scenario.steps[i].compare:
+            continue
         assert code == step["exit"], (label, document)
         found = [d for d in differences(step["stdout"], document) if d.split(":")[0] not in allowed]
         assert found == [], label
