@@ -26,6 +26,7 @@ from review_loop.agents.scope_rules import ROLE_CONCERNS
 
 CONCERN_ORDER: Final = ("code", "tests", "architecture")
 IMPLEMENTATION_KINDS: Final = frozenset({"code", "tests", "architecture", "eval-evidence"})
+# review-loop's own identity as the run driver: used only when named (`audit --driver self`).
 DEFAULT_DRIVER: Final[Mapping[str, str]] = {
     "producerKind": "tool",
     "agentName": "review-loop",
@@ -35,6 +36,7 @@ DEFAULT_DRIVER: Final[Mapping[str, str]] = {
     "invocationRole": "run-driver",
 }
 DRIVER_FIELDS: Final = tuple(DEFAULT_DRIVER)
+HEX: Final = frozenset("0123456789abcdef")
 REPLY_STATUSES: Final = ("completed", "not_applicable", "failed")
 
 BUILTIN_PROMPT: Final = """You are a read-only concern auditor. Audit the changeset below for your \
@@ -497,6 +499,20 @@ def check_driver(document: Any, source: str) -> dict[str, str]:
             raise ConcernConfigError(f"{source}: run-driver field {name!r} is missing or empty")
         driver[name] = value
     return driver
+
+
+def check_deterministic(document: Any) -> dict[str, Any]:
+    """Established deterministic-verification facts: an object naming the ``head`` they cover.
+
+    Raises:
+        ValueError: not an object, or ``head`` is not a full 40-hex commit id.
+    """
+    if not isinstance(document, dict):
+        raise ValueError("not a JSON object")
+    head = document.get("head")
+    if not (isinstance(head, str) and len(head) == 40 and all(c in HEX for c in head)):
+        raise ValueError('"head" must be the full commit id the facts were established for')
+    return document
 
 
 def filed_line(key: str, finding: ReturnedFinding, token: str, base: str, head: str) -> str:

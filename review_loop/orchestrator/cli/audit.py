@@ -13,7 +13,8 @@ from typing import Any
 
 USAGE = [
     "review-loop audit <HEAD|branch|base...head|worktree:selector> [DIR] "
-    "[--concerns FILE] [--driver FILE] [--timeout SECONDS]",
+    "--driver FILE|self [--concerns FILE] [--deterministic-verification FILE] "
+    "[--timeout SECONDS]",
 ]
 OUTPUT = "json"
 
@@ -24,6 +25,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("directory", nargs="?", default=None)
     parser.add_argument("--concerns", default=None)
     parser.add_argument("--driver", default=None)
+    parser.add_argument("--deterministic-verification", dest="deterministic", default=None)
     parser.add_argument("--timeout", default=None)
 
 
@@ -43,13 +45,26 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     from review_loop.orchestrator.workflows.audit import AuditRequest, run_audit
 
     driver = None
-    if args.driver is not None:
+    if args.driver == "self":  # review-loop drives the run: its identity, named explicitly
+        driver = dict(va.DEFAULT_DRIVER)
+    elif args.driver is not None:
         text = read_text_file(args.driver, "--driver")
         try:
             driver = va.check_driver(json.loads(text), args.driver)
         except ValueError as error:
             raise InputError(
                 "--driver", str(error), "a JSON object with the six producer fields"
+            ) from None
+    deterministic = None
+    if args.deterministic is not None:
+        facts = read_text_file(args.deterministic, "--deterministic-verification")
+        try:
+            deterministic = va.check_deterministic(json.loads(facts))
+        except ValueError as error:
+            raise InputError(
+                "--deterministic-verification",
+                f"{args.deterministic}: {error}",
+                'a JSON object {"head": "<full commit id>", ...the established facts}',
             ) from None
     timeout_ms = positive_seconds(args.timeout, "--timeout") if args.timeout else None
     request = AuditRequest(
@@ -58,6 +73,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         concerns_file=args.concerns,
         driver=driver,
         timeout_ms=timeout_ms,
+        deterministic=deterministic,
     )
     prefs = load_user_prefs()
 

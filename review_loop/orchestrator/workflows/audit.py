@@ -25,6 +25,7 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -63,8 +64,13 @@ class AuditRequest:
         selector: ``HEAD``, a branch, ``<base>...<head>``, optionally ``worktree:``-prefixed.
         directory: the checkout that holds the target (default: the current directory).
         concerns_file: an explicit concern configuration (beside the user's and the repo's).
-        driver: the run-driver identity (six fields); default: review-loop itself.
+        driver: the run-driver identity (six fields); required, never inferred: without
+            it the audit is BLOCKED ``not-started`` (``--driver self`` names review-loop's).
         timeout_ms: the per-concern deadline (default: the concern's, else prefs).
+        deterministic: established deterministic-verification facts for the audited head
+            (``{"head": <full id>, ...}``), retained in the sealed input; facts for another
+            head, or none, are recorded as ``unestablished``.
+        reconcile: the stage-7 reconciler (injected by tests; default the real one).
     """
 
     selector: str
@@ -72,6 +78,8 @@ class AuditRequest:
     concerns_file: str | None = None
     driver: Mapping[str, str] | None = None
     timeout_ms: int | None = None
+    deterministic: Mapping[str, Any] | None = None
+    reconcile: Callable[[Path, str, str, str], tuple[dict[str, Any], int]] | None = None
 
 
 async def _thread(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -180,9 +188,15 @@ class _Context:
 
 def _payload_file(ctx: _Context, index: int, payload: Mapping[str, Any]) -> Path:
     folder = ctx.scratch / "payloads"
-    make_dirs(folder)
     path = folder / f"{index:04d}.json"
-    atomic_write_bytes(path, json.dumps(payload, ensure_ascii=False).encode("utf-8"), durable=False)
+
+    def write() -> None:
+        make_dirs(folder)
+        atomic_write_bytes(
+            path, json.dumps(payload, ensure_ascii=False).encode("utf-8"), durable=False
+        )
+
+    _recording(ctx.token, path, write)
     return path
 
 
@@ -208,7 +222,7 @@ async def _dispatch(
         )
         prompts.append(prompt)
         folder = ctx.scratch / "concerns" / concern.skill.replace(":", "__").replace("/", "_")
-        make_dirs(folder)
+        _recording(ctx.token, folder, partial(make_dirs, folder))
         requests.append(
             PeerRequest(
                 peer=agent.product,
@@ -220,7 +234,9 @@ async def _dispatch(
     deliveries = await dispatcher.fan_out(requests) if requests else []
     results = []
     for (concern, agent), request, delivery in zip(installed, requests, deliveries, strict=True):
-        command = f"dispatch {concern.skill} to {agent.product} (read-only)"
+        # A required unit that cannot reach a final status is named by its unitId (seed).
+        units = ", ".join(concern.unit_id(path) for path in concern.paths)
+        command = f"dispatch {concern.skill} to {agent.product} (read-only) for {units}"
         if not delivery.ok or delivery.reply is None:
             raise Blocked(
                 runToken=ctx.token,
@@ -409,6 +425,100 @@ def _version() -> str:
         return "0"
 
 
+def _recording(token: str | None, path: Path, write: Callable[[], object]) -> None:
+    """Do one run-recording write; a refused write stops the audit right there (seed).
+
+    Raises:
+        Blocked: ``diagnostic: configuration error <path>``, nothing retried elsewhere.
+    """
+    try:
+        write()
+    except OSError as error:
+        raise Blocked(
+            runToken=token,
+            command=f"write {_q(str(path))}",
+            exitCode=1,
+            stderr=f"{type(error).__name__}: {error}",
+            diagnostic=f"configuration error: {path}",
+        ) from None
+
+
+def _deterministic(facts: Mapping[str, Any] | None, head: str, notes: list[str]) -> Any:
+    """The facts retained for ``head``; ``unestablished`` when none are for this subject."""
+    if not facts:
+        return "unestablished"
+    if facts.get("head") != head:
+        notes.append(
+            f"deterministic verification facts name head {facts.get('head')!r}, not the "
+            f"audited head {head}: recorded as unestablished"
+        )
+        return "unestablished"
+    return {"status": "established", **facts}
+
+
+async def _reconcile(
+    ctx: _Context,
+    run: runs.RunAddress,
+    selection: Sequence[Mapping[str, Any]],
+    reconcile: Callable[[Path, str, str, str], tuple[dict[str, Any], int]],
+    say: Progress,
+) -> None:
+    """Stage 7: exit 0 goes on to finish; only ``unaccounted`` goes back to stage 6 once.
+
+    Paths the reconciler names as unaccounted get their accounting records (the rows the
+    run still lacks), then the run is reconciled again. Drift, an unexpected subject or a
+    non-final required unit is BLOCKED at once: no inspection repairs those.
+
+    Raises:
+        Blocked: the reconciler failed, or the run is still not reconciled.
+    """
+    from review_loop.orchestrator import scope
+
+    command = (
+        f"review-loop scope resolve {_q(ctx.committed)} --repo {_q(str(ctx.repo))} "
+        f"--reconcile-run {_q(ctx.token or '')} --scope-identity {_q(ctx.identity)}"
+    )
+    for attempt in (1, 2):
+        try:
+            verdict, code = await _thread(
+                reconcile, ctx.repo, ctx.committed, ctx.token or "", ctx.identity
+            )
+        except scope.StaleBaseError as error:
+            raise Blocked(
+                runToken=ctx.token,
+                command=command,
+                exitCode=3,
+                stderr=scope.dump(error.diagnostic()),
+            ) from None
+        except scope.ScopeResolutionError as error:
+            raise Blocked(
+                runToken=ctx.token,
+                command=command,
+                exitCode=2,
+                stderr=f"{scope.RECONCILE_PREFIX}: {error}",
+            ) from None
+        if code == 0:
+            return
+        fields = [f for f in ("drifted", "unexpected", "nonfinal", "unaccounted") if verdict[f]]
+        if fields != ["unaccounted"] or attempt == 2:
+            raise Blocked(
+                runToken=ctx.token,
+                command=command,
+                exitCode=code,
+                stderr=scope.dump(verdict),
+                diagnostic=f"unreconciled: {', '.join(fields)}",
+            )
+        say(
+            f"[review-loop] audit: {len(verdict['unaccounted'])} unaccounted paths: back to stage 6"
+        )
+        auditors = va.artifact_type_auditors(selection)
+        rows = [
+            va.accounting_unit(path, auditors.get(path), ctx.driver)
+            for path in verdict["unaccounted"]
+        ]
+        await _persist(ctx, run, [("scope", unit["unitId"], unit) for unit in rows])
+
+
 async def run_audit(
     request: AuditRequest,
     *,
@@ -448,6 +558,14 @@ async def _audit(
         raise Blocked(
             command="review-loop audit", stderr="no selector: HEAD, a branch, or <base>...<head>"
         )
+    if not request.driver:
+        # Seed 002: accept the identity generically, never infer it; without it nothing starts.
+        raise Blocked(
+            command="review-loop audit "
+            + " ".join(_q(t) for t in (request.selector, request.directory) if t),
+            stderr="no run-driver identity: --driver FILE with the six producer fields "
+            f"({', '.join(va.DRIVER_FIELDS)}), or --driver self for review-loop's own",
+        )
     directory = request.directory or os.getcwd()
     try:
         repo = repo_root(directory)
@@ -459,7 +577,7 @@ async def _audit(
         ) from None
     advisory = request.selector.startswith("worktree:")
     committed = request.selector.removeprefix("worktree:")
-    driver = dict(request.driver or va.DEFAULT_DRIVER)
+    driver = dict(request.driver)
     agents = load_concern_agents(repo, request.concerns_file)
     for name, agent in agents.items():
         try:
@@ -471,8 +589,13 @@ async def _audit(
                 diagnostic="configuration error: concern configuration",
             ) from None
     live = await _thread(_live_paths, repo) if advisory else []
-    scratch = await _thread(ensure_layout, repo) / "runtime" / "audit" / file_stamp(utc_now())
-    make_dirs(scratch)
+    scratch = repo / ".review-handoff" / "runtime" / "audit" / file_stamp(utc_now())
+
+    def make_scratch() -> None:
+        ensure_layout(repo)
+        make_dirs(scratch)
+
+    await _thread(_recording, None, scratch, make_scratch)
     ctx = _Context(repo, scratch, request.selector, committed, advisory, driver)
 
     # Stage 2: resolve into the start-input file, then open the run with it.
@@ -483,11 +606,18 @@ async def _audit(
         "runDriver": driver,
         "deterministicVerification": "unestablished",
     }
+    notes: list[str] = []
     if advisory:
         audit_input["live_paths"] = live
     input_path = scratch / "audit-input.json"
     start_path = scratch / "start-input.json"
-    atomic_write_bytes(input_path, json.dumps(audit_input, sort_keys=True).encode(), durable=False)
+    _recording(
+        None,
+        input_path,
+        lambda: atomic_write_bytes(
+            input_path, json.dumps(audit_input, sort_keys=True).encode(), durable=False
+        ),
+    )
     resolve_command = (
         f"review-loop scope resolve {_q(committed)} --repo {_q(str(repo))} --audit-input "
         f"{_q(str(input_path))} --scratch-dir {_q(str(scratch))} --output {_q(str(start_path))}"
@@ -502,8 +632,13 @@ async def _audit(
         raise Blocked(
             command=resolve_command, exitCode=2, stderr=f"{scope.ERROR_PREFIX}: {error}"
         ) from None
-    atomic_write_bytes(start_path, (scope.dump(resolved) + "\n").encode("utf-8"))
     ctx.base, ctx.head = resolved["base"], resolved["head"]
+    resolved["deterministicVerification"] = _deterministic(request.deterministic, ctx.head, notes)
+    _recording(
+        None,
+        start_path,
+        lambda: atomic_write_bytes(start_path, (scope.dump(resolved) + "\n").encode("utf-8")),
+    )
     ctx.identity = scope.scope_identity(resolved)
     start_command = (
         f"review-loop verification run start -C {_q(str(repo))} --verification-type audit "
@@ -555,44 +690,15 @@ async def _audit(
 
     # Stage 6: persist, one record at a time, in the seed's order.
     touched = await _thread(_touched_text, repo, ctx.base, ctx.head, sealed_live)
-    records, filed, notes, summary = _plan(
+    records, filed, planned_notes, summary = _plan(
         ctx, concerns, agents, by_skill, inventory, selection, touched, _version()
     )
+    notes.extend(planned_notes)
     await _persist(ctx, run, records)
     say(f"[review-loop] audit: {len(records)} records persisted")
 
     # Stage 7: reconcile against the sealed inventory; only exit 0 reaches finish.
-    reconcile_command = (
-        f"review-loop scope resolve {_q(committed)} --repo {_q(str(repo))} --reconcile-run "
-        f"{_q(ctx.token)} --scope-identity {_q(ctx.identity)}"
-    )
-    try:
-        verdict, code = await _thread(scope.reconcile_run, repo, committed, ctx.token, ctx.identity)
-    except scope.StaleBaseError as error:
-        raise Blocked(
-            runToken=ctx.token,
-            command=reconcile_command,
-            exitCode=3,
-            stderr=scope.dump(error.diagnostic()),
-        ) from None
-    except scope.ScopeResolutionError as error:
-        raise Blocked(
-            runToken=ctx.token,
-            command=reconcile_command,
-            exitCode=2,
-            stderr=f"{scope.RECONCILE_PREFIX}: {error}",
-        ) from None
-    if code != 0:
-        fields = [
-            name for name in ("drifted", "unexpected", "nonfinal", "unaccounted") if verdict[name]
-        ]
-        raise Blocked(
-            runToken=ctx.token,
-            command=reconcile_command,
-            exitCode=code,
-            stderr=scope.dump(verdict),
-            diagnostic=f"unreconciled: {', '.join(fields)}",
-        )
+    await _reconcile(ctx, run, selection, request.reconcile or scope.reconcile_run, say)
     state = await _thread(run.log.state)
     status = v.expected_audit_status(state.view, run.selector)
     try:
@@ -611,6 +717,7 @@ async def _audit(
         "runFile": started["locator"]["runTarget"],
         "scopeIdentity": ctx.identity,
         "advisory": advisory,
+        "deterministicVerification": resolved["deterministicVerification"],
         "terminalStatus": finished.get("terminalStatus"),
         "concerns": summary,
         "filed": filed or ["filed: none"],

@@ -25,6 +25,7 @@ pytestmark = pytest.mark.anyio
 
 PREFS = Prefs.model_validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
 PATHS = ["a.py", "notes.txt", "tests/test_a.py", "web/app.ts"]
+DRIVER = dict(va.DEFAULT_DRIVER)  # the run-driver identity is required (seed 002)
 
 
 @pytest.fixture
@@ -68,7 +69,9 @@ def concerns_file(tmp_path: Path, mapping: dict[str, str], prompt: str = "builti
 
 
 async def audit(remote: Remote, concerns: str | None, selector: str = "HEAD") -> dict[str, Any]:
-    request = AuditRequest(selector=selector, directory=str(remote.work), concerns_file=concerns)
+    request = AuditRequest(
+        selector=selector, directory=str(remote.work), concerns_file=concerns, driver=DRIVER
+    )
     return await run_audit(request, prefs=PREFS)
 
 
@@ -274,7 +277,7 @@ async def test_advisory_audit_accounts_for_live_paths(
 
 
 async def test_not_a_repository_blocks(tmp_path: Path, fakes: FakeCLIs) -> None:
-    request = AuditRequest(selector="HEAD", directory=str(tmp_path))
+    request = AuditRequest(selector="HEAD", directory=str(tmp_path), driver=DRIVER)
     document = await run_audit(request, prefs=PREFS)
     assert document["ok"] is False and document["runToken"] == "not-started"
     assert "rev-parse --show-toplevel" in document["command"]
@@ -291,12 +294,12 @@ def test_audit_command_prints_the_projection(
 ) -> None:
     fakes.script(claude=[reply(audited=PATHS)])
     config = concerns_file(tmp_path, {"*": "claude"})
-    code = cli.run(["audit", "HEAD", str(remote.work), "--concerns", config])
+    code = cli.run(["audit", "HEAD", str(remote.work), "--concerns", config, "--driver", "self"])
     out, err = capsys.readouterr()
     document = json.loads(out)
     assert code == 0, out
     assert document["terminalStatus"] == "approved" and "run " in err
-    blocked = cli.run(["audit", "a..b", str(remote.work)])
+    blocked = cli.run(["audit", "a..b", str(remote.work), "--driver", "self"])
     out, _ = capsys.readouterr()
     assert blocked == 2 and json.loads(out)["status"] == "BLOCKED"
     driver = tmp_path / "driver.json"
