@@ -66,7 +66,7 @@ from review_loop.orchestrator.explain import (
     stop_hint,
     timeout_detail,
 )
-from review_loop.orchestrator.files import atomic_write_json, utc_now
+from review_loop.orchestrator.files import atomic_write_json, read_bytes, utc_now
 from review_loop.orchestrator.isolation import (
     isolation_failed,
     make_scratch,
@@ -272,6 +272,8 @@ class Dispatcher:
 
     def _interrupted_delivery(self, request: PeerRequest, started: float) -> Delivery:
         attempt = self._interrupted.pop(request.record_dir, None)
+        if attempt is None:
+            attempt = self._finish_unfinished_record(request)
         return Delivery(
             state=attempt.state if attempt else DeliveryState.NOT_SUBMITTED,
             peer=request.peer,
@@ -286,6 +288,48 @@ class Dispatcher:
             interrupted=True,
             recordError=attempt.recordError if attempt else None,
         )
+
+    def _finish_unfinished_record(self, request: PeerRequest) -> Attempt | None:
+        """Finish as ``interrupted`` a record this process left ``starting``/``running``.
+
+        :meth:`_attempt` finishes the record of a cancelled launch itself; this covers a
+        cancellation that came between the record's first write and the launch (a
+        namespace being prepared, a throw-away copy being made). Synchronous: it runs in
+        the cancelled task's ``except`` and must not be cancelled half-way.
+        """
+        path = request.record_dir / SESSION_FILE
+        try:
+            record = SessionRecord.model_validate(json.loads(read_bytes(path)))
+        except (OSError, ValueError):
+            return None  # never written (cancelled before), or unreadable: nothing to finish
+        if record.status not in ("starting", "running") or record.ownerPid != os.getpid():
+            return None
+        failure = _interrupted(record)
+        final = record.model_copy(
+            update={
+                "status": INTERRUPTED,
+                "state": failure.state,
+                "reason": INTERRUPTED,
+                "updated": utc_now(),
+                "finishedAt": utc_now(),
+            }
+        )
+        attempt = Attempt(
+            product=record.product,
+            peer=record.peer,
+            command=record.command,
+            state=failure.state,
+            reason=INTERRUPTED,
+            detail=failure.detail,
+            sessionId=record.sessionId,
+            resumed=request.resume_session_id is not None,
+            recordError=write_record(path, final.model_dump(mode="json")),
+        )
+        append_record(
+            request.record_dir / "events.jsonl",
+            {"event": "attempt", "at": utc_now(), **attempt.model_dump(mode="json")},
+        )
+        return attempt
 
     def _env(self, peer: ResolvedPeer) -> EnvPassthrough:
         """What of the caller's environment this peer's CLI gets (its adapter's + prefs)."""

@@ -159,11 +159,12 @@ def describe_row(fakes: FakeCLIs, repo: Path, scanner: Scanner) -> str:
 
 
 def records(repo: Path) -> dict[str, dict[str, Any]]:
-    """Every session record under the repository's runtime, by its directory name."""
+    """Every session record under the repository's runtime, by its directory's path."""
     found = {}
-    for path in (repo / ".review-handoff" / "runtime").glob("*/*/reviewer-session.json"):
+    runtime = repo / ".review-handoff" / "runtime"
+    for path in runtime.rglob("reviewer-session.json"):
         with contextlib.suppress(OSError, ValueError):
-            found[path.parent.name] = json.loads(path.read_text())
+            found[str(path.parent.relative_to(runtime))] = json.loads(path.read_text())
     return found
 
 

@@ -11,13 +11,22 @@ is kept), and no process of the run survives.
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from review_loop.orchestrator.dispatcher import Dispatcher, open_dispatcher
+from review_loop.agents.records import SessionRecord
+from review_loop.orchestrator.dispatcher import (
+    SESSION_FILE,
+    Dispatcher,
+    PeerRequest,
+    open_dispatcher,
+)
+from review_loop.orchestrator.files import utc_now
 from review_loop.orchestrator.git import ensure_layout
 from review_loop.orchestrator.workflows.consult import ConsultPlan, run_consult
 from review_loop.prefs import Prefs
@@ -96,3 +105,51 @@ async def test_collaboration_embedding_program_cancels_a_two_peer_consult(
         assert document["interrupted"] == [PEER_A, PEER_B]
     survivors = scanner.survivors()
     assert survivors == [], [" ".join(p.cmdline()) for p in survivors]
+
+
+async def test_collaboration_a_record_left_starting_before_the_launch_is_finished(
+    repo: Path, fakes: FakeCLIs, scanner: Scanner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancellation between an attempt's first record write and its launch (a namespace
+    or a throw-away copy being prepared) must not leave ``starting`` behind. The record
+    such an attempt leaves is planted, then the request is cancelled before it launches."""
+    for key, value in fakes.env(path_only=True).items():
+        monkeypatch.setenv(key, value)
+    prefs = Prefs.model_validate({"graceMs": GRACE_MS})
+    request = PeerRequest(peer="grok", prompt="q", record_dir=repo / "runtime-test" / "grok")
+    request.record_dir.mkdir(parents=True)
+    planted = SessionRecord(
+        product="grok",
+        updated=utc_now(),
+        cwd=str(repo),
+        peer="grok",
+        command=["grok"],
+        ownerPid=os.getpid(),
+        startedAt=utc_now(),
+    )
+    path = request.record_dir / SESSION_FILE
+    path.write_text(planted.model_dump_json())
+    async with open_dispatcher(
+        repo=repo, prefs=prefs, progress=lambda _: None, reap=False
+    ) as dispatcher:
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            await dispatcher.consult(request)  # cancelled at its first checkpoint (the probe)
+    assert scope.cancelled_caught
+    record = json.loads(path.read_text())
+    assert record["status"] == "interrupted" and record["state"] == "NOT_SUBMITTED"
+    [delivery] = dispatcher.outcomes
+    assert delivery.interrupted and delivery.state.value == "NOT_SUBMITTED"
+    assert [a.reason for a in delivery.attempts] == ["interrupted"]
+    events = (request.record_dir / "events.jsonl").read_text().splitlines()
+    assert json.loads(events[-1])["reason"] == "interrupted"
+    # a record of another owner (or already final) is never touched
+    other = planted.model_copy(update={"ownerPid": os.getppid()})
+    path.write_text(other.model_dump_json())
+    async with open_dispatcher(
+        repo=repo, prefs=prefs, progress=lambda _: None, reap=False
+    ) as dispatcher:
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            await dispatcher.consult(request)
+    assert json.loads(path.read_text())["status"] == "starting"
