@@ -188,13 +188,16 @@ class ProcessTree:
         protected = self._protected_pids()
         return [p for p in found.values() if p.pid != self.pid and p.pid not in protected]
 
-    def signal_all(self, sig: signal.Signals) -> int:
-        """Send ``sig`` to the group and every live member; returns how many got it."""
+    def signal_all(self, sig: signal.Signals, *, thorough: bool = False) -> int:
+        """Send ``sig`` to the group and every live member; returns how many got it.
+
+        ``thorough`` (always, unsupervised) also looks over the machine for the marker.
+        """
         count = 0
         with suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pgid, sig)
             count += 1
-        for proc in self._members(thorough=not self.supervised):
+        for proc in self._members(thorough=thorough or not self.supervised):
             with suppress(psutil.Error):
                 proc.send_signal(sig)
                 count += 1
@@ -281,9 +284,13 @@ async def _terminate(process: anyio.abc.Process | None, tree: ProcessTree, grace
     Shielded from cancellation, and it never raises: whatever goes wrong while signalling,
     the group gets SIGKILL and the child is reaped before this returns.
     """
+    # Without a child to wait for, something outside the subtree holds the pipe: look wide.
+    thorough = process is None
     with anyio.CancelScope(shield=True):
         try:
-            await anyio.to_thread.run_sync(tree.signal_all, signal.SIGTERM)
+            await anyio.to_thread.run_sync(
+                lambda: tree.signal_all(signal.SIGTERM, thorough=thorough)
+            )
             with anyio.move_on_after(grace):
                 if process is not None:
                     await process.wait()

@@ -222,7 +222,7 @@ def _become_subreaper() -> bool:
         return False
 
 
-def _signal(pid: int, parent: int, sig: int) -> None:
+def _send_checked(pid: int, parent: int, sig: int) -> None:
     """Signal ``pid`` only while it is still the child of ``parent`` (no pid reuse).
 
     A pidfd pins the process; checking its parent after opening it proves the pidfd names
@@ -303,7 +303,7 @@ class Supervisor:
             for pid, parent in alive:
                 if pid not in termed:  # also one started after the first round
                     termed.add(pid)
-                    _signal(pid, parent, signal.SIGTERM)
+                    _send_checked(pid, parent, signal.SIGTERM)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
@@ -314,7 +314,7 @@ class Supervisor:
             if not alive:
                 break
             for pid, parent in alive:
-                _signal(pid, parent, signal.SIGKILL)
+                _send_checked(pid, parent, signal.SIGKILL)
             signal.sigtimedwait(_WATCHED, POLL_S)
         give_up = time.monotonic() + REAP_AFTER_KILL_S
         while children(self.me) and time.monotonic() < give_up:
