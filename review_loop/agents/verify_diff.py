@@ -593,26 +593,32 @@ def parse_scenarios_reply(text: str) -> tuple[Scenario, ...] | None:
         return None
 
 
-def fallback_scenarios(
-    description: str, fix_direction: str, declared_purpose: str | None
-) -> tuple[Scenario, ...]:
-    """The median scenario built from the framing alone, when no valid scenarios came
-    back (Step 2's "this fallback always yields a scenario")."""
-    checklist = [
-        f"{CRITICAL_TAG} The problem is resolved: {' '.join(description.split())}",
-        f"The change takes the intended direction: {' '.join(fix_direction.split())}",
+def fallback_scenarios(declared_purpose: str | None) -> tuple[Scenario, ...]:
+    """The median scenario when no valid scenarios came back (Step 2 always yields one).
+
+    Built from the target file alone: its frontmatter ``description`` when it declares one,
+    else intent-framed items any file of instructions must meet. It never quotes the
+    Finding's Description or fix direction: the executor judges without that framing
+    (Step 3: "you have not seen the original Finding framing").
+    """
+    purpose = " ".join(declared_purpose.split()) if declared_purpose else ""
+    first = (
+        f"{CRITICAL_TAG} The file achieves what it declares as its purpose: {purpose}"
+        if purpose
+        else f"{CRITICAL_TAG} A typical user following the file as written reaches the "
+        "outcome it promises, with no step failing or left ambiguous"
+    )
+    checklist = (
+        first,
+        "Every instruction, command or example the file gives works as written when run",
         "Behaviour the file relied on before the diff still works (no regressions)",
-    ]
-    if declared_purpose:
-        checklist.append(
-            f"The file still achieves what it declares as its purpose: {declared_purpose}"
-        )
+    )
     return (
         Scenario(
             kind="median",
             title="typical use",
             description="Use the target file as its typical user would, after the diff.",
-            checklist=tuple(checklist),
+            checklist=checklist,
         ),
     )
 

@@ -370,10 +370,15 @@ def test_scenarios_reply_and_fallback() -> None:
     assert vd.parse_scenarios_reply(reply) is not None
     assert vd.parse_scenarios_reply("no block") is None
     assert vd.parse_scenarios_reply(fenced({"scenarios": [scenario(items=1)]})) is None
-    fallback = vd.fallback_scenarios("It is  rude", "be polite", "Greets")
+    fallback = vd.fallback_scenarios("Greets  the user")
     assert len(fallback) == 1 and fallback[0].kind == "median"
-    assert fallback[0].checklist[0] == "[critical] The problem is resolved: It is rude"
+    assert fallback[0].checklist[0] == (
+        "[critical] The file achieves what it declares as its purpose: Greets the user"
+    )
     assert 3 <= len(fallback[0].checklist) <= 7
+    bare = vd.fallback_scenarios(None)  # no declared purpose: still a scenario, one critical
+    assert 3 <= len(bare[0].checklist) <= 7 and bare[0].checklist[0].startswith("[critical] ")
+    vd.parse_scenarios([s.to_json() for s in (*fallback, *bare)][:1])  # a valid scenario
     text = vd.render_scenarios(vd.parse_scenarios([scenario(), scenario("edge")]))
     assert text.startswith("Scenario 1 (median): t\nd\n\nRequirements checklist:\n- [critical]")
     assert "Scenario 2 (edge): t" in text

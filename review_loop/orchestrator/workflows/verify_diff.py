@@ -381,9 +381,9 @@ async def _derive_scenarios(run: _Run, target: str, text: str) -> tuple[vd.Scena
     if scenarios is None:
         run.progress(
             f"{vd.PROGRESS_PREFIX} scenarios: the answer held no valid scenarios; using the "
-            "median scenario built from the framing"
+            "median scenario built from the target file (never the Finding's framing)"
         )
-        scenarios = vd.fallback_scenarios(description, direction, vd.frontmatter_description(text))
+        scenarios = vd.fallback_scenarios(vd.frontmatter_description(text))
     return scenarios
 
 
