@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "verification": "verification",
     "scope": "scope",
     "audit": "audit",
+    "shim": "shim",
     "help": "help",
 }
 # Commands that run reviewers: a signal cancels them instead of killing them (see .stops).

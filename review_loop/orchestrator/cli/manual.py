@@ -346,6 +346,17 @@ PAGES: dict[str, Page] = {
         ),
         ("review-loop audit HEAD .",),
     ),
+    "shim": Page(
+        "Write DIR/spx, a launcher that runs review-loop, so skills that call "
+        "'spx verification run ...' work unchanged. Opt-in: never over an existing file, "
+        "never in front of another spx on PATH unless --allow-shadow; remove it with rm.",
+        (
+            Flag("NAME", "the launcher to write: spx"),
+            Flag("--dir DIR", "an existing directory to write it into"),
+            Flag("--allow-shadow", "write it even where it would come before another spx on PATH"),
+        ),
+        ("review-loop shim spx --dir ~/.local/bin",),
+    ),
     "help": Page(
         "Print the JSON document agents read: every synopsis, defaults and exit codes.",
         (),
