@@ -123,6 +123,25 @@ async def test_cancellation_ends_every_descendant_then_reraises(
     assert_nothing_left(fakes, seen[0].marker, expected)
 
 
+async def test_an_error_after_the_spawn_still_ends_and_reaps_the_session(
+    fakes: FakeCLIs, tmp_path: Path
+) -> None:
+    """``on_started`` failing (say, the record cannot be written): the error reaches the
+    caller only after the session was ended and its child reaped."""
+    fakes.script(claude=[{"mode": "hang"}])
+    seen: list[Started] = []
+
+    async def on_started(info: Started) -> None:
+        seen.append(info)
+        raise RuntimeError("no space left for the record")
+
+    with pytest.raises(RuntimeError, match="no space left"):
+        await run_process(claude(tmp_path), deadline=30, grace=GRACE, on_started=on_started)
+    with pytest.raises(psutil.NoSuchProcess):  # reaped: not even a zombie is left
+        psutil.Process(seen[0].pid).status()
+    assert with_marker(seen[0].marker) == []
+
+
 @pytest.mark.skipif(not subreaper.available(), reason="needs a child subreaper (Linux)")
 async def test_the_supervisor_ends_the_session_when_its_owner_is_killed(
     fakes: FakeCLIs, tmp_path: Path
