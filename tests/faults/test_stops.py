@@ -8,6 +8,7 @@
   cancelled the same way: the dispatcher's outcomes make its document.
 - Contract: a signal noted before the event loop runs cancels the command at once.
 - Contract: Ctrl-C to a command that runs no reviewer exits 130 with no traceback.
+- Contract: a command's own error comes out of the signal plumbing unwrapped.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 import anyio
 import pytest
 
+from review_loop.agents.errors import InputError
 from review_loop.orchestrator import cli
 from review_loop.orchestrator.cli import stops
 from tests.fakes import FakeCLIs
@@ -164,3 +166,21 @@ def test_contract_ctrl_c_to_a_command_without_reviewers_prints_no_traceback(
     assert exited.value.code == 128 + signal.SIGINT
     out, err = capsys.readouterr()
     assert out == "" and err == ""
+
+
+def test_contract_an_error_of_the_command_is_raised_as_it_was() -> None:
+    """The signal listener runs beside the command in a task group; the command's own
+    error must still reach the CLI as itself (its message, exit 1), not wrapped in an
+    ExceptionGroup ("unhandled errors in a TaskGroup")."""
+
+    async def body(_: stops.Stop) -> Mapping[str, Any]:
+        await anyio.sleep(0)
+        raise InputError("--continue", "no Fix Completion yet", "a Fix Completion section")
+
+    stop = stops.install()
+    try:
+        with pytest.raises(InputError, match="no Fix Completion yet"):
+            stops.run_cancellable(body)
+    finally:
+        stops.uninstall(stop)
+    assert stop.exit_code is None

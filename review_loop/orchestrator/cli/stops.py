@@ -159,6 +159,7 @@ async def _supervised(
 
     scope = anyio.CancelScope()
     document: Mapping[str, Any] | None = None
+    failed: Exception | None = None
     with _receiving(stop) as arrivals:
         async with anyio.create_task_group() as group:
             if arrivals is not None:
@@ -168,11 +169,17 @@ async def _supervised(
             try:
                 with scope:
                     document = await body(stop)
+            except Exception as error:  # re-raised below, as it was
+                # Raised out of the task group it would come wrapped in an ExceptionGroup
+                # ("unhandled errors in a TaskGroup"); the CLI reports the error itself.
+                failed = error
             finally:
                 # A body that returned although a signal came (it had finished) gives a
                 # whole answer: only a cancellation that ended it makes it "interrupted".
                 stop.cancelled = scope.cancel_called and document is None
             group.cancel_scope.cancel()
+    if failed is not None:
+        raise failed
     return document
 
 
