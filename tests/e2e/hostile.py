@@ -18,7 +18,7 @@ claude     ``.claude/settings.json`` and ``.claude/settings.local.json``: hooks 
            ``enableAllProjectMcpServers``; ``.mcp.json``: an MCP server
 gemini     ``.gemini/settings.json``: ``mcpServers``, ``tools.discoveryCommand``,
            ``tools.callCommand``, hooks (SessionStart, BeforeAgent), ``model``;
-           ``.gemini/.env`` and ``.env``: ``GEMINI_MODEL``
+           ``.gemini/.env`` and ``.env``: ``GEMINI_MODEL``, ``HOSTILE_DOTENV`` (any CLI)
 codex      ``.codex/config.toml``: ``mcp_servers``, ``notify``, ``model``
 grok       ``.grok/settings.json``: ``mcpServers``, ``model`` (read by the npm grok 0.0.34)
 =========  ==================================================================================
@@ -144,8 +144,10 @@ def build_hostile_repo(repo: Path, *, outside: Path) -> HostileRepo:
             }
         ),
     )
-    write(".gemini/.env", f"GEMINI_MODEL=gemini-{token}\n")
-    write(".env", f"GEMINI_MODEL=gemini-{token}\n")
+    # Any CLI that loads a dotenv file into its environment passes these to what it starts.
+    dotenv = f"GEMINI_MODEL=gemini-{token}\nHOSTILE_DOTENV={token}\n"
+    write(".gemini/.env", dotenv)
+    write(".env", dotenv)
 
     codex_mcp = server("codex-mcp")
     write(

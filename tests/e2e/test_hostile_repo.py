@@ -143,6 +143,7 @@ def test_hostile_repo_runs_nothing_and_learns_no_secret(
     assert environments, f"no live process of the {product} reviewer was found"
     for env in environments:
         assert leaked(json.dumps(env)) == [] and not set(SECRETS) & set(env), sorted(env)
+        assert hostile.token not in json.dumps(env), "a dotenv file reached a reviewer process"
     if product in SHELL_TOOLS:
         text = str(document["text"])
         assert "PATH=" in text, f"the shell tool did not run: {text[:500]}"
