@@ -41,7 +41,7 @@ def test_help_lists_the_commands() -> None:
     [
         (["converge"], "--plan: is required"),
         (["converge", "--plan", "{empty}", "--host-position", "{plan}"], "--plan: "),
-        (["converge", "--plan", "{plan}"], "--host-position: is required"),
+        (["converge", "--plan", "{plan}", "--host-position", "{empty}"], "--host-position: "),
         (
             [
                 "converge",

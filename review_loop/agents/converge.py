@@ -222,6 +222,9 @@ class PreflightSummary(_Model):
     ready: bool
     missing: list[str] = Field(default_factory=list)
     at: str
+    # "preflight", or "round A": converge's first successful round trip of both peers
+    # (sessions listed), which the seed lets serve as the peers' preflight evidence.
+    via: str = "preflight"
 
 
 class BlindFinding(_Model):

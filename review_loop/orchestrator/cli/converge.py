@@ -1,6 +1,7 @@
 """``review-loop converge``: three-party convergence; writes and returns the record.
 
-Phase 1 A (both peers in parallel, new sessions), then B (each peer's own session resumed
+Phase 1 A (both peers in parallel, new sessions; without ``--host-position`` only A, so the
+host writes its position meanwhile), then B (each peer's own session resumed
 with the host's and the other peer's positions), at most two rounds. Re-running continues
 the same run: answered calls are never asked again. ``ok: false`` (exit 2) when a position
 is missing (``UNVERIFIED``).
@@ -13,9 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 USAGE = [
-    "review-loop converge --repo R --plan FILE --host-position FILE [--host H] "
+    "review-loop converge --repo R --plan FILE [--host-position FILE] [--host H] "
     "[--peer P [--peer P2]] [--peer-command NAME] [--fallback F|auto] [--run NAME] "
-    "[--timeout SECONDS]",
+    "[--timeout SECONDS] [--skill-dir DIR ...] [--require-skill NAME ...]",
 ]
 OUTPUT = "json"
 
@@ -33,6 +34,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fallback", action="append", default=[])
     parser.add_argument("--run")
     parser.add_argument("--timeout")
+    parser.add_argument("--skill-dir", dest="skill_dirs", action="append", default=[])
+    parser.add_argument("--require-skill", dest="require_skills", action="append", default=[])
 
 
 def _text(value: str | None, field: str) -> str:
@@ -53,8 +56,11 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
 
     from review_loop.agents.errors import InputError
     from review_loop.orchestrator.cli.common import load_user_prefs, positive_seconds, repo_from
+    from review_loop.orchestrator.cli.preflight import skill_dirs_from
     from review_loop.orchestrator.cli.stops import Stop, run_cancellable
+    from review_loop.orchestrator.dispatcher import resolve_peer
     from review_loop.orchestrator.git import ensure_layout
+    from review_loop.orchestrator.skills import resolve_skills
     from review_loop.orchestrator.workflows.consult import resolve_fallbacks
     from review_loop.orchestrator.workflows.converge import (
         ConvergeInputs,
@@ -64,9 +70,13 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     from review_loop.orchestrator.workflows.converge_store import check_run, default_run
 
     plan = _text(args.plan, "--plan")
-    host_position = _text(args.host_position, "--host-position")
+    # Without --host-position only round A runs: the host writes its position meanwhile.
+    host_position = None
+    if args.host_position is not None:
+        host_position = _text(args.host_position, "--host-position")
     repo = repo_from(args)
     prefs = load_user_prefs()
+    skill_dirs = skill_dirs_from(args.skill_dirs, prefs.skillDirs)
     named = [p.strip() for value in args.peers for p in value.split(",") if p.strip()]
     prefs, peers = plan_peers(prefs, named, args.host, args.peer_command, shutil.which)
     if len(peers) != 2:
@@ -84,6 +94,15 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         peers=(peers[0], peers[1]),
         fallback=resolve_fallbacks(prefs, args.fallback, host=args.host),
         timeout_ms=positive_seconds(args.timeout, "--timeout") if args.timeout else None,
+        # Used only when no preflight is recorded: round A then stands in for it (seed).
+        skills=tuple(
+            resolve_skills(
+                repo,
+                host=resolve_peer(args.host, prefs, field="--host").product if args.host else None,
+                extra_dirs=skill_dirs,
+                optional=[name.strip() for name in args.require_skills if name.strip()],
+            )
+        ),
     )
     ensure_layout(repo)
 

@@ -244,13 +244,25 @@ PAGES: dict[str, Page] = {
         (
             _REPO,
             Flag("--plan FILE", "the plan to converge on"),
-            Flag("--host-position FILE", "your (the host's) position on the plan"),
+            Flag(
+                "--host-position FILE",
+                "your (the host's) position on the plan; without it only round A runs and "
+                "is kept, so you write it while the peers answer",
+                "round A only",
+            ),
             _HOST,
             _PEER,
             _PEER_COMMAND,
             _FALLBACK,
             _RUN_NAME,
             _TIMEOUT,
+            Flag(
+                "--skill-dir DIR",
+                "one more directory to look for the host's skills in, when no preflight is "
+                "recorded (round A then stands in for it); repeatable",
+                "prefs skillDirs, then the host's own skill directories",
+            ),
+            Flag("--require-skill NAME", "a skill this run needs (e.g. grill-with-docs)"),
         ),
         (
             "review-loop converge --plan plan.md --host-position mine.md --host claude",
@@ -341,10 +353,19 @@ PAGES: dict[str, Page] = {
             Flag("SELECTOR", "HEAD, a branch, base...head or worktree:selector"),
             Flag("DIR", "the checkout", "the cwd"),
             Flag("--concerns FILE", "the concern agents' configuration", "the built-in set"),
-            Flag("--driver FILE", "the driver configuration", "the built-in driver"),
+            Flag(
+                "--driver FILE|self",
+                "the run-driver identity (six producer fields); self: review-loop's own",
+                "none: the audit is BLOCKED not-started",
+            ),
+            Flag(
+                "--deterministic-verification FILE",
+                'established deterministic-verification facts {"head": <commit>, ...}',
+                "unestablished",
+            ),
             _TIMEOUT,
         ),
-        ("review-loop audit HEAD .",),
+        ("review-loop audit HEAD . --driver self",),
     ),
     "shim": Page(
         "Write DIR/spx, a launcher that runs review-loop, so skills that call "

@@ -51,7 +51,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
 
     repo = repo_from(args)
     prefs = load_user_prefs()
-    skill_dirs = _skill_dirs(args.skill_dirs, prefs.skillDirs)
+    skill_dirs = skill_dirs_from(args.skill_dirs, prefs.skillDirs)
     named = [p.strip() for value in args.peers for p in value.split(",") if p.strip()]
     prefs, peers = plan_peers(prefs, named, args.host, args.peer_command, shutil.which)
     blind = args.blind_reviewer or BLIND_REVIEWER_PRODUCT
@@ -105,8 +105,8 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     return run_cancellable(main)
 
 
-def _skill_dirs(flags: list[str], saved: tuple[str, ...]) -> list[str]:
-    """``--skill-dir`` values (absolute, or ``~``), then prefs ``skillDirs``."""
+def skill_dirs_from(flags: list[str], saved: tuple[str, ...]) -> list[str]:
+    """``--skill-dir`` values (absolute, or ``~``), then prefs ``skillDirs`` (also converge's)."""
     from review_loop.agents.errors import InputError
 
     for value in flags:

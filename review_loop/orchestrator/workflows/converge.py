@@ -30,6 +30,7 @@ from review_loop.agents.converge import (
     Ledger,
     LedgerStatus,
     PositionBlock,
+    PreflightSummary,
     Result,
     continuation_prompt,
     decision_text,
@@ -42,6 +43,7 @@ from review_loop.agents.converge import (
     section_text,
 )
 from review_loop.agents.errors import InputError
+from review_loop.agents.skills import SkillCheck
 from review_loop.orchestrator.dispatcher import Dispatcher, is_installed, resolve_peer
 from review_loop.orchestrator.files import atomic_write_bytes, atomic_write_json, utc_now
 from review_loop.orchestrator.trust import reporting_async
@@ -65,11 +67,12 @@ class ConvergeInputs:
 
     run: str
     plan: str
-    host_position: str
+    host_position: str | None  # None: round A only (the host writes it meanwhile)
     host: str | None
     peers: tuple[str, str]
     fallback: tuple[str, ...] = ()
     timeout_ms: int | None = None
+    skills: tuple[SkillCheck, ...] = ()
 
 
 def select_converge_peers(prefs: Prefs, named: list[str], host: str | None) -> list[str]:
@@ -283,14 +286,19 @@ class _Converge:
 
     async def run(self) -> dict[str, Any]:
         inputs = self.inputs
-        host_block = parse_position(inputs.host_position)
+        host_block = parse_position(inputs.host_position or "")
         prompts_a = {s: round_a_prompt(s, inputs.plan, self.ledger) for s in SIDES}
         positions_a: dict[str, str] = {}
         blocks: dict[str, dict[str, PositionBlock]] = {}
         rounds = 0
         status = "UNVERIFIED"
         missing_stage = "A"
-        if await self.stage("A", prompts_a, new_session=True):
+        a_done = await self.stage("A", prompts_a, new_session=True)
+        if a_done and self.ledger.preflight is None:
+            await self.preflight_from_round_a()
+        if a_done and inputs.host_position is None:
+            return self.awaiting_host_position()
+        if a_done:
             positions_a = {s: self.text(s) for s in SIDES}
             blocks["A"] = {s: parse_position(t) for s, t in positions_a.items()}
             latest = dict(positions_a)
@@ -301,7 +309,7 @@ class _Converge:
                         round_number,
                         side,
                         other,
-                        inputs.host_position,
+                        inputs.host_position or "",
                         latest[other],
                         latest[side],
                     )
@@ -331,6 +339,60 @@ class _Converge:
         return self.finish(
             status, rounds, fast_path, disagreement_a, host_block, blocks, missing_stage
         )
+
+    async def preflight_from_round_a(self) -> None:
+        """Seed: round A's first successful round trip serves as the peers' preflight.
+
+        Both peers answered; each session must also be listed by ``sessions`` (the
+        resumable handle), as ``preflight`` checks. Recorded in the ledger ``via: round A``.
+        """
+        from review_loop.orchestrator.sessions import list_sessions
+
+        missing = [s.missing_text() for s in self.inputs.skills if s.found is None]
+        for side in SIDES:
+            state = self.sides[side]
+            found = await anyio.to_thread.run_sync(
+                list_sessions, self.dispatcher.repo, state.product
+            )
+            if not any(item.session.session_id == state.session for item in found):
+                missing.append(
+                    f"Peer {side} ({state.product}): session {state.session} is not listed by "
+                    f"`review-loop sessions --product={state.product}`"
+                )
+        summary = PreflightSummary(ready=not missing, missing=missing, at=utc_now(), via="round A")
+        self.ledger = save_ledger(
+            self.paths, load_ledger(self.paths).model_copy(update={"preflight": summary})
+        )
+        self.journal.append("preflight.result", ready=not missing, missing=missing, via="round A")
+
+    def awaiting_host_position(self) -> dict[str, Any]:
+        """Round A is in: the host's position is needed before round B (seed: it writes it
+        while the peers answer round A). Nothing else is recorded; the next call with
+        ``--host-position`` reuses these answers."""
+        return {
+            "ok": True,
+            "status": "awaiting_host_position",
+            "result": None,
+            "run": self.paths.run,
+            "rounds": 0,
+            "peers": {
+                side: {
+                    "peer": state.peer,
+                    "product": state.product,
+                    "sessionId": state.session,
+                    "state": "DELIVERED",
+                    "position": parse_position(self.text(side)).position,
+                }
+                for side, state in self.sides.items()
+            },
+            "preflight": self.ledger.preflight.model_dump() if self.ledger.preflight else None,
+            "message": "round A is answered and kept; call converge again with "
+            "--host-position FILE to run round B",
+            "asked": self.asked,
+            "reused": self.reused,
+            "journalPath": str(self.paths.journal),
+            "ledgerPath": str(self.paths.ledger),
+        }
 
     def finish(
         self,
@@ -380,7 +442,7 @@ class _Converge:
                 why.append(f"{label}: {self._stance(block)} after {last_stage}")
         if disagreement_a:
             why.append("round A had disagreement")
-        host = self.inputs.host_position
+        host = self.inputs.host_position or ""
         record = ConvergenceRecord(
             decision=decision_text(status, rounds, fast_path, missing, remaining),
             why="; ".join(why),
@@ -489,6 +551,14 @@ async def run_converge(dispatcher: Dispatcher, inputs: ConvergeInputs) -> dict[s
     paths = RunPaths(dispatcher.repo, inputs.run)
     with run_lock(paths):
         preflight = load_ledger(paths).preflight
+        if preflight is None and any(s.found is None for s in inputs.skills):
+            # No preflight yet, and a skill is missing: stop before any discussion.
+            preflight = PreflightSummary(
+                ready=False,
+                missing=[s.missing_text() for s in inputs.skills if s.found is None],
+                at=utc_now(),
+                via="round A",
+            )
         if preflight is not None and not preflight.ready:
             # The seed stops before any discussion when a capability is missing.
             return {
