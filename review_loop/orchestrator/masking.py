@@ -1,13 +1,13 @@
 """Hiding a repository's CLI configuration from a reviewer that runs in the repository.
 
-Some CLIs load their project configuration from the working directory whenever the
-workspace is trusted, and cannot run headless without trusting it (Gemini CLI 0.61:
-``.gemini/settings.json`` with its MCP servers, hooks and tool-discovery command, and the
-``.env`` files it reads into its own environment). Their adapters name those paths
-(``Invocation.hidden_paths``); the reviewer then runs in a private mount namespace in
-which each of them that exists is covered: a directory by an empty read-only tmpfs, a
-file by ``/dev/null``. The repository itself is untouched and the CLI still runs in it,
-so its sessions stay keyed by the repository's path.
+Some CLIs load their project configuration (settings with hooks and MCP servers, dotenv
+files read into their own environment) from the working directory, and offer no switch to
+stop it in a headless run (``docs/reviewer-lockdown.md`` says which and how it was
+measured). Their adapters name those paths (``Invocation.hidden_paths``); the reviewer
+then runs in a private mount namespace in which each of them that exists is covered: a
+directory by an empty read-only tmpfs, a file by ``/dev/null``. The repository itself is
+untouched and the CLI still runs in it, so its sessions stay keyed by the repository's
+path.
 
 Where no mount namespace can be made, the run goes ahead unmasked only when none of the
 paths exists; otherwise it is refused before anything is spawned (``NOT_SUBMITTED``).
