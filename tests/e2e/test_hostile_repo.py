@@ -177,3 +177,20 @@ def test_the_fixture_is_live_without_the_lockdown(
     fired = hostile.fired()
     assert any(name.startswith(f"outside/PWNED-{product}") for name in fired), fired
     assert any(name.startswith(f"repo/PWNED-{product}") for name in fired), fired
+
+
+def test_claude_argv_draws_no_warning_of_our_own(peer_for: PeerFor) -> None:  # noqa: F811
+    # The exact argv the adapter builds, run by the real claude: our flags name only tools
+    # and settings it knows (it warned about "MultiEdit", which 2.1 does not have).
+    from review_loop.adapters.claude import ADAPTER
+    from review_loop.agents.models import AgentRequest, Capabilities
+
+    peer = peer_for("claude")
+    peer.api.script(Reply.answer("fine"))
+    request = AgentRequest(prompt="Is README.md clear?", cwd=peer.repo)
+    invocation = ADAPTER.build(request, command=("claude",), capabilities=Capabilities())
+
+    ran = run(invocation.argv, env=peer.env, cwd=peer.repo, stdin="Is README.md clear?")
+
+    assert ran.returncode == 0 and json.loads(ran.stdout)["result"] == "fine", ran.describe()
+    assert "matches no known tool" not in ran.stderr and "Permission" not in ran.stderr, ran.stderr

@@ -26,8 +26,6 @@ from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
 from review_loop.prefs import Prefs
 from tests.gitrepo import committed_repo, git
 
-pytestmark = pytest.mark.anyio
-
 REPORT = """\
 import json, os, sys
 def read(path):
@@ -110,6 +108,7 @@ def no_namespace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(masking, "_available", None)  # forget this process's earlier answer
 
 
+@pytest.mark.anyio
 async def test_process_gemini_in_place_finds_its_project_config_empty(
     tmp_path: Path, report: Path
 ) -> None:
@@ -129,6 +128,7 @@ async def test_process_gemini_in_place_finds_its_project_config_empty(
         assert (repo / name).read_text() == content
 
 
+@pytest.mark.anyio
 @pytest.mark.usefixtures("no_namespace")
 async def test_process_without_a_namespace_config_in_the_repo_is_refused(
     tmp_path: Path, report: Path
@@ -142,6 +142,7 @@ async def test_process_without_a_namespace_config_in_the_repo_is_refused(
     assert ".gemini" in raw and ".env" in raw and "namespace" in raw
 
 
+@pytest.mark.anyio
 @pytest.mark.usefixtures("no_namespace")
 async def test_process_without_a_namespace_a_clean_repo_still_answers(
     tmp_path: Path, report: Path
@@ -154,6 +155,7 @@ async def test_process_without_a_namespace_a_clean_repo_still_answers(
     assert json.loads(text)["settings"] == "<FileNotFoundError>"
 
 
+@pytest.mark.anyio
 async def test_process_grok_copy_leaves_its_project_config_out(
     tmp_path: Path, report: Path
 ) -> None:
@@ -168,3 +170,11 @@ async def test_process_grok_copy_leaves_its_project_config_out(
     assert state is DeliveryState.DELIVERED, raw
     assert json.loads(text)["grok"] == "<FileNotFoundError>"
     assert (repo / ".grok" / "settings.json").read_text() == HOSTILE_FILES[".grok/settings.json"]
+
+
+@pytest.mark.parametrize("name", ["/etc/passwd", "../outside", "a/../../b", ""])
+def test_contract_a_hidden_path_outside_the_working_directory_is_an_adapter_bug(
+    name: str,
+) -> None:
+    with pytest.raises(ValueError, match="not a path inside the working directory"):
+        masking.checked_paths(Path("/work/repo"), [name])
