@@ -260,6 +260,9 @@ class Ledger(_Model):
     items: list[LedgerItem] = Field(default_factory=list)
     gates: list[GateRecord] = Field(default_factory=list)
     blindReviews: list[BlindReviewSummary] = Field(default_factory=list)
+    # The first blind review of the current budget (``blind-review --continue`` after a
+    # spent budget starts a new one: the seed continues from the incomplete evidence).
+    blindBudgetFrom: int = 0
     convergence: ConvergenceSummary | None = None
     preflight: PreflightSummary | None = None
     goal: str = "not-created"
@@ -649,7 +652,7 @@ def derive_result(inputs: CompletionInputs) -> tuple[Result, list[str]]:
                 f"{gate.value}: {record.result} is self-reported; only an authenticated "
                 "archived review packet of this evidence proves it"
             )
-    reviews = ledger.blindReviews
+    reviews = ledger.blindReviews[ledger.blindBudgetFrom :]
     if len(reviews) >= MAX_BLIND_ROUNDS and reviews[-1].verdict == "FIX":
         unverified.append(f"blind review budget used ({MAX_BLIND_ROUNDS} rounds, last one FIX)")
     if missing_deps:

@@ -12,7 +12,7 @@ from typing import Any
 
 USAGE = [
     "review-loop blind-review --repo R [--base REF] [--paths a,b] [--reviewer claude] "
-    "[--run NAME] [--timeout SECONDS]",
+    "[--run NAME] [--timeout SECONDS] [--continue]",
 ]
 OUTPUT = "json"
 
@@ -27,6 +27,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reviewer", "--blind-reviewer", dest="reviewer")
     parser.add_argument("--run")
     parser.add_argument("--timeout")
+    parser.add_argument("--continue", dest="cont", action="store_true")
 
 
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
@@ -65,6 +66,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
                 base=args.base,
                 paths_filter=args.paths,
                 timeout_ms=timeout_ms,
+                continue_budget=args.cont,
             )
 
     return run_cancellable(main)

@@ -279,6 +279,11 @@ PAGES: dict[str, Page] = {
             Flag("--reviewer P", "the blind reviewer (alias --blind-reviewer)", "claude"),
             _RUN_NAME,
             _TIMEOUT,
+            Flag(
+                "--continue",
+                "after the budget of two blind reviews is spent: continue this run from the "
+                "incomplete evidence with a new budget",
+            ),
         ),
         ("review-loop blind-review --repo . --base main",),
     ),

@@ -234,8 +234,15 @@ async def run_blind_review(
     base: str,
     paths_filter: str | list[str] | None,
     timeout_ms: int | None = None,
+    continue_budget: bool = False,
 ) -> dict[str, Any]:
-    """Blind-review the current evidence in a fresh read-only session of ``reviewer``."""
+    """Blind-review the current evidence in a fresh read-only session of ``reviewer``.
+
+    At most :data:`MAX_BLIND_ROUNDS` reviews per budget; past it the result is
+    ``budget_exhausted`` / ``UNVERIFIED``. ``continue_budget`` (``--continue``) is the
+    seed's later continuation: only once the budget is spent, it opens a new budget on
+    the same run and reviews the current evidence, with no new run or ledger.
+    """
     from review_loop.orchestrator.evidence import attest_evidence, compute_evidence
 
     repo = dispatcher.repo
@@ -247,7 +254,14 @@ async def run_blind_review(
             if earlier.evidence.same_snapshot(evidence):
                 return _review_document(earlier, reused=True)
         round_number = len(ledger.blindReviews) + 1
-        if round_number > MAX_BLIND_ROUNDS:
+        spent = round_number - ledger.blindBudgetFrom > MAX_BLIND_ROUNDS
+        if spent and continue_budget:
+            ledger = save_ledger(
+                paths, ledger.model_copy(update={"blindBudgetFrom": len(ledger.blindReviews)})
+            )
+            Journal(paths.journal).append("blind.budget.continue", fromRound=round_number)
+            spent = False
+        if spent:
             return {
                 "ok": False,
                 "status": "budget_exhausted",
@@ -255,7 +269,8 @@ async def run_blind_review(
                 "round": round_number,
                 "evidence": evidence.model_dump(),
                 "message": f"the blind review budget ({MAX_BLIND_ROUNDS} rounds) is used; "
-                "the result stays UNVERIFIED until the host hands back control",
+                "the result stays UNVERIFIED. Hand back control; a later `blind-review "
+                "--continue` continues this run from the incomplete evidence",
             }
         journal = Journal(paths.journal)
         key = f"blind:{_evidence_key(evidence)}"
