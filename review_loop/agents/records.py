@@ -11,8 +11,10 @@ from review_loop.agents.models import DeliveryState, Reply, Usage
 SessionStatus = Literal["starting", "running", "finished", "interrupted", "orphaned", "lost"]
 """Where a session is: ``starting`` (record written, not yet spawned), ``running``,
 ``finished`` (an outcome was read), ``interrupted`` (review-loop was cancelled or signalled
-and ended the session itself), ``orphaned`` / ``lost`` (its owner died; the reaper ended it
-or found it gone)."""
+and ended the session itself), ``orphaned`` (its owner died after the process started; the
+reaper ended what was left, or found nothing left: its ``reason`` says which) or ``lost``
+(the owner died before the process was recorded, or the record is untrusted and nothing
+was signalled); see ``docs/process-ownership.md``."""
 
 INTERRUPTED: Final = "interrupted"
 """The ``reason`` of an attempt, and the ``status`` of a record, ended by cancellation."""
