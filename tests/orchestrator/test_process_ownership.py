@@ -102,6 +102,33 @@ async def test_consult_delivers_and_leaves_nothing(
     assert_nothing_left(fakes, marker, len(LEAVE_ALL))
 
 
+@pytest.mark.skipif(not subreaper.available(), reason="needs a child subreaper (Linux)")
+async def test_one_session_ending_leaves_a_concurrent_session_alone(
+    fakes: FakeCLIs, tmp_path: Path
+) -> None:
+    """Attribution with several sessions: A's leftovers are ended when A answers, while B,
+    still working, is untouched and answers later."""
+    fakes.script(
+        claude=[{"mode": "ok-leaving", "leave": LEAVE_ALL, "text": "A"}],
+        codex=[{"mode": "slow-stream", "lines": 8, "interval": 0.25, "text": "B"}],
+    )
+    results: dict[str, tuple[list[Started], Completed]] = {}
+
+    async def run(name: str, argv: tuple[str, ...]) -> None:
+        invocation = Invocation(argv=argv, stdin=b"q", cwd=tmp_path)
+        results[name] = await run_recording(invocation, deadline=30, grace=GRACE)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run, "B", ("codex", "exec", "--json", "-"))
+        group.start_soon(run, "A", ("claude", "-p"))
+    (a_seen, a), (b_seen, b) = results["A"], results["B"]
+    assert a.returncode == 0 and json.loads(a.stdout)["result"] == "A"
+    assert b.returncode == 0 and b'"text": "B"' in b.stdout and not b.timed_out
+    assert b.stderr.count(b"progress") == 8  # B ran to its end, never signalled
+    assert_nothing_left(fakes, a_seen[0].marker, len(LEAVE_ALL))
+    assert with_marker(b_seen[0].marker) == []
+
+
 @pytest.mark.parametrize("mode", ["stubborn-escape", "setsid-grandchild"])
 async def test_cancellation_ends_every_descendant_then_reraises(
     fakes: FakeCLIs, tmp_path: Path, mode: str
