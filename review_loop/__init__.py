@@ -4,9 +4,15 @@ The embedding API (works under asyncio and trio)::
 
     from review_loop import PeerRequest, load_prefs, open_dispatcher
 
-    async with open_dispatcher(repo=repo, prefs=load_prefs()) as dispatcher:
-        delivery = await dispatcher.consult(PeerRequest(peer="codex", prompt=text,
-                                                        record_dir=repo / "run"))
+    async with open_dispatcher(repo="path/to/checkout", prefs=load_prefs()) as dispatcher:
+        delivery = await dispatcher.consult(PeerRequest(peer="codex", prompt=text))
+
+``repo`` (a ``str`` or a ``Path``) must be an existing git checkout; each call's records go
+to a new directory under ``.review-handoff/runtime/embedded/`` (excluded from git), where
+``review-loop sessions`` lists them. Bad input raises :class:`InputError` before anything
+starts. Diagnostics go through the standard ``logging`` module (logger ``review_loop``), as
+the host program configures it. ``--peer simulated`` answers offline (no key).
+See ``docs/embedding.md``.
 
 Names are imported lazily so that ``review-loop`` commands pay only for what they use.
 """
@@ -59,6 +65,11 @@ def load_prefs() -> Prefs:
     from review_loop.prefs import load_prefs as _load
 
     return _load(known_products())
+
+
+def __dir__() -> list[str]:
+    """The public API (``dir(review_loop)``), not this module's import machinery."""
+    return sorted(__all__)
 
 
 def __getattr__(name: str) -> Any:

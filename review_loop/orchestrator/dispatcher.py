@@ -24,11 +24,13 @@ Rules (DESIGN.md, "The dispatcher"):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
 import sys
 import tempfile
+import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -66,7 +68,12 @@ from review_loop.orchestrator.explain import (
     stop_hint,
     timeout_detail,
 )
-from review_loop.orchestrator.files import atomic_write_json, read_bytes, utc_now
+from review_loop.orchestrator.files import (
+    atomic_write_json,
+    make_dir_exclusive,
+    read_bytes,
+    utc_now,
+)
 from review_loop.orchestrator.isolation import (
     isolation_failed,
     make_scratch,
@@ -99,7 +106,10 @@ class PeerRequest:
     Attributes:
         peer: a product name or a peer-command alias from prefs.
         prompt: the full prompt; never passes through a shell.
-        record_dir: the directory for this request's ``reviewer-session.json`` and events.
+        record_dir: the directory for this request's ``reviewer-session.json`` and events
+            (a ``str`` or a ``Path``). Omitted: a new directory per call under
+            ``.review-handoff/runtime/embedded/``, where ``review-loop sessions`` finds it.
+            Relative: under ``.review-handoff/runtime/`` (never in the working tree).
         resume_session_id: continue this session of the same product.
         fallback: products to swap in on timeout or proven non-submission, in order.
         avoid: products that must not be swapped in (the host, the other peers).
@@ -113,7 +123,7 @@ class PeerRequest:
 
     peer: str
     prompt: str
-    record_dir: Path
+    record_dir: Path | str = Path()
     resume_session_id: str | None = None
     fallback: tuple[str, ...] = ()
     avoid: tuple[str, ...] = ()
@@ -122,11 +132,20 @@ class PeerRequest:
     isolate: bool = False
 
     def __post_init__(self) -> None:
-        """Refuse a deadline that would silently mean something else.
+        """Refuse what would silently mean something else; accept a ``str`` record_dir.
 
         Raises:
-            InputError: ``timeout_ms`` is not an integer from 1 to one day.
+            InputError: an empty peer or prompt (nothing to ask, never retried), a
+                record_dir that is not a path, or ``timeout_ms`` not an integer from 1 to
+                one day.
         """
+        _check_request_text(self.peer, self.prompt)
+        if isinstance(self.record_dir, str):
+            object.__setattr__(self, "record_dir", Path(self.record_dir))
+        elif not isinstance(self.record_dir, Path):
+            raise InputError(
+                "PeerRequest.record_dir", f"{self.record_dir!r} is not a path", "a str or a Path"
+            )
         value = self.timeout_ms
         if value is None:
             return
@@ -137,6 +156,19 @@ class PeerRequest:
                 f"an integer of milliseconds from 1 to {MAX_TIMEOUT_MS} (one day), or None "
                 "for the prefs deadline",
             )
+
+    @property
+    def directory(self) -> Path:
+        """``record_dir`` as a ``Path`` (a ``str`` is converted on construction)."""
+        return Path(self.record_dir)
+
+
+def _check_request_text(peer: object, prompt: object) -> None:
+    """A peer name and a prompt that can be asked (non-blank strings)."""
+    if not isinstance(peer, str) or not peer.strip():
+        raise InputError("PeerRequest.peer", f"{peer!r} names no peer", "a product or alias")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise InputError("PeerRequest.prompt", "the prompt is empty", "non-blank text")
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +245,7 @@ class Dispatcher:
     _interrupted: dict[Path, Attempt] = field(default_factory=dict)
     _capabilities: dict[tuple[str, ...], Capabilities] = field(default_factory=dict)
     _claimed: set[str] = field(default_factory=set)
+    _placed: dict[int, Path] = field(default_factory=dict)
 
     @property
     def global_stop_file(self) -> Path:
@@ -250,6 +283,7 @@ class Dispatcher:
         can still report the answers that did arrive, and the cancellation propagates.
         """
         started = anyio.current_time()
+        request = await self._place(request)
         try:
             delivery = await self._deliver(request, claimed=claimed)
         except anyio.get_cancelled_exc_class():
@@ -264,14 +298,37 @@ class Dispatcher:
         For a caller whose :meth:`fan_out` was cancelled: the requests that ended before
         the cancellation keep their delivery (an answer that arrived is here).
         """
-        path = str(request.record_dir / SESSION_FILE)
+        record_dir = self._placed.get(id(request), request.directory)
+        path = str(record_dir / SESSION_FILE)
         for delivery in reversed(self.outcomes):
             if delivery.recordPath == path:
                 return delivery
         return self._interrupted_delivery(request, anyio.current_time())
 
+    async def _place(self, request: PeerRequest) -> PeerRequest:
+        """The request with an absolute record directory (see ``PeerRequest.record_dir``).
+
+        An omitted one is made here, exclusively, so two calls never share a record; a
+        relative one goes under ``.review-handoff/runtime/``. Either way ``.review-handoff/``
+        is made and excluded from git first (the workflows did so before naming theirs).
+        """
+        from review_loop.orchestrator.git import ensure_layout
+
+        if request.directory.is_absolute():
+            return request
+        await anyio.to_thread.run_sync(ensure_layout, self.repo)
+        runtime = self.repo / ".review-handoff" / "runtime"
+        if request.directory == Path():
+            stamp = utc_now().replace(":", "-").replace(".", "-")
+            record_dir = runtime / "embedded" / f"{stamp}-{uuid.uuid4().hex[:8]}"
+            await anyio.to_thread.run_sync(make_dir_exclusive, record_dir)
+        else:
+            record_dir = runtime / request.directory
+        self._placed[id(request)] = record_dir
+        return dataclasses.replace(request, record_dir=record_dir)
+
     def _interrupted_delivery(self, request: PeerRequest, started: float) -> Delivery:
-        attempt = self._interrupted.pop(request.record_dir, None)
+        attempt = self._interrupted.pop(request.directory, None)
         if attempt is None:
             attempt = self._finish_unfinished_record(request)
         return Delivery(
@@ -283,7 +340,7 @@ class Dispatcher:
             detail=attempt.detail if attempt else "cancelled before it was launched",
             attempts=[attempt] if attempt else [],
             elapsedMs=int((anyio.current_time() - started) * 1000),
-            recordPath=str(request.record_dir / SESSION_FILE),
+            recordPath=str(request.directory / SESSION_FILE),
             cwd=str(self.repo),
             interrupted=True,
             recordError=attempt.recordError if attempt else None,
@@ -297,7 +354,7 @@ class Dispatcher:
         namespace being prepared, a throw-away copy being made). Synchronous: it runs in
         the cancelled task's ``except`` and must not be cancelled half-way.
         """
-        path = request.record_dir / SESSION_FILE
+        path = request.directory / SESSION_FILE
         try:
             record = SessionRecord.model_validate(json.loads(read_bytes(path)))
         except (OSError, ValueError):
@@ -326,7 +383,7 @@ class Dispatcher:
             recordError=write_record(path, final.model_dump(mode="json")),
         )
         append_record(
-            request.record_dir / "events.jsonl",
+            request.directory / "events.jsonl",
             {"event": "attempt", "at": utc_now(), **attempt.model_dump(mode="json")},
         )
         return attempt
@@ -466,7 +523,7 @@ class Dispatcher:
             elapsedMs=int((anyio.current_time() - started) * 1000),
             cost=outcome.cost_usd if isinstance(outcome, Reply) else None,
             usage=outcome.usage if isinstance(outcome, Reply) else None,
-            recordPath=str(request.record_dir / SESSION_FILE),
+            recordPath=str(request.directory / SESSION_FILE),
             cwd=str(self.repo),
             degraded=degraded_reason is not None,
             degradedReason=degraded_reason,
@@ -476,7 +533,7 @@ class Dispatcher:
     async def _attempt(
         self, request: PeerRequest, peer: ResolvedPeer, resume: str | None, *, number: int
     ) -> tuple[Reply | Failure, Attempt, bool]:
-        record_path = request.record_dir / SESSION_FILE
+        record_path = request.directory / SESSION_FILE
         stop_files = (self.global_stop_file, *request.stop_files)
         deadline_ms = self.prefs.timeoutMs if request.timeout_ms is None else request.timeout_ms
         record = SessionRecord(
@@ -537,7 +594,7 @@ class Dispatcher:
                 recordError=failed,
             )
             failed = append_record(
-                request.record_dir / "events.jsonl",
+                request.directory / "events.jsonl",
                 {"event": "attempt", "at": utc_now(), **attempt.model_dump(mode="json")},
             )
             if failed is not None and attempt.recordError is None:
@@ -649,7 +706,7 @@ class Dispatcher:
                     grace=self.prefs.graceMs / 1000,
                     stop_files=stop_files,
                     on_started=on_started,
-                    spill_dir=request.record_dir,
+                    spill_dir=request.directory,
                 )
             except RecordingFailed as unrecorded:
                 group.cancel_scope.cancel()
@@ -659,7 +716,7 @@ class Dispatcher:
                 # the session's tree; finish its record as interrupted. Synchronous, so
                 # nothing can cancel it half-way; then the cancellation goes on.
                 _, attempt, _ = finish(_interrupted(record), None, status=INTERRUPTED)
-                self._interrupted[request.record_dir] = attempt
+                self._interrupted[request.directory] = attempt
                 raise
             group.cancel_scope.cancel()
         if completed.killed_after_grace:
@@ -788,7 +845,7 @@ def _stderr_line(text: str) -> None:
 @asynccontextmanager
 async def open_dispatcher(
     *,
-    repo: Path,
+    repo: Path | str,
     prefs: Prefs,
     progress: Callable[[str], None] | None = None,
     reap: bool = True,
@@ -796,17 +853,22 @@ async def open_dispatcher(
     """Open a dispatcher for ``repo``.
 
     Args:
-        repo: the repository root; every session runs there (read-only).
+        repo: a directory of an existing git checkout (``str`` or ``Path``); its top level
+            is used. Every session runs there (read-only). Nothing is created but the
+            records (see ``PeerRequest.record_dir``).
         prefs: deadlines, grace, liveness interval and peer-command aliases.
         progress: receives the liveness lines (default: stderr).
         reap: first find sessions of this repository whose recorded process is gone or
             whose owner died, end orphans, and mark their records (``Dispatcher.reaped``).
     """
+    from review_loop.orchestrator.git import repo_root
     from review_loop.orchestrator.reaper import reap_sessions
 
-    dispatcher = Dispatcher(repo=repo, prefs=prefs, progress=progress or _stderr_line)
+    # An existing git checkout (its top level), never created.
+    root = await anyio.to_thread.run_sync(repo_root, repo)
+    dispatcher = Dispatcher(repo=root, prefs=prefs, progress=progress or _stderr_line)
     if reap:
-        dispatcher.reaped = await reap_sessions(repo, grace=prefs.graceMs / 1000)
+        dispatcher.reaped = await reap_sessions(root, grace=prefs.graceMs / 1000)
         for record in dispatcher.reaped:
             log_event(
                 "reaped",

@@ -19,15 +19,16 @@ PREFIX = "[review-loop]"
 EXECUTABLE_NOT_FOUND = "executable not found: "
 
 # Outcomes that a second identical attempt cannot change: nothing was started because of
-# something only the user can change (a missing program, a STOP file, a refused request).
-_FINAL_REASONS = frozenset({"STOP interrupt (pre-spawn)", "refused", "record failed"})
+# something only the user can change (a missing program, a STOP file, a full disk). A
+# refusal is retried: an isolation mount can fail once and succeed the next time.
+_FINAL_REASONS = frozenset({"STOP interrupt (pre-spawn)", "record failed"})
 
 
 def retry_may_help(reason: str | None, detail: str) -> bool:
     """Whether retrying a proven ``NOT_SUBMITTED`` with the same parameters can succeed.
 
     Not for a missing executable (it is still missing a moment later), a STOP file (it is
-    still there) or a refusal (the same request is refused again).
+    still there) or a record that could not be written.
     """
     if reason in _FINAL_REASONS:
         return False

@@ -1,15 +1,32 @@
-"""Structured diagnostics on stderr: JSON lines when stderr is not a TTY, readable otherwise.
+"""Structured diagnostics through the standard ``logging`` module (logger ``review_loop``).
 
 stdout belongs to the one JSON document a command prints; everything a person or a log
 collector may want besides it (retries, fallbacks, escalations to SIGKILL, reaped sessions)
-goes here. structlog is imported on first use: commands that log nothing never pay for it.
+is a structlog event rendered to one line — JSON when stderr is not a TTY, readable
+otherwise — and handed to ``logging.getLogger("review_loop")``.
+
+Who prints it is the host's choice, as for any library: an embedding program routes it with
+its own ``logging`` configuration (handlers, levels, formatters); with none, nothing is
+printed (a ``NullHandler``). The ``review-loop`` command attaches a stderr handler
+(:func:`to_stderr`). Nothing is configured globally: no ``structlog.configure``, no root
+logger change, nothing at import. structlog is imported on first use.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 from functools import cache
 from typing import Any
+
+LOGGER_NAME = "review_loop"
+
+
+def _stdlib_logger() -> logging.Logger:
+    logger = logging.getLogger(LOGGER_NAME)
+    if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+        logger.addHandler(logging.NullHandler())  # silent unless the host configures it
+    return logger
 
 
 @cache
@@ -22,7 +39,7 @@ def _logger() -> Any:
         else structlog.processors.JSONRenderer(sort_keys=True)
     )
     return structlog.wrap_logger(
-        structlog.PrintLogger(file=sys.stderr),
+        _stdlib_logger(),
         processors=[
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
@@ -32,5 +49,33 @@ def _logger() -> Any:
 
 
 def log_event(event: str, *, level: str = "info", **fields: Any) -> None:
-    """Write one structured event to stderr (``event`` plus ``fields``)."""
+    """Log one structured event (``event`` plus ``fields``) to the ``review_loop`` logger."""
     getattr(_logger(), level)(event, logger="review-loop", **fields)
+
+
+def to_stderr() -> None:
+    """The command line's choice: every event, one line each, on stderr.
+
+    Idempotent. The handler writes to whatever ``sys.stderr`` is when a line is logged.
+    """
+    logger = _stdlib_logger()
+    if any(getattr(h, "review_loop_cli", False) for h in logger.handlers):
+        return
+    handler = _StderrHandler()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False  # the command owns its stderr; nothing printed twice
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A stream handler bound to the current ``sys.stderr`` (tests replace it)."""
+
+    review_loop_cli = True
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr
+        super().emit(record)

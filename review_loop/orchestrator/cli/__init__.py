@@ -190,6 +190,9 @@ def _execute(
 
 def main() -> NoReturn:
     """Console-script entry point."""
+    from review_loop.orchestrator.log import to_stderr
+
+    to_stderr()  # the command prints its diagnostics; a library leaves that to its host
     try:
         code = run(sys.argv[1:])
     except KeyboardInterrupt:

@@ -254,7 +254,7 @@ async def _dispatch(
                         f"Your answer was not the response contract ({error}). Answer again "
                         f"with the JSON object only.\n\n{va.RESPONSE_CONTRACT}\n"
                     ),
-                    record_dir=request.record_dir / "again",
+                    record_dir=request.directory / "again",
                     resume_session_id=delivery.sessionId,
                     timeout_ms=request.timeout_ms,
                 )
