@@ -152,6 +152,8 @@ def test_end_to_end_consult_run_and_verify_diff_offline(repo: Path) -> None:
     )
     assert code == 0, stderr
     assert doc["ok"] is True and doc["product"] == "simulated"
+    # The seed's token stays, quoted, with its meaning in English.
+    assert '"一致即采纳" ("adopt when the peers agree")' in doc["message"]
     assert "reviewer=simulated status=answered" in stderr
     (repo / "README").write_text("changed\n")
     code, doc, stderr = run_cli("run", "--repo", str(repo), "--reviewer", "simulated")

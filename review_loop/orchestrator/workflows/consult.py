@@ -38,7 +38,7 @@ from review_loop.prefs import PeerCommand, Prefs
 
 ADVISORY_MESSAGE = (
     "Advisory only: weigh this stance, do not adopt it automatically unless the user "
-    "authorised adopting when the peers agree (一致即采纳)."
+    'authorised "一致即采纳" ("adopt when the peers agree") for this turn.'
 )
 CONSULT_SESSIONS_DIR = "consult-sessions"
 PEER_COMMAND_ACCEPTED = (
