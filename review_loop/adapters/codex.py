@@ -77,12 +77,24 @@ READ_ONLY_FLAGS: Final = (
 
 NO_PROJECT_CODE_FLAGS: Final = ("--ignore-rules",)
 """Present in every argv ``build`` returns: the repository's execpolicy ``.rules`` (which
-can allow commands) are not loaded. Codex itself ignores an untrusted project's
-``.codex/config.toml`` (MCP servers, hooks, ``notify``) and prints "Untrusted project-local
-configuration is disabled" (proven by ``tests/e2e/test_hostile_repo.py``); a project the
-user marked trusted in their own ``config.toml`` is the user's decision, which ``-c``
-cannot undo in 0.171 (measured: ``-c projects."<repo>".trust_level`` and
-``-c mcp_servers={}`` leave its MCP servers running)."""
+can allow commands) are not loaded. With :func:`untrusted_project`, which follows them."""
+
+
+def untrusted_project(cwd: Path) -> tuple[str, str]:
+    """``-c projects={"<cwd>"={trust_level="untrusted"}}``: the repository is untrusted.
+
+    Codex loads a project's ``.codex/config.toml`` (MCP servers, hooks, ``notify``) only for
+    a project the user marked trusted in their own ``config.toml``; this override makes the
+    reviewed repository untrusted for this run whatever that file says, and Codex prints
+    "Untrusted project-local configuration is disabled" (proven by
+    ``tests/e2e/test_hostile_repo.py`` with the project trusted). Measured: the dotted form
+    ``-c projects."<repo>".trust_level=...`` and ``-c mcp_servers={}`` do not do this.
+    The path is a TOML basic string (JSON escapes are valid TOML escapes without
+    ``ensure_ascii``).
+    """
+    key = json.dumps(directory_argument(PRODUCT, cwd), ensure_ascii=False)
+    return ("-c", f'projects={{{key}={{trust_level="untrusted"}}}}')
+
 
 ENV_PASSTHROUGH: Final = EnvPassthrough(prefixes=("CODEX_", "OPENAI_"))
 """Codex's home and credentials (``CODEX_HOME``, ``CODEX_API_KEY``, ``OPENAI_API_KEY``,
@@ -208,7 +220,7 @@ class CodexAdapter:
         """``codex exec --json <read-only> … -C <cwd> [resume <id>] -``; prompt on stdin."""
         argv = [*require_command(PRODUCT, command), "exec", "--json", *READ_ONLY_FLAGS]
         argv += ["--skip-git-repo-check", "--disable", "unbounded_connection_retries"]
-        argv += NO_PROJECT_CODE_FLAGS
+        argv += [*NO_PROJECT_CODE_FLAGS, *untrusted_project(request.cwd)]
         argv += ["-C", directory_argument(PRODUCT, request.cwd)]
         session_id: str | None = None
         if request.resume_session_id is not None:

@@ -26,7 +26,8 @@ CAPS = Capabilities()
 EXEC_FLAGS = (
     "exec", "--json", "-s", "read-only", "-c", 'sandbox_mode="read-only"',
     "-c", 'approval_policy="never"', "--skip-git-repo-check",
-    "--disable", "unbounded_connection_retries", "--ignore-rules", "-C", "/work/repo",
+    "--disable", "unbounded_connection_retries", "--ignore-rules",
+    "-c", 'projects={"/work/repo"={trust_level="untrusted"}}', "-C", "/work/repo",
 )  # fmt: skip
 
 

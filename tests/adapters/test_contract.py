@@ -75,7 +75,8 @@ NO_PROJECT_CODE: dict[str, tuple[str, ...]] = {
         "--settings",
         '{"disableAllHooks":true}',
     ),
-    "codex": ("--ignore-rules",),
+    # the reviewed repository untrusted, whatever the user's own config.toml says
+    "codex": ("--ignore-rules", "-c", f'projects={{"{REPO}"={{trust_level="untrusted"}}}}'),
 }
 
 # What each built-in's CLI would load from the repository and must not see.

@@ -7,7 +7,7 @@ would drop a canary file inside and outside the repository. The caller's environ
 canary secrets (``AWS_SECRET_ACCESS_KEY``, ``GITHUB_TOKEN``, ``DATABASE_URL``,
 ``SSH_AUTH_SOCK``). For every CLI:
 
-- the consult answers (``ok: true``);
+- the consult answers (``ok: true``), codex's even in a project the user marked trusted;
 - no canary file appears, inside or outside the repository;
 - nothing of the repository's configuration reached the model API (its marker string, in
   the models and values it plants, is in no request);
@@ -113,6 +113,12 @@ def consult_holding_the_answer(peer: Peer) -> tuple[int, dict[str, Any], list[di
     return proc.returncode, document, environments
 
 
+def trust_project(peer: Peer, hostile: HostileRepo) -> None:
+    """Mark the hostile repository trusted in codex's own ``config.toml``, as a user might."""
+    with (peer.home / ".codex" / "config.toml").open("a") as config:
+        config.write(f'\n[projects."{hostile.repo}"]\ntrust_level = "trusted"\n')
+
+
 def leaked(text: str) -> list[str]:
     return [name for name, value in SECRETS.items() if value in text]
 
@@ -125,6 +131,8 @@ def test_hostile_repo_runs_nothing_and_learns_no_secret(
 ) -> None:
     peer = peer_for(product, repo=hostile.repo)
     peer.env.update(SECRETS)
+    if product == "codex":  # the user trusts this project: the adapter must untrust it
+        trust_project(peer, hostile)
     if product in SHELL_TOOLS:
         name, arguments = SHELL_TOOLS[product]
         peer.api.script(Reply.tool(name, arguments, delay=HOLD_S), Reply("text", text=None))
@@ -169,8 +177,7 @@ def test_the_fixture_is_live_without_the_lockdown(
     peer = peer_for(product, repo=hostile.repo)
     peer.api.script(Reply.answer("ok", delay=3.0))  # MCP servers start in the background
     if product == "codex":  # codex loads a project's config only once the user trusts it
-        with (peer.home / ".codex" / "config.toml").open("a") as config:
-            config.write(f'\n[projects."{hostile.repo}"]\ntrust_level = "trusted"\n')
+        trust_project(peer, hostile)
 
     run(LOOSE_ARGV[product], env=peer.env, cwd=peer.repo, stdin="ECHO: ok", timeout=RUN_TIMEOUT)
 
