@@ -42,6 +42,7 @@ COMMANDS: dict[str, str] = {
     "converge": "converge",
     "blind-review": "blind_review",
     "ledger": "ledger",
+    "lessons": "lessons",
     "verification": "verification",
     "scope": "scope",
     "audit": "audit",

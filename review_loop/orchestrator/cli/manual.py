@@ -312,6 +312,26 @@ PAGES: dict[str, Page] = {
         ),
         ("review-loop ledger show", "review-loop ledger set --id F1 --status VERIFIED_DONE"),
     ),
+    "lessons": Page(
+        "The task-completion loop's cross-task lessons: list them (Phase 0), write one "
+        "(cue, lesson and evidence, or nothing) at the end.",
+        (
+            Flag("ACTION", "list | write", "list"),
+            Flag("--slug S", "write: the entry's name (<slug>.md)"),
+            Flag("--cue C", "write: the shape of situation it applies to"),
+            Flag("--lesson L", "write: the approach or pitfall learned"),
+            Flag("--evidence E", "write: the evidence id, gate or blind review proving it"),
+            _REPO,
+            Flag("--run NAME", "write: record it in this run's ledger (one per run)", "none"),
+        ),
+        (
+            "review-loop lessons",
+            "review-loop lessons write --slug rereview-after-fix --cue '...' --lesson '...' "
+            "--evidence '...' --run task",
+        ),
+        "The directory is ${AGENT_LESSONS_DIR:-~/.local/state/agent-lessons}/"
+        "task-completion-loop/, never the repository.",
+    ),
     "verification": Page(
         "The verification run journal (spx's contract: one compact JSON line on stdout, "
         "errors on stderr).",
