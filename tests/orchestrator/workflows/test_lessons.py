@@ -7,10 +7,7 @@ lesson and evidence, or nothing; the same cue or slug is updated, never duplicat
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +16,7 @@ import pytest
 from review_loop.agents.errors import InputError
 from review_loop.agents.lessons import checked_lesson, parse_lesson
 from tests.gitrepo import committed_repo
+from tests.orchestrator.workflows.test_peer_selection import run_json
 
 CUE = "a re-review after a fix that touched shared helpers"
 LESSON = "rerun the downstream gates before the blind review"
@@ -59,15 +57,8 @@ def env(tmp_path: Path) -> dict[str, str]:
     return environ
 
 
-def rl(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any]]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "review_loop", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    return proc.returncode, json.loads(proc.stdout)
+def rl(env: dict[str, str], *args: str) -> tuple[int, Any]:
+    return run_json(args, env)
 
 
 def write(env: dict[str, str], slug: str, *extra: str, cue: str = CUE) -> tuple[int, Any]:

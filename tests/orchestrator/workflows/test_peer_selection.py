@@ -37,9 +37,8 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-def rl(*args: str, fakes: FakeCLIs, timeout_ms: str = "20000") -> tuple[int, Any]:
-    env = fakes.env(path_only=True)
-    env["REVIEW_LOOP_TIMEOUT_MS"] = timeout_ms
+def run_json(args: tuple[str, ...], env: dict[str, str]) -> tuple[int, Any]:
+    """``python -m review_loop ARGS``: the exit code and the one JSON document printed."""
     proc = subprocess.run(
         [sys.executable, "-m", "review_loop", *args],
         capture_output=True,
@@ -49,6 +48,12 @@ def rl(*args: str, fakes: FakeCLIs, timeout_ms: str = "20000") -> tuple[int, Any
     )
     assert proc.stdout.strip(), proc.stderr  # one JSON document (parsed whole below)
     return proc.returncode, json.loads(proc.stdout)
+
+
+def rl(*args: str, fakes: FakeCLIs, timeout_ms: str = "20000") -> tuple[int, Any]:
+    env = fakes.env(path_only=True)
+    env["REVIEW_LOOP_TIMEOUT_MS"] = timeout_ms
+    return run_json(args, env)
 
 
 def products_called(fakes: FakeCLIs) -> list[str]:
