@@ -94,7 +94,6 @@ from review_loop.orchestrator.workflows.review_store import (
 )
 
 PWC = Verdict.PASS_WITH_CONCERNS.value
-DEFAULT_REVIEWER = "codex"
 DEFAULT_SCOPE = "auto-loop"
 LARGE_DIFF_LINES = 500
 
@@ -104,6 +103,7 @@ class RunPlan:
     """A validated ``run`` command line."""
 
     reviewer: str | None = None
+    host: str | None = None
     completion: str | None = None
     base: str | None = None
     rounds: str | None = None
@@ -405,7 +405,10 @@ async def _run_locked(
             )
             + ")",
         )
-    reviewer = plan.reviewer or state.get("reviewer") or DEFAULT_REVIEWER
+    # The seed: reviewer selection follows the saved preference order, without the host.
+    reviewer = (
+        plan.reviewer or state.get("reviewer") or dispatcher.prefs.default_reviewer(plan.host)
+    )
     peer = resolve_peer(reviewer, dispatcher.prefs, field="--reviewer")
     completion = plan.completion or state.get("completion") or "pass"
     budget = _budget(plan, state)
