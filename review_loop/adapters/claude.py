@@ -1,6 +1,6 @@
 """Claude Code (``claude`` 2.1.x): one JSON result on stdout, the prompt on stdin.
 
-Read-only by construction, in three independent layers (measured in cli-adapters.md §1):
+Read-only by construction, in three independent layers (measured in docs/cli-adapters.md §1):
 ``--permission-mode plan`` denies writes when a tool runs, ``--tools Read,Grep,Glob`` sends
 only reading tools to the model, and ``--disallowedTools`` removes the writing ones even
 if a settings file would allow them. ``build`` always emits all three.
@@ -160,7 +160,7 @@ def project_dir_name(cwd: str) -> str:
     """Claude's directory name for a project: every non-alphanumeric becomes ``-``.
 
     Past 200 characters the name is cut to 200 and ``-<base36(|javaHash(cwd)|)>`` added
-    (cli-adapters.md §1, read from the binary's strings).
+    (docs/cli-adapters.md §1, read from the binary's strings).
     """
     escaped = re.sub(r"[^a-zA-Z0-9]", "-", cwd)
     if len(escaped) <= _MAX_DIR_LENGTH:

@@ -3,7 +3,7 @@
 Read-only by construction: ``-s read-only`` plus the same policy as config overrides
 (``sandbox_mode``, ``approval_policy``), so a profile or ``config.toml`` cannot widen it.
 ``codex exec resume`` rejects ``-s``, so every exec-level flag goes before ``resume``
-(cli-adapters.md §2). ``--disable unbounded_connection_retries`` makes an offline run fail
+(docs/cli-adapters.md §2). ``--disable unbounded_connection_retries`` makes an offline run fail
 instead of reconnecting forever.
 
 The thread id (= session id) is only known from the first event, ``thread.started``.

@@ -1,7 +1,7 @@
 """Gemini CLI (``gemini`` 0.61): one JSON object on stdout, errors as JSON on stderr.
 
 Read-only by construction, in two layers: ``--approval-mode plan`` lets the agent read but
-denies writes outside its own plans directory (cli-adapters.md §4), and
+denies writes outside its own plans directory (docs/cli-adapters.md §4), and
 ``--admin-policy gemini_read_only.toml`` (shipped beside this module) denies leaving plan
 mode and the writing tools. Plan mode alone is not enough headless: 0.61 auto-approves
 ``exit_plan_mode`` there and then runs every tool (YOLO). ``--admin-policy`` rather than
@@ -112,7 +112,7 @@ PROJECT_ROOT_SIDECAR: Final = "../.project_root"
 """Beside ``chats/``: the directory the project slug stands for."""
 
 # Exit codes that come before the first request (packages/core/src/utils/exitCodes.ts and
-# cli-adapters.md §4): 41 auth not configured, 42 bad input (session id taken or not
+# docs/cli-adapters.md §4): 41 auth not configured, 42 bad input (session id taken or not
 # found), 55 untrusted directory. 41 and 42 are also reachable later in a run, so each is
 # trusted only together with the message printed for the up-front case.
 _AUTH = 41

@@ -2,11 +2,11 @@
 
 - **Grok Build** (xAI; help lists ``--sandbox`` and ``--output-format``): read-only by
   construction with ``--sandbox read-only``, a read-only tool list, ``--deny MCPTool`` and
-  ``--permission-mode dontAsk`` (origins.md §3.4, peers.md appendix A). One JSON object
+  ``--permission-mode dontAsk`` (docs/origins.md §3.4, docs/peers.md appendix A). One JSON object
   on stdout with ``text``, ``stopReason`` and ``sessionId``; resumable with ``-r <id>``.
 - **npm ``@vibe-kit/grok-cli`` 0.0.34** (help lists ``--max-tool-rounds``, no
   ``--sandbox``): headless mode auto-approves every tool, writes included, and it keeps no
-  sessions (cli-adapters.md §3). It is never given the user's tree: the invocation says
+  sessions (docs/cli-adapters.md §3). It is never given the user's tree: the invocation says
   ``isolate_in_copy`` so the orchestrator runs it in a throw-away copy. It cannot resume.
 
 Any other help text is treated like the npm CLI: never assume read-only. So is a
@@ -319,7 +319,7 @@ def _interpret_build(invocation: Invocation, completed: Completed, stderr: str) 
 
 def _session_not_found(completed: Completed) -> Failure:
     # Unmeasured wording, so delivery stays unknown; the flag lets the dispatcher start a
-    # new session when this came back fast (origins.md §3.5 (c)).
+    # new session when this came back fast (docs/origins.md §3.5 (c)).
     return unknown("session not found", detail_of(completed), session_not_found=True)
 
 

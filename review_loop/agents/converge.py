@@ -1,6 +1,6 @@
 """The task-completion loop's pure parts: ledger, positions, blind-review findings, results.
 
-Seed ``004`` (task-completion loop) and ``reference/origins.md`` §3.1. Nothing here does I/O;
+Seed ``004`` (task-completion loop) and ``docs/origins.md`` §3.1. Nothing here does I/O;
 ``review_loop.orchestrator.workflows.converge`` reads and writes the files and runs peers.
 
 **How disagreement is detected.** Every position (the host's file and each peer's answer)

@@ -1,6 +1,6 @@
 """The evidence identity of a working tree, as the original ``review-loop`` defines it.
 
-``{baseSha, pathFilter, digest, coveredPaths, sourceRound}`` (``reference/origins.md``
+``{baseSha, pathFilter, digest, coveredPaths, sourceRound}`` (``docs/origins.md``
 §3.1, §3.6). Two snapshots are the same when ``baseSha``, ``pathFilter`` and ``digest``
 agree; ``coveredPaths`` is audit metadata and ``sourceRound`` names the reviewed round.
 

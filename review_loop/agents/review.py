@@ -3,7 +3,7 @@
 No I/O here. The orchestrator (``review_loop.orchestrator.workflows.review_run``) reads
 and writes packets and state; this module only decides what a text means.
 
-Reviewer answers (``reference/origins.md`` §3.7 step 9):
+Reviewer answers (``docs/origins.md`` §3.7 step 9):
 
 - round 1: a findings table with the seven columns
   ``ID | 严重度 | 标题 | 证据 | Target files | Required fix | Acceptance check``;

@@ -3,7 +3,7 @@
 No I/O here. ``review_loop.orchestrator.workflows.verify_diff`` reads the repository,
 dispatches the executor and writes files; this module decides what a text means and
 what the run reports. The rules are the seed's (``seeds/000_a61d05858c837abb.txt``) and
-the public original's field semantics (``reference/origins.md`` §1):
+the public original's field semantics (``docs/origins.md`` §1):
 
 - mode: all three framing fields non-blank → explicit-args; none → auto-derive; one or
   two → the ``incomplete args`` result;
@@ -381,7 +381,7 @@ class Tally:
     def result(
         self, status: Status, reason: Reason | None = None, reverted: Sequence[str] = ()
     ) -> Result:
-        """The summary, with the field semantics of the original (origins.md §1.3)."""
+        """The summary, with the field semantics of the original (docs/origins.md §1.3)."""
         last = self.last
         from_last = last is not None and (
             status in ("converged", "unresolved") or reason == "divergent gaps"

@@ -1,6 +1,6 @@
 """The environment a reviewer CLI gets: an allow-list, never the caller's whole environment.
 
-A reviewer is trusted to answer, not to behave (DESIGN.md, "Trust boundaries"), so it gets
+A reviewer is trusted to answer, not to behave (docs/design.md, "Trust boundaries"), so it gets
 the least environment that lets it start and authenticate. The variables of the caller's
 environment that pass are, and nothing else:
 

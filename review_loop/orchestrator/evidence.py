@@ -1,6 +1,6 @@
 """The evidence digest of a working tree: the same bytes as the original ``review-loop``.
 
-``reference/origins.md`` §3.6 defines it. The diff text is the tracked diff against the base
+``docs/origins.md`` §3.6 defines it. The diff text is the tracked diff against the base
 (``git diff <baseSha> -- <pathFilter, else the changed paths>``), then one chunk per
 untracked file (``git diff --no-index -- /dev/null <file>``, or a fixed text for a
 symlink), each chunk with trailing whitespace removed, joined by a blank line, plus a final

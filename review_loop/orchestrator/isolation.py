@@ -3,7 +3,7 @@
 Two levels (``docs/isolation.md``):
 
 - **whole file system** (:func:`sandbox_argv`), for a CLI that has no read-only mode of its
-  own (DESIGN.md: it gets "no write access anywhere but [its] own scratch space"): every
+  own (docs/design.md: it gets "no write access anywhere but [its] own scratch space"): every
   mount is read-only except one scratch directory, which holds the throw-away copy of the
   repository (its working directory), a scratch HOME holding only the files its adapter
   names (:attr:`Invocation.home_files`) and a scratch TMPDIR; it runs without capabilities.

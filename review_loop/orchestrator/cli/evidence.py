@@ -2,7 +2,7 @@
 
 Returns ``{ok: true, status: "attested", evidence: {baseSha, pathFilter, digest,
 coveredPaths, sourceRound: null}}``, with the digest of the original tool
-(``reference/origins.md`` §3.2, §3.6).
+(``docs/origins.md`` §3.2, §3.6).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The review run: review → fix → re-review on a packet, one round per ``run`` call.
 
-``run`` (``reference/origins.md`` §3.7): choose or create the packet, take its lock, check
+``run`` (``docs/origins.md`` §3.7): choose or create the packet, take its lock, check
 the state and the packet hash (fail closed), freeze this round's evidence, ask the
 reviewer (a new session in round 1, the same session resumed afterwards), parse and
 check the answer (one correction round by resuming the same session), update the

@@ -1,6 +1,6 @@
 """The review run's files: packets, the per-packet lock, the run state.
 
-Layout (``reference/origins.md`` §3.3), under ``<repo>/.review-handoff/``::
+Layout (``docs/origins.md`` §3.3), under ``<repo>/.review-handoff/``::
 
     active/<branchSlug>/<YYYY-MM-DD_HH-MM>-<scope>[-NN].md      the packet (created with O_EXCL)
     archive/<branchSlug>/<same name>                            after PASS / close
