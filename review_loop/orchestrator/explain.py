@@ -89,7 +89,10 @@ def summary(state: str, peer: str, reason: str | None, interrupted: bool) -> str
     if interrupted:
         return f"{peer} was interrupted{why}; its session was ended"
     if state == "NOT_SUBMITTED":
-        return f"NOT_SUBMITTED: the question never reached {peer}{why}; it is safe to ask again once the cause is fixed"
+        return (
+            f"NOT_SUBMITTED: the question never reached {peer}{why}; "
+            "it is safe to ask again once the cause is fixed"
+        )
     if state == "DELIVERY_UNKNOWN":
         return (
             f"DELIVERY_UNKNOWN: {peer} may have received the question{why} but no answer "
