@@ -28,7 +28,6 @@ import dataclasses
 import json
 import os
 import shutil
-import sys
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -63,6 +62,7 @@ from review_loop.agents.records import (
 )
 from review_loop.orchestrator.environment import reviewer_passthrough
 from review_loop.orchestrator.explain import (
+    emit_progress,
     progress_line,
     retry_may_help,
     stop_hint,
@@ -838,8 +838,7 @@ def _end_line(name: str, outcome: Reply | Failure, completed: Completed | None) 
 
 
 def _stderr_line(text: str) -> None:
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
+    emit_progress(text)  # a line on stderr, or the command line's live status on a terminal
 
 
 @asynccontextmanager

@@ -12,7 +12,7 @@ Pure functions (no I/O but reading ``PATH`` from the environment they are given)
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 PREFIX = "[review-loop]"
@@ -105,3 +105,25 @@ def progress_line(peer: str, status: str, **fields: object) -> str:
     """``[review-loop] reviewer=P status=S key=value ...`` (the liveness lines' format)."""
     rest = "".join(f" {key}={value}" for key, value in fields.items() if value is not None)
     return f"{PREFIX} reviewer={peer} status={status}{rest}"
+
+
+# Where the command line sends progress lines instead of plain stderr (its live status on
+# a terminal, :mod:`review_loop.orchestrator.cli.live`); ``None``: one line each on stderr.
+_progress_sink: Callable[[str], None] | None = None
+
+
+def set_progress_sink(sink: Callable[[str], None] | None) -> None:
+    """Route the default progress output (the command line's choice; never set on import)."""
+    global _progress_sink
+    _progress_sink = sink
+
+
+def emit_progress(text: str) -> None:
+    """The default progress output: the sink when one is set, else one line on stderr."""
+    import sys
+
+    if _progress_sink is not None:
+        _progress_sink(text)
+        return
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()

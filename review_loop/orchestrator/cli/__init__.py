@@ -191,11 +191,13 @@ def _execute(
 
 def main() -> NoReturn:
     """Console-script entry point."""
+    from review_loop.orchestrator.cli.live import terminal_status
     from review_loop.orchestrator.log import to_stderr
 
     to_stderr()  # the command prints its diagnostics; a library leaves that to its host
     try:
-        code = run(sys.argv[1:])
+        with terminal_status():  # on a terminal: reviewers as a live table on stderr
+            code = run(sys.argv[1:])
     except KeyboardInterrupt:
         # Ctrl-C to a command that runs no reviewer: its default stop, without a traceback.
         code = 128 + signal.SIGINT

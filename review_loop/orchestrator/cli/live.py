@@ -1,0 +1,112 @@
+"""A live status of the running reviewers on a terminal, for the person watching.
+
+When stderr is a terminal, the progress lines of the dispatcher (``[review-loop]
+reviewer=P status=S ...``, :mod:`review_loop.orchestrator.explain`) are shown as one table
+redrawn in place — a row per reviewer with its state and a running clock — instead of a
+scroll of lines. Everything else written to stderr meanwhile (diagnostics, other progress)
+is printed above the table. stdout is never touched: it carries the JSON document.
+
+Off when stderr is not a terminal (a log file gets the plain lines), with ``TERM=dumb``,
+or with ``REVIEW_LOOP_PLAIN=1``. rich is imported only when the first reviewer starts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+_LINE = re.compile(r"^\[review-loop\] reviewer=(\S+) status=(\S+)\s*(.*)$")
+_DONE = frozenset({"answered", "timeout", "failed", "not-started", "fallback"})
+
+
+class LiveStatus:
+    """The table of reviewers, started on the first progress line, stopped at exit."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, list[Any]] = {}  # reviewer -> [status, detail, started, ended]
+        self._live: Any = None
+
+    def line(self, text: str) -> None:
+        """Take one progress line: a reviewer's state, or any other line to print above."""
+        match = _LINE.match(text)
+        if match is None:
+            self._start().console.print(text, markup=False, highlight=False)
+            return
+        name, status, detail = match.groups()
+        row = self._rows.setdefault(name, [status, detail, time.monotonic(), None])
+        if status == "active":
+            # The liveness line repeats every livenessMs; the table keeps its own clock.
+            detail = detail.split("timeout=")[-1]
+            row[1] = f"deadline {detail}" if detail else ""
+        else:  # the table has its own elapsed column
+            row[1] = re.sub(r"\belapsed=\S+\s*", "", detail).strip()
+        row[0] = status
+        row[3] = time.monotonic() if status in _DONE else None
+        self._start().update(self._table(), refresh=True)
+
+    def stop(self) -> None:
+        """Draw the final table and give the terminal back."""
+        if self._live is not None:
+            self._live.update(self._table(), refresh=True)
+            self._live.stop()
+            self._live = None
+
+    def _start(self) -> Any:
+        if self._live is None:
+            from rich.console import Console
+            from rich.live import Live
+
+            console = Console(file=sys.stderr, stderr=True)
+            self._live = Live(
+                get_renderable=self._table,
+                console=console,
+                refresh_per_second=2,
+                redirect_stdout=False,  # stdout is the JSON document: never redrawn over
+                redirect_stderr=True,  # other stderr lines print above the table
+                transient=False,
+            )
+            self._live.start()
+        return self._live
+
+    def _table(self) -> Any:
+        from rich.table import Table
+
+        table = Table(title="review-loop", title_justify="left", expand=False)
+        for column in ("reviewer", "status", "elapsed", "detail"):
+            table.add_column(column)
+        now = time.monotonic()
+        for name, (status, detail, started, ended) in self._rows.items():
+            seconds = int((ended or now) - started)
+            table.add_row(name, status, f"{seconds // 60:02d}:{seconds % 60:02d}", detail)
+        return table
+
+
+def wanted(stream: Any = None) -> bool:
+    """Whether the live status is on for ``stream`` (default stderr)."""
+    stream = sys.stderr if stream is None else stream
+    if os.environ.get("REVIEW_LOOP_PLAIN") == "1" or os.environ.get("TERM") == "dumb":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+@contextmanager
+def terminal_status() -> Iterator[None]:
+    """Show reviewers' progress as a live table while the command runs, on a terminal."""
+    if not wanted():
+        yield
+        return
+    from review_loop.orchestrator import explain
+
+    status = LiveStatus()
+    explain.set_progress_sink(status.line)
+    try:
+        yield
+    finally:
+        explain.set_progress_sink(None)
+        status.stop()
