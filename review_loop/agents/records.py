@@ -48,6 +48,13 @@ class SessionRecord(BaseModel):
     finishedAt: str | None = None
     attempt: int = 1
 
+    def ended(
+        self, status: SessionStatus, state: DeliveryState, reason: str | None, at: str
+    ) -> SessionRecord:
+        """This record with its end: ``status``, ``state``, ``reason``, ended ``at``."""
+        update = {"status": status, "state": state, "reason": reason}
+        return self.model_copy(update={**update, "updated": at, "finishedAt": at})
+
 
 class RecordError(BaseModel):
     """A record that could not be written: which file, the errno's name, the message.

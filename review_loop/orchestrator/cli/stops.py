@@ -125,7 +125,8 @@ def uninstall(stop: Stop) -> None:
     """Put back the handlers :func:`install` replaced."""
     global _current
     for sig, previous in stop._previous.items():
-        signal.signal(sig, previous)
+        # None: the handler had not been set from Python; the default is what was there
+        signal.signal(sig, signal.SIG_DFL if previous is None else previous)
     if _current is stop:
         _current = None
 
