@@ -7,7 +7,7 @@ Usage::
                                                         record_dir=run_dir))
         a, b = await dispatcher.fan_out([request_a, request_b])
 
-Rules (DESIGN.md, "The dispatcher"):
+Rules (docs/design.md, "The dispatcher"):
 
 - Each attempt is one supervised process (:func:`~.process.run_process`) with its own full
   deadline. Its session record is written before spawn and updated with the pid before a
@@ -18,7 +18,7 @@ Rules (DESIGN.md, "The dispatcher"):
   from the request's fallback list that neither another peer nor the host uses, and record
   ``{from, to, reason}``. The first attempt is dead (reaped) before the fallback starts.
 - Resume: continue the stored session; start a new one only when there is no id, the CLI
-  cannot resume, or it said "session not found" within 5 s (origins.md §3.5).
+  cannot resume, or it said "session not found" within 5 s (docs/origins.md §3.5).
 - The dispatcher never names a product: everything product-specific is the adapter's.
 """
 
@@ -28,7 +28,6 @@ import dataclasses
 import json
 import os
 import shutil
-import sys
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -63,6 +62,7 @@ from review_loop.agents.records import (
 )
 from review_loop.orchestrator.environment import reviewer_passthrough
 from review_loop.orchestrator.explain import (
+    emit_progress,
     progress_line,
     retry_may_help,
     stop_hint,
@@ -830,8 +830,7 @@ def _end_line(name: str, outcome: Reply | Failure, completed: Completed | None) 
 
 
 def _stderr_line(text: str) -> None:
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
+    emit_progress(text)  # a line on stderr, or the command line's live status on a terminal
 
 
 @asynccontextmanager
