@@ -55,6 +55,9 @@ reader can check.
 RESPONSE_CONTRACT: Final = """Answer with one JSON object and nothing else:
 {"status": "completed" | "not_applicable" | "failed",
  "audited": ["<exact path from the changed paths>", ...],
+ "notApplicable": ["<a path your selection names that you inspected and your concern does
+                    not apply to>", ...],
+ "unsupported": ["<a path your selection names that your concern cannot audit>", ...],
  "findings": [{"path": "<exact path>", "line": <line number in the head version>,
                "rule": "<colon-free rule id>", "severity": "blocking" | "debt",
                "message": "<one sentence>", "observed": "<what the code does>",
@@ -120,6 +123,7 @@ class ConcernAgent:
     prompt: str
     version: str = "unversioned"
     timeout_ms: int | None = None
+    rules: tuple[str, ...] | None = None
 
 
 def concerns_from_selection(selection: Sequence[Mapping[str, Any]]) -> list[Concern]:
@@ -201,13 +205,43 @@ def check_concern_config(document: Any, source: str) -> dict[str, dict[str, Any]
             not isinstance(timeout, int) or isinstance(timeout, bool) or timeout <= 0
         ):
             raise ConcernConfigError(f"{where}.timeoutMs must be a positive integer")
+        rules = entry.get("rules")
+        if rules is not None and not _rule_list(rules):
+            raise ConcernConfigError(f"{where}.rules must be a list of colon-free rule ids")
         checked[name] = {
             "product": product,
             "prompt": prompt,
             "version": version,
             "timeoutMs": timeout,
+            "rules": tuple(rules) if rules is not None else None,
         }
     return checked
+
+
+def check_rule_catalog(document: Any, source: str) -> tuple[str, ...] | None:
+    """The configuration's shared ``ruleCatalog`` (rule ids every concern may use), if any.
+
+    Raises:
+        ConcernConfigError: ``ruleCatalog`` is not a list of colon-free rule ids.
+    """
+    catalog = document.get("ruleCatalog") if isinstance(document, dict) else None
+    if catalog is None:
+        return None
+    if not _rule_list(catalog):
+        raise ConcernConfigError(f"{source}: ruleCatalog must be a list of colon-free rule ids")
+    return tuple(catalog)
+
+
+def _rule_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(r, str) and r and ":" not in r for r in value)
+
+
+def allowed_rules(agent: ConcernAgent, catalog: Sequence[str] | None) -> frozenset[str] | None:
+    """The rule ids a concern may report (the shared catalog and its own), or ``None``
+    when neither is configured (then any colon-free rule id stands)."""
+    if agent.rules is None and catalog is None:
+        return None
+    return frozenset((*(catalog or ()), *(agent.rules or ())))
 
 
 # --- prompt and reply -----------------------------------------------------------------------
@@ -222,9 +256,11 @@ def concern_prompt(
     head: str,
     changed_paths: Sequence[str],
     live_paths: Sequence[str] = (),
+    governance: str = "",
 ) -> str:
-    """The concern's instructions, then the whole changeset (never pre-filtered), then the
-    response contract."""
+    """The concern's instructions, then the whole changeset (never pre-filtered), the
+    governing context (decisions, specs, ``spx/local/`` overlays), the rule ids it may use,
+    then the response contract."""
     lines = [
         agent.prompt.rstrip(),
         "",
@@ -245,9 +281,15 @@ def concern_prompt(
     lines += [
         "paths whose registry selection names this concern:",
         *[f"- {path}" for path in concern.paths],
-        "",
-        RESPONSE_CONTRACT,
     ]
+    if governance:
+        lines += ["", governance.rstrip()]
+    if agent.rules is not None:
+        lines += [
+            "rule ids you may report (any other is withdrawn):",
+            *[f"- {rule}" for rule in sorted(agent.rules)],
+        ]
+    lines += ["", RESPONSE_CONTRACT]
     return "\n".join(lines) + "\n"
 
 
@@ -276,6 +318,8 @@ class ConcernResult:
 
     status: str
     audited: tuple[str, ...] = ()
+    not_applicable: tuple[str, ...] = ()
+    unsupported: tuple[str, ...] = ()
     findings: tuple[ReturnedFinding, ...] = ()
     failure: str | None = None
     withdrawn: tuple[str, ...] = field(default=())
@@ -319,9 +363,13 @@ def parse_concern_reply(text: str) -> ConcernResult:
         return ConcernResult("failed", failure=failure)
     if status == "not_applicable":
         return ConcernResult("not_applicable")
-    audited = document.get("audited", [])
-    if not isinstance(audited, list) or not all(isinstance(p, str) and p for p in audited):
-        raise ConcernReplyError("audited must be a list of paths")
+    lists = {}
+    for name in ("audited", "notApplicable", "unsupported"):
+        value = document.get(name, [])
+        if not isinstance(value, list) or not all(isinstance(p, str) and p for p in value):
+            raise ConcernReplyError(f"{name} must be a list of paths")
+        lists[name] = tuple(dict.fromkeys(value))
+    audited = lists["audited"]
     findings: list[ReturnedFinding] = []
     withdrawn: list[str] = []
     for index, raw in enumerate(document.get("findings") or []):
@@ -361,7 +409,11 @@ def parse_concern_reply(text: str) -> ConcernResult:
         )
     return ConcernResult(
         "completed",
-        audited=tuple(dict.fromkeys(audited)),
+        audited=audited,
+        not_applicable=tuple(p for p in lists["notApplicable"] if p not in audited),
+        unsupported=tuple(
+            p for p in lists["unsupported"] if p not in audited and p not in lists["notApplicable"]
+        ),
         findings=tuple(findings),
         withdrawn=tuple(withdrawn),
     )
@@ -411,15 +463,17 @@ def path_unit(
     path: str,
     driver: Mapping[str, str],
     provenance: Mapping[str, str],
+    status: str = "audited",
 ) -> dict[str, Any]:
-    """One audited path-scoped unit of an executed concern."""
+    """One required path-scoped unit of an executed concern: ``audited``, or
+    ``not-applicable`` / ``unsupported`` as the concern answered for that path."""
     return {
         "unitId": concern.unit_id(path),
         "auditClass": "implementation",
         "auditKind": concern.audit_kind,
         "subject": path,
         "coverageRequirement": "required",
-        "coverageStatus": "audited",
+        "coverageStatus": status,
         "priorContext": {
             "changedFilePartition": path,
             "languagePartition": concern.kind,

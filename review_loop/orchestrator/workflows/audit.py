@@ -6,12 +6,17 @@
 2. Resolve the scope (stale base refused) into a start-input file in the scratch dir;
    start the run with it.
 3. Read the selection back from the run's sealed input — never from the resolver again.
+   Load the governing context from the head commit (``orchestrator/governance.py``:
+   ``spx/local/`` overlays per kind, the decisions and specs that name a changed path) and
+   give each concern its part, with the rule ids it may use (a configured rule catalog).
 4. Dispatch every selected, installed concern agent through the dispatcher, read-only
    and in parallel, each with the complete changeset.
 5. Persist through the journal's single writer, one record at a time in the seed's order:
    each concern's complete rows before its findings (only findings on touched text; the
-   rest are returned as ``filed``), a ``missing-skill`` unit per selected concern that is
-   not installed, an accounting record per path no concern claimed.
+   rest are returned as ``filed``; a rule id outside the catalog is withdrawn), required
+   ``not-applicable`` / ``unsupported`` units for the paths a concern answered so, a
+   ``missing-skill`` unit per selected concern that is not installed, an accounting
+   record per path no concern claimed.
 6. Reconcile against the sealed inventory; finish with the status the evidence derives;
    render.
 
@@ -24,7 +29,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -36,6 +41,8 @@ from review_loop.agents import verification_audit as va
 from review_loop.agents.errors import ReviewLoopError
 from review_loop.orchestrator.dispatcher import Dispatcher, PeerRequest, resolve_peer
 from review_loop.orchestrator.files import atomic_write_bytes, make_dirs
+from review_loop.orchestrator.governance import Governance
+from review_loop.orchestrator.governance import discover as discover_governance
 from review_loop.orchestrator.journal import runs
 from review_loop.orchestrator.journal.store import Appended, Existing, Refused
 from review_loop.orchestrator.journal.writer import open_journal
@@ -138,9 +145,17 @@ def load_concern_agents(
         if item:
             sources.append(Path(item))
     agents: dict[str, va.ConcernAgent] = {}
+    catalog: list[str] = []
+    repo_file = repo / ".review-loop" / CONCERNS_NAME
     for source in sources:
         try:
-            entries = va.check_concern_config(json.loads(source.read_text("utf-8")), str(source))
+            document = json.loads(source.read_text("utf-8"))
+            entries = va.check_concern_config(document, str(source))
+            # Rule catalogs only constrain, so a planted one could hide findings: the
+            # reviewed repository's own file never sets one.
+            trusted = source != repo_file
+            shared = va.check_rule_catalog(document, str(source)) if trusted else None
+            catalog.extend(shared or ())
             for name, entry in entries.items():
                 prompt = entry["prompt"]
                 if prompt == "builtin":
@@ -149,7 +164,11 @@ def load_concern_agents(
                     path = Path(prompt)
                     text = (path if path.is_absolute() else source.parent / path).read_text("utf-8")
                 agents[name] = va.ConcernAgent(
-                    entry["product"], text, entry["version"], entry["timeoutMs"]
+                    entry["product"],
+                    text,
+                    entry["version"],
+                    entry["timeoutMs"],
+                    entry["rules"] if trusted else None,
                 )
         except (OSError, ValueError) as error:
             raise Blocked(
@@ -157,6 +176,11 @@ def load_concern_agents(
                 stderr=str(error),
                 diagnostic=f"configuration error: {source}",
             ) from None
+    if catalog:  # the shared catalog applies to every concern, beside its own rules
+        agents = {
+            name: replace(agent, rules=tuple(dict.fromkeys((*catalog, *(agent.rules or ())))))
+            for name, agent in agents.items()
+        }
     return agents
 
 
@@ -207,6 +231,7 @@ async def _dispatch(
     changed: Sequence[str],
     live: Sequence[str],
     timeout_ms: int | None,
+    governance: Governance,
 ) -> list[va.ConcernResult]:
     requests = []
     prompts = []
@@ -219,6 +244,7 @@ async def _dispatch(
             head=ctx.head,
             changed_paths=changed,
             live_paths=live,
+            governance=governance.context(concern.kind, concern.paths),
         )
         prompts.append(prompt)
         folder = ctx.scratch / "concerns" / concern.skill.replace(":", "__").replace("/", "_")
@@ -316,8 +342,25 @@ def _plan(
             units[path] = unit
             records.append(("scope", unit["unitId"], unit))
         claimed.update(audited)
+        # Paths of its selection the concern judged not applicable, or cannot audit:
+        # required units of their own (unsupported rejects the run), never accounting.
+        for status, paths in (
+            ("not-applicable", result.not_applicable),
+            ("unsupported", result.unsupported),
+        ):
+            for path in (p for p in inventory if p in paths and p in mine):
+                unit = va.path_unit(concern, path, ctx.driver, provenance, status)
+                records.append(("scope", unit["unitId"], unit))
+                claimed.add(path)
+        allowed = va.allowed_rules(agent, None)
         recorded: dict[str, dict[str, Any]] = {}
         for finding in result.findings:
+            if allowed is not None and finding.rule not in allowed:
+                notes.append(
+                    f"{concern.skill}: finding {finding.rule} at {finding.location} withdrawn: "
+                    "its rule id is not in the rule catalog"
+                )
+                continue
             owner = units.get(finding.path)
             if owner is None:
                 notes.append(
@@ -672,6 +715,8 @@ async def _audit(
     sealed_live = list(sealed.get(scope.LIVE_PATHS_KEY) or [])
     inventory = changed + [p for p in sealed_live if p not in changed]
     concerns = va.concerns_from_selection(selection)
+    # Stage 3: the governing context, read from the head commit once the run is open.
+    governance = await _thread(discover_governance, repo, ctx.head, inventory)
     installed = [(c, a) for c in concerns if (a := agents.get(c.skill) or agents.get("*"))]
 
     # Stage 5: every installed selected concern, read-only, in parallel.
@@ -682,7 +727,7 @@ async def _audit(
     say(f"[review-loop] audit: dispatching {len(installed)} of {len(concerns)} selected concerns")
     async with open_dispatcher(repo=repo, prefs=prefs, progress=say) as dispatcher:
         results = await _dispatch(
-            dispatcher, ctx, installed, changed, sealed_live, request.timeout_ms
+            dispatcher, ctx, installed, changed, sealed_live, request.timeout_ms, governance
         )
     by_skill = {
         concern.skill: result for (concern, _), result in zip(installed, results, strict=True)
@@ -718,6 +763,7 @@ async def _audit(
         "scopeIdentity": ctx.identity,
         "advisory": advisory,
         "deterministicVerification": resolved["deterministicVerification"],
+        "governance": governance.report(),
         "terminalStatus": finished.get("terminalStatus"),
         "concerns": summary,
         "filed": filed or ["filed: none"],

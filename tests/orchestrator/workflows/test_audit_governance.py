@@ -1,0 +1,150 @@
+"""Collaboration tests: the audit loads governance (seed 002: A46, A63, A67).
+
+- the ``spx/local/`` overlays of a concern's kind and the decisions/specs that name its
+  paths reach that concern's prompt, read from the head commit; ungoverned paths are named;
+- a rule catalog (shared ``ruleCatalog`` or a concern's ``rules``) withdraws other rule ids;
+  the reviewed repository's own configuration cannot set one;
+- a concern's ``unsupported`` paths are required ``unsupported`` units (the run is
+  rejected) and its ``notApplicable`` paths required ``not-applicable`` units.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from review_loop.orchestrator.workflows.audit import AuditRequest, run_audit
+from tests.fakes import FakeCLIs
+from tests.orchestrator.test_scope import Remote, commit
+from tests.orchestrator.workflows.test_audit import (
+    DRIVER,
+    PREFS,
+    fakes,
+    finding,
+    remote,
+    reply,
+    subjects,
+)
+
+__all__ = ["fakes", "remote"]  # fixtures shared with test_audit
+pytestmark = pytest.mark.anyio
+CODE = "python:audit-python-code"
+TS = "typescript:audit-typescript-code"
+
+
+def config(tmp_path: Path, document: dict[str, Any]) -> str:
+    path = tmp_path / "concerns.json"
+    path.write_text(json.dumps(document))
+    return str(path)
+
+
+def concerns(**extra: Any) -> dict[str, Any]:
+    return {"concerns": {CODE: {"product": "claude", **extra}, TS: {"product": "codex"}}}
+
+
+async def audit(remote: Remote, concerns_file: str) -> dict[str, Any]:
+    request = AuditRequest(
+        selector="HEAD", directory=str(remote.work), concerns_file=concerns_file, driver=DRIVER
+    )
+    return await run_audit(request, prefs=PREFS)
+
+
+def prompt_of(fakes: FakeCLIs, product: str) -> str:
+    return str(next(c["stdin"] for c in fakes.calls() if c["product"] == product))
+
+
+async def test_overlays_and_governing_nodes_reach_their_concern(
+    remote: Remote, fakes: FakeCLIs, tmp_path: Path
+) -> None:
+    commit(
+        remote.work,
+        {
+            "spx/local/auditing.md": "AUDITING OVERLAY: name every magic number\n",
+            "spx/local/python.md": "PYTHON OVERLAY: no bare except\n",
+            "spx/local/typescript.md": "TS OVERLAY: strict null checks\n",
+            "spx/10-core/20-guard.adr.md": "# Guard\nDecision: a.py guards empty input.\n",
+            "spx/10-core/30-other.pdr.md": "# Unrelated\nNothing here.\n",
+        },
+        "governance",
+    )
+    fakes.script(claude=[reply(audited=["a.py"])], codex=[reply(audited=["web/app.ts"])])
+    document = await audit(remote, config(tmp_path, concerns()))
+    assert document["ok"] is True, document
+    python, typescript = prompt_of(fakes, "claude"), prompt_of(fakes, "codex")
+    assert "AUDITING OVERLAY" in python and "PYTHON OVERLAY" in python
+    assert "TS OVERLAY" not in python and "PYTHON OVERLAY" not in typescript
+    assert "governing node spx/10-core/20-guard.adr.md (names a.py)" in python
+    assert "Decision: a.py guards empty input." in python
+    # (both prompts list every changed path, the spx/ files among them: only as paths)
+    assert "governing node" not in typescript and "Decision: a.py" not in typescript
+    assert "governing node spx/10-core/30-other" not in python
+    governance = document["governance"]
+    assert governance["nodes"] == {"spx/10-core/20-guard.adr.md": ["a.py"]}
+    assert "web/app.ts" in governance["ungoverned"] and "a.py" not in governance["ungoverned"]
+    assert "spx/local/python.md" in governance["overlays"]
+
+
+async def test_no_governance_is_said_not_silently_dropped(
+    remote: Remote, fakes: FakeCLIs, tmp_path: Path
+) -> None:
+    fakes.script(claude=[reply(audited=["a.py"])], codex=[reply(audited=["web/app.ts"])])
+    document = await audit(remote, config(tmp_path, concerns()))
+    assert "No governing decision, spec or spx/local/ overlay" in prompt_of(fakes, "claude")
+    assert document["governance"]["nodes"] == {}
+    assert "a.py" in document["governance"]["ungoverned"]
+
+
+@pytest.mark.parametrize("where", ["shared", "own"])
+async def test_a_rule_outside_the_catalog_is_withdrawn(
+    remote: Remote, fakes: FakeCLIs, tmp_path: Path, where: str
+) -> None:
+    document: dict[str, Any] = concerns(rules=["no-magic"]) if where == "own" else concerns()
+    if where == "shared":
+        document["ruleCatalog"] = ["no-magic"]
+    findings = [finding("a.py", 1, "no-magic"), finding("a.py", 1, "made-up-rule")]
+    fakes.script(claude=[reply(audited=["a.py"], findings=findings)], codex=[reply()])
+    result = await audit(remote, config(tmp_path, document))
+    rows = subjects(result)
+    assert ("finding", "a.py:1", "no-magic") in rows
+    assert ("finding", "a.py:1", "made-up-rule") not in rows
+    assert any("made-up-rule" in n and "rule catalog" in n for n in result["notes"])
+    assert "- no-magic" in prompt_of(fakes, "claude")
+
+
+async def test_the_repository_cannot_narrow_the_rule_catalog(
+    remote: Remote, fakes: FakeCLIs, tmp_path: Path
+) -> None:
+    planted = remote.work / ".review-loop" / "audit-concerns.json"
+    planted.parent.mkdir()
+    planted.write_text(json.dumps({**concerns(rules=["nothing"]), "ruleCatalog": ["nothing"]}))
+    fakes.script(
+        claude=[reply(audited=["a.py"], findings=[finding("a.py", 1, "no-magic")])],
+        codex=[reply()],
+    )
+    result = await audit(remote, config(tmp_path, {"concerns": {"*": {"product": "claude"}}}))
+    assert ("finding", "a.py:1", "no-magic") in subjects(result)
+
+
+async def test_unsupported_and_not_applicable_paths_are_required_units(
+    remote: Remote, fakes: FakeCLIs, tmp_path: Path
+) -> None:
+    fakes.script(
+        claude=[reply(audited=[], unsupported=["a.py"])],
+        codex=[reply(notApplicable=["web/app.ts"])],
+    )
+    result = await audit(remote, config(tmp_path, concerns()))
+    assert result["ok"] is True, result
+    rows = subjects(result)
+    assert ("scope", "a.py", "unsupported") in rows
+    assert ("scope", "web/app.ts", "not-applicable") in rows
+    assert result["terminalStatus"] == "rejected"  # an unsupported required unit
+    units = {
+        e["data"]["payload"]["subject"]: e["data"]["payload"]
+        for e in result["projection"]["events"]
+        if e["type"].endswith(".scope")
+    }
+    assert units["a.py"]["coverageRequirement"] == "required"
+    assert units["a.py"]["unitId"] == "implementation:python:code:a.py"
