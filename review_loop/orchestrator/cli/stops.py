@@ -48,6 +48,13 @@ def _say(line: str) -> None:
     sys.stderr.flush()
 
 
+def _progress(line: str) -> None:
+    """A line among the reviewers' progress (above the live status on a terminal)."""
+    from review_loop.orchestrator.explain import emit_progress
+
+    emit_progress(line)
+
+
 @dataclass
 class Stop:
     """One command's stop state: which signals it listens to and what arrived.
@@ -211,7 +218,7 @@ async def _watch(arrivals: Any, stop: Stop, scope: Any) -> None:
         if stop.received is None:
             _cancel(stop, scope, sig)
         else:
-            _say(
+            _progress(
                 f"[review-loop] {sig.name} again: already stopping; the reviewers are being "
                 "ended (TERM, grace, KILL) and their records finished. kill -9 would leave "
                 "that to the next command's reaper."
@@ -220,7 +227,7 @@ async def _watch(arrivals: Any, stop: Stop, scope: Any) -> None:
 
 def _cancel(stop: Stop, scope: Any, sig: signal.Signals) -> None:
     stop.received = sig
-    _say(
+    _progress(
         f"[review-loop] {sig.name}: stopping every reviewer (TERM, grace, KILL); "
         "what has arrived will be printed"
     )
