@@ -47,6 +47,7 @@ COMMANDS: dict[str, str] = {
     "scope": "scope",
     "audit": "audit",
     "shim": "shim",
+    "mcp": "mcp",
     "help": "help",
 }
 # Commands that run reviewers: a signal cancels them instead of killing them (see .stops).

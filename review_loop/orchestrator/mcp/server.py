@@ -1,0 +1,329 @@
+"""The MCP server: one tool per ``review-loop`` command, each run as a job (:mod:`.jobs`).
+
+Tools that run reviewers (``consult``, ``run``, ``preflight``, ``converge``) start a job and
+wait for it up to ``wait_seconds`` (bounded); a job still running is then polled with
+``job_wait`` (again bounded per call) or stopped with ``job_cancel``. The other tools
+(``sessions``, ``evidence``, ``fix_completion``, ``close``) run their command to its end.
+Every tool's arguments become the command's flags, and the command checks them: a value the
+CLI refuses is refused with the CLI's message, in the CLI's document.
+
+The server's own rules, on top of the CLI's:
+
+- ``repo`` is an absolute path to a directory (a relative one would mean the server's
+  working directory, which the client does not choose); the job runs there.
+- A file argument (``packet``, ``plan``, ``host_position``) resolves inside ``repo``: the
+  server reads and writes nothing outside the repository it is asked about.
+- It keeps no state on disk: jobs live in its memory, named by random ids, and die with it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.fastmcp.exceptions import ToolError
+from pydantic import Field
+
+from review_loop.agents.errors import InputError
+from review_loop.orchestrator.mcp.jobs import Job, JobTable
+from review_loop.orchestrator.mcp.models import CommandDocument, JobList, JobState, job_state
+
+Ctx = Context[Any, Any, Any]
+MAX_WAIT_S = 120.0
+"""The longest one tool call waits for a job (hosts time tool calls out; a job does not)."""
+
+Repo = Annotated[str, Field(description="absolute path of the git repository to work on")]
+Wait = Annotated[
+    float,
+    Field(
+        ge=0,
+        le=MAX_WAIT_S,
+        description="seconds to wait for the job before returning its state (it keeps running)",
+    ),
+]
+Peers = Annotated[list[str], Field(description="reviewer peers (products or prefs aliases)")]
+Seconds = Annotated[float | None, Field(gt=0, description="the reviewers' deadline in seconds")]
+
+
+def repo_dir(repo: str) -> Path:
+    """``repo`` as an absolute directory, or the refusal naming the field."""
+    path = Path(repo)
+    if not path.is_absolute():
+        raise InputError("repo", f"{repo!r} is a relative path", "an absolute path")
+    if not path.is_dir():
+        raise InputError("repo", f"{repo} is not a directory", "a git repository's directory")
+    return path
+
+
+def inside(repo: Path, value: str, field: str) -> str:
+    """``value`` (a path, relative to ``repo`` or absolute) when it resolves inside ``repo``."""
+    target = (repo / value).resolve()
+    root = repo.resolve()
+    if target != root and root not in target.parents:
+        raise InputError(field, f"{value} is outside the repository {root}", "a path inside it")
+    return str(target)
+
+
+def flags(**values: str | float | bool | list[str] | None) -> list[str]:
+    """``--name=value`` for each given value (``=`` keeps a value that starts with ``-``)."""
+    argv: list[str] = []
+    for name, value in values.items():
+        flag = "--" + name.rstrip("_").replace("_", "-")
+        if value is None or value is False:
+            continue
+        if value is True:
+            argv.append(flag)
+        elif isinstance(value, list):
+            argv += [f"{flag}={item}" for item in value]
+        else:
+            argv.append(f"{flag}={value}")
+    return argv
+
+
+def build(table: JobTable) -> FastMCP:
+    """The server with every tool, running its jobs in ``table``."""
+    app = FastMCP(
+        "review-loop",
+        log_level="WARNING",  # its stderr is the user's; one line per request is noise
+        instructions=(
+            "Independent AI reviewers for your work, read-only. consult/run/preflight/converge "
+            "start a job and wait up to wait_seconds; poll a running job with job_wait, stop "
+            "it with job_cancel. Every result is the review-loop CLI's JSON document."
+        ),
+    )
+
+    async def started(command: str, repo: str, argv: list[str], wait: float, ctx: Ctx) -> JobState:
+        job = table.start(command, [f"--repo={repo}", *argv], Path(repo))
+        return await follow(job, wait, ctx)
+
+    async def quick(command: str, repo: Path, argv: list[str]) -> CommandDocument:
+        job = table.start(command, [f"--repo={repo}", *argv], repo)
+        try:
+            await job.done()
+        finally:
+            if not job.finished:  # the call was cancelled: the command stops too
+                job.request_stop()
+        assert job.document is not None
+        return CommandDocument.model_validate(job.document)
+
+    @app.tool()
+    async def consult(
+        repo: Repo,
+        question: Annotated[str, Field(description="the question for the reviewers")],
+        ctx: Ctx,
+        peers: Peers | None = None,
+        fallback: Annotated[list[str] | None, Field(description="fallback peers or auto")] = None,
+        host: Annotated[str | None, Field(description="the host product asking")] = None,
+        skip_host: Annotated[bool | None, Field(description="never ask the host")] = None,
+        timeout_seconds: Seconds = None,
+        resume: Annotated[str | None, Field(description="a session id to resume")] = None,
+        wait_seconds: Wait = 5.0,
+    ) -> JobState:
+        """Ask one or more reviewers a question (``review-loop consult``), read-only.
+
+        Starts a job and waits up to wait_seconds; poll it with job_wait.
+        """
+        path = _repo_or_error(repo)
+        skip = None if skip_host is None else str(skip_host).lower()
+        argv = flags(question=question, peer=peers, fallback=fallback, host=host)
+        argv += flags(skip_host=skip, timeout=timeout_seconds, resume=resume)
+        return await started("consult", str(path), argv, wait_seconds, ctx)
+
+    @app.tool()
+    async def job_wait(
+        job_id: Annotated[str, Field(description="the jobId a tool returned")],
+        ctx: Ctx,
+        wait_seconds: Wait = 30.0,
+    ) -> JobState:
+        """Wait up to wait_seconds for a job; its state (and document once finished)."""
+        return await follow(_job(table, job_id), wait_seconds, ctx)
+
+    @app.tool()
+    async def job_cancel(
+        job_id: Annotated[str, Field(description="the jobId a tool returned")],
+        ctx: Ctx,
+    ) -> JobState:
+        """Stop a job: every reviewer is ended and recorded ``interrupted``; its document."""
+        job = _job(table, job_id)
+        if not job.finished:
+            job.request_stop()
+            await job.done()
+        return job_state(job)
+
+    @app.tool()
+    async def jobs() -> JobList:
+        """Every job this server started, oldest first."""
+        return JobList(jobs=[job_state(job, progress=0) for job in table.jobs.values()])
+
+    @app.tool()
+    async def sessions(
+        repo: Repo,
+        product: Annotated[str | None, Field(description="only this product's")] = None,
+    ) -> CommandDocument:
+        """The reviewers' sessions recorded for the repository (``review-loop sessions``)."""
+        return await quick("sessions", _repo_or_error(repo), flags(product=product))
+
+    @app.tool()
+    async def evidence(
+        repo: Repo,
+        base: Annotated[str, Field(description="the commit the diff is taken from")] = "HEAD",
+        paths: Annotated[list[str] | None, Field(description="only these paths")] = None,
+    ) -> CommandDocument:
+        """Attest the working tree's diff against base (``review-loop evidence``)."""
+        argv = flags(base=base, paths=",".join(paths) if paths else None)
+        return await quick("evidence", _repo_or_error(repo), argv)
+
+    @app.tool()
+    async def run(
+        repo: Repo,
+        ctx: Ctx,
+        reviewer: Annotated[str | None, Field(description="the reviewer product")] = None,
+        host: Annotated[str | None, Field(description="the host product")] = None,
+        completion: Annotated[str | None, Field(description="pass or review")] = None,
+        base: Annotated[str | None, Field(description="the base ref")] = None,
+        rounds: Annotated[str | None, Field(description="N or +N")] = None,
+        continue_packet: Annotated[bool, Field(description="--continue: the open packet")] = False,
+        scope: Annotated[str | None, Field(description="the scope slug")] = None,
+        packet: Annotated[str | None, Field(description="a packet path in the repo")] = None,
+        paths: Annotated[list[str] | None, Field(description="only these paths")] = None,
+        intake: Annotated[bool, Field(description="intake review")] = False,
+        timeout_seconds: Seconds = None,
+        wait_seconds: Wait = 5.0,
+    ) -> JobState:
+        """Run the review loop (``review-loop run``) as a job; poll it with job_wait."""
+        path = _repo_or_error(repo)
+        argv = flags(reviewer=reviewer, host=host, completion=completion, base=base)
+        argv += flags(rounds=rounds, scope=scope, paths=paths, timeout=timeout_seconds)
+        argv += flags(packet=_inside_or_error(path, packet, "packet"))
+        argv += ["--continue=true"] if continue_packet else []
+        argv += ["--intake=true"] if intake else []
+        return await started("run", str(path), argv, wait_seconds, ctx)
+
+    @app.tool()
+    async def fix_completion(
+        repo: Repo,
+        packet: Annotated[str, Field(description="the packet path (in the repo) or id")],
+        body: Annotated[str, Field(description="the fix-completion body")],
+    ) -> CommandDocument:
+        """Append a fix completion to a packet (``review-loop fix-completion``)."""
+        path = _repo_or_error(repo)
+        argv = flags(packet=_inside_or_error(path, packet, "packet"), body=body)
+        return await quick("fix-completion", path, argv)
+
+    @app.tool()
+    async def close(
+        repo: Repo,
+        packet: Annotated[str, Field(description="the packet path (in the repo) or id")],
+        reason: Annotated[str, Field(description="accept-concerns")],
+    ) -> CommandDocument:
+        """Close a packet with a decision (``review-loop close``)."""
+        path = _repo_or_error(repo)
+        argv = flags(packet=_inside_or_error(path, packet, "packet"), reason=reason)
+        return await quick("close", path, argv)
+
+    @app.tool()
+    async def preflight(
+        repo: Repo,
+        ctx: Ctx,
+        host: Annotated[str | None, Field(description="the host product")] = None,
+        peers: Peers | None = None,
+        blind_reviewer: Annotated[str | None, Field(description="the blind reviewer")] = None,
+        run_name: Annotated[str | None, Field(description="the run's name")] = None,
+        timeout_seconds: Seconds = None,
+        no_git_writes: Annotated[bool, Field(description="write nothing to git")] = False,
+        require_skills: Annotated[list[str] | None, Field(description="skills needed")] = None,
+        wait_seconds: Wait = 5.0,
+    ) -> JobState:
+        """Preflight a plan with blind and peer reviewers (``review-loop preflight``)."""
+        path = _repo_or_error(repo)
+        argv = flags(host=host, peer=peers, blind_reviewer=blind_reviewer, run=run_name)
+        argv += flags(timeout=timeout_seconds, no_git_writes=no_git_writes)
+        argv += flags(require_skill=require_skills)
+        return await started("preflight", str(path), argv, wait_seconds, ctx)
+
+    @app.tool()
+    async def converge(
+        repo: Repo,
+        plan: Annotated[str, Field(description="the plan file (in the repo)")],
+        ctx: Ctx,
+        host_position: Annotated[str | None, Field(description="host position file")] = None,
+        host: Annotated[str | None, Field(description="the host product")] = None,
+        peers: Peers | None = None,
+        fallback: Annotated[list[str] | None, Field(description="fallback peers or auto")] = None,
+        run_name: Annotated[str | None, Field(description="the run's name")] = None,
+        timeout_seconds: Seconds = None,
+        require_skills: Annotated[list[str] | None, Field(description="skills needed")] = None,
+        wait_seconds: Wait = 5.0,
+    ) -> JobState:
+        """Converge a plan with the peers (``review-loop converge``) as a job."""
+        path = _repo_or_error(repo)
+        argv = flags(plan=_inside_or_error(path, plan, "plan"), host=host, peer=peers)
+        argv += flags(host_position=_inside_or_error(path, host_position, "host_position"))
+        argv += flags(fallback=fallback, run=run_name, timeout=timeout_seconds)
+        argv += flags(require_skill=require_skills)
+        return await started("converge", str(path), argv, wait_seconds, ctx)
+
+    return app
+
+
+def _repo_or_error(repo: str) -> Path:
+    try:
+        return repo_dir(repo)
+    except InputError as error:
+        raise ToolError(str(error)) from None
+
+
+def _inside_or_error(repo: Path, value: str | None, field: str) -> str | None:
+    if value is None:
+        return None
+    try:
+        return inside(repo, value, field)
+    except InputError as error:
+        raise ToolError(str(error)) from None
+
+
+def _job(table: JobTable, job_id: str) -> Job:
+    job = table.get(job_id)
+    if job is None:
+        raise ToolError(
+            str(InputError("job_id", f"no job {job_id!r} on this server", "a jobId it returned"))
+        )
+    return job
+
+
+async def follow(job: Job, wait: float, ctx: Ctx) -> JobState:
+    """Wait up to ``wait`` seconds for ``job``, relaying each new stderr line as progress."""
+    deadline = anyio.current_time() + min(wait, MAX_WAIT_S)
+    sent = job.lines
+    while not job.finished and anyio.current_time() < deadline:
+        await job.changed(deadline - anyio.current_time())
+        fresh = job.lines - sent
+        for line in list(job.progress)[-fresh:] if fresh > 0 else []:
+            sent += 1
+            await ctx.report_progress(sent, None, line)
+        sent = job.lines
+    return job_state(job)
+
+
+async def serve_stdio(protocol_out: int) -> None:
+    """Serve on stdin and on the descriptor ``protocol_out`` until stdin closes.
+
+    Then (or when cancelled: a signal, the CLI's stop) every job is stopped before this
+    returns.
+    """
+    from io import TextIOWrapper
+
+    from mcp.server.stdio import stdio_server
+
+    table = JobTable()
+    app = build(table)
+    server = app._mcp_server
+    out = anyio.wrap_file(TextIOWrapper(os.fdopen(protocol_out, "wb"), encoding="utf-8"))
+    async with anyio.create_task_group() as group:
+        await table.serve(group)
+        async with stdio_server(stdout=out) as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+        group.cancel_scope.cancel()  # the client is gone: stop every job
