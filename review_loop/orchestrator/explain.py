@@ -71,13 +71,28 @@ def timeout_detail(deadline_ms: int, elapsed_ms: int) -> str:
     return f"timeout after {deadline_ms} ms (+ grace; the process ended after {elapsed_ms} ms)"
 
 
-def hint(reason: str | None, detail: str, product: str, env: Mapping[str, str]) -> str | None:
-    """What to do about a failed call, when the outcome says it (else ``None``)."""
+def hint(
+    reason: str | None,
+    detail: str,
+    product: str,
+    env: Mapping[str, str],
+    cwd: str | None = None,
+) -> str | None:
+    """What to do about a failed call, when the outcome says it (else ``None``).
+
+    ``cwd`` (the repository) names the global STOP file when a STOP ended a running call.
+    """
     executable = missing_executable(detail)
     if executable is not None:
         return missing_executable_hint(executable, product, env)
     if reason == "STOP interrupt (pre-spawn)" and detail:
         return detail
+    if reason == "STOP interrupt" and cwd:
+        stop = Path(cwd) / ".review-handoff" / "STOP"
+        return (
+            f"a STOP file ended the call while it ran (the global one is {stop}, a run's own "
+            "is in its runtime directory); remove it before asking again"
+        )
     if reason == "timeout":
         return "raise the deadline with --timeout SECONDS or 'review-loop prefs set timeoutMs N'"
     return None

@@ -80,3 +80,30 @@ async def test_stop_file_is_named_and_not_retried(repo: Path, fakes: FakeCLIs) -
     assert len(delivery.attempts) == 1
     assert f"rm '{stop}'" in delivery.detail  # the path, quoted for a shell (it has a space)
     assert fakes.calls() == []
+
+
+async def test_a_stop_during_the_run_is_named_in_the_consult_hint(
+    repo: Path, fakes: FakeCLIs
+) -> None:
+    import anyio
+
+    from review_loop.orchestrator.workflows.consult import consult_result
+
+    fakes.script(claude=[{"mode": "hang"}])
+    stop = repo / ".review-handoff" / "STOP"
+    stop.parent.mkdir(parents=True)
+
+    async def press_stop() -> None:
+        while not fakes.calls():
+            await anyio.sleep(0.05)
+        stop.write_text("")
+
+    async with (
+        open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d,
+        anyio.create_task_group() as group,
+    ):
+        group.start_soon(press_stop)
+        delivery = await d.consult(request(repo))
+    assert delivery.reason == "STOP interrupt"
+    document = consult_result(delivery, None)
+    assert str(stop) in document["hint"] and "remove it" in document["hint"]

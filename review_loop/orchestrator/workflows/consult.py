@@ -241,7 +241,7 @@ def _explained(delivery: Delivery) -> dict[str, str]:
 
     state, reason = delivery.state.value, delivery.reason
     explained = {"summary": summary(state, delivery.peer, reason, delivery.interrupted)}
-    advice = hint(reason, delivery.detail, delivery.product, os.environ)
+    advice = hint(reason, delivery.detail, delivery.product, os.environ, delivery.cwd)
     if advice is not None:
         explained["hint"] = advice
     return explained
