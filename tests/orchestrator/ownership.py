@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -129,6 +130,7 @@ def kill_owner_mid_session(
         marker = str(record["marker"])
         assert wait_until(lambda: len(with_marker(marker)) >= marked)
         if leader_too:
+            owner.send_signal(signal.SIGSTOP)  # frozen: it cannot react to the leader's end
             leader = psutil.Process(int(str(record["pid"])))
             leader.kill()  # the supervisor, where there is one, or the CLI itself
             assert wait_until(lambda: not running(leader))
