@@ -26,7 +26,8 @@ GOLDEN = Path(__file__).with_name("golden")
 
 # The answers and the Fix Completion of the review-run tests, in the original's format.
 F2 = "| F2 | [非阻塞] | vague name | app.py:1 | app.py, lib.py | rename | reads well |"
-NONE = HEADER + "\n| (none) | — | — | — | — | — | — |"
+NONE_ROW = "| (none) | — | — | — | — | — | — |"
+NONE = HEADER + "\n" + NONE_ROW
 BASE_FILES = {"app.py": "def f(x):\n    return x[0]\n"}
 CHANGED = "def f(x):\n    return x[0] if x else None\n"
 
@@ -76,6 +77,11 @@ CONSULT = ("consult", "--repo={repo}", "--peer=claude", "--question-file={questi
 GARBAGE_DEVIATION = (
     "garbage output is DELIVERY_UNKNOWN (exit 2) in review-loop, advisory text in the "
     "original (docs/compatibility.md)"
+)
+ARCHIVED_DEVIATION = (
+    "the original refuses an archived --packet (exit 1, 'writes refuse archive'); review-loop "
+    "answers already_archived with evidenceCurrent (exit 0), a read-only report "
+    "(docs/compatibility.md)"
 )
 PWC_DEVIATION = (
     "review-loop defaults PASS_WITH_CONCERNS to 'fix it' (--completion pass); "
@@ -133,6 +139,18 @@ SCENARIOS = (
         {"claude": [{"mode": "garbage"}, {"mode": "not-logged-in"}]},
     ),
     Scenario(
+        "archived_continue_packet",
+        (
+            _s(*RUN),
+            _s(
+                *("run", "--continue", "--repo={repo}", "--packet={packet}"),
+                compare=False,
+                why=ARCHIVED_DEVIATION,
+            ),
+        ),
+        {"claude": [first(NONE_ROW, verdict="NO_FINDINGS")]},
+    ),
+    Scenario(
         "delivery_unknown",
         (_s(*RUN),),
         {"claude": [{"mode": "fail"}]},
@@ -140,7 +158,7 @@ SCENARIOS = (
 )
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z")
+_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}[:-]\d{2}[:-]\d{2}([.-]\d+)?Z")
 _STAMP = re.compile(r"\d{4}-\d{2}-\d{2}_\d{2}-\d{2}")
 _HEX = re.compile(r"\b[0-9a-f]{40}\b|\b[0-9a-f]{64}\b")
 _SLUG = re.compile(r"main--[0-9a-f]{12}")

@@ -132,3 +132,15 @@ def test_contract_resume_commands_split_into_an_argv(
         assert argv[0] == "claude" and "<uuid>" in argv and "&&" not in argv
     assert entry["cwd"] == "<repo>"
     assert entry["resumeInShell"]["interactive"].startswith("cd <repo> && claude")
+
+
+def test_contract_already_archived_carries_the_run_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The original's ``already_archived`` has ``state``; review-loop's keeps it (and adds)."""
+    (scenario,) = [s for s in SCENARIOS if s.name == "archived_continue_packet"]
+    ours, _ = _run_ours(scenario, tmp_path, monkeypatch)
+    code, document = ours[-1]
+    assert code == 0 and document["status"] == "already_archived"
+    assert document["state"]["lastVerdict"] == "NO_FINDINGS" and "packetHash" in document["state"]
+    assert document["evidenceCurrent"] is True

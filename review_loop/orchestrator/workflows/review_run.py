@@ -241,6 +241,7 @@ async def run_review(
             "round": state.get("round"),
             "evidence": state.get("evidence"),
             "evidenceCurrent": current,
+            "state": state,  # the original's key: the run state
             "message": "Packet already archived; start a new packet with run (no --continue)."
             + ("" if current else " Its verdict covers other code than the tree has now."),
         }
@@ -367,6 +368,7 @@ async def _run_locked(
             "status": "already_archived",
             "packetPath": str(ref.path),
             "packetId": ref.packet_id,
+            "state": state,  # the original's key: the run state
             "message": "Packet already archived.",
         }
     if not state:
