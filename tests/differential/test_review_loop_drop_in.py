@@ -144,3 +144,59 @@ def test_contract_already_archived_carries_the_run_state(
     assert code == 0 and document["status"] == "already_archived"
     assert document["state"]["lastVerdict"] == "NO_FINDINGS" and "packetHash" in document["state"]
     assert document["evidenceCurrent"] is True
+
+
+def test_contract_delivery_unknown_message_says_the_reason_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Reviewer invoke failed (no retry): <reason>`` as the original, the reason not doubled."""
+    repo = committed_repo(tmp_path / "repo", BASE_FILES)
+    (repo / "app.py").write_text(CHANGED)
+    fakes = FakeCLIs(tmp_path / "fakes")
+    for key, value in fakes.env().items():
+        monkeypatch.setenv(key, value)
+    (repo / ".review-handoff").mkdir()
+    (repo / ".review-handoff" / "STOP").write_text("")
+    out: list[str] = []
+    code = cli_run(["run", f"--repo={repo}", "--reviewer=claude"], stdout=out.append)
+    document = json.loads(out[0])
+    assert code == 2 and document["status"] == "DELIVERY_UNKNOWN", document
+    message = document["message"]
+    assert message.startswith("Reviewer invoke failed (no retry): "), message
+    reason = message.removeprefix("Reviewer invoke failed (no retry): ")
+    assert reason and f"{reason}: {reason}" not in message and fakes.calls() == []
+
+
+@pytest.mark.parametrize(("attempts", "said"), [(1, "(no retry)"), (2, "(2 attempts)")])
+def test_contract_delivery_unknown_message_counts_attempts_and_says_a_bare_reason_once(
+    tmp_path: Path, attempts: int, said: str
+) -> None:
+    """A reason without other detail is said once; "no retry" only after a single attempt."""
+    from review_loop.agents.models import DeliveryState
+    from review_loop.agents.records import Attempt, Delivery
+    from review_loop.orchestrator.workflows import review_run
+    from review_loop.orchestrator.workflows.review_store import PacketRef
+
+    ref = PacketRef(tmp_path, "main--0123456789ab", "2026-01-01_00-00-auto-loop", archived=False)
+    ref.runtime.mkdir(parents=True)
+    reason = "STOP interrupt (pre-spawn)"
+    attempt = Attempt(
+        product="claude",
+        peer="claude",
+        command=["claude"],
+        state=DeliveryState.NOT_SUBMITTED,
+        reason=reason,
+        detail=reason,
+    )
+    delivery = Delivery(
+        state=DeliveryState.DELIVERY_UNKNOWN,
+        peer="claude",
+        product="claude",
+        reason=reason,
+        detail=reason,
+        cwd=str(tmp_path),
+        attempts=[attempt] * attempts,
+    )
+    document = review_run._delivery_unknown(ref, {"round": 0}, delivery, 1)
+    assert document["message"] == f"Reviewer invoke failed {said}: {reason}"
+    assert document["state"]["pendingStage"] is None and document["state"]["round"] == 0

@@ -808,7 +808,10 @@ def _delivery_unknown(
         "code": "DELIVERY_UNKNOWN",
         "reason": delivery.reason,
         "delivery": delivery.state.value,
-        "message": f"Reviewer invoke failed (no retry): {said}"
+        # The original's words; "no retry" is true only when one attempt was made.
+        "message": "Reviewer invoke failed "
+        + ("(no retry)" if len(delivery.attempts) <= 1 else f"({len(delivery.attempts)} attempts)")
+        + f": {said}"
         + (" (during the correction round)" if correction else ""),
         "packetPath": str(ref.path),
         "packetId": ref.packet_id,
