@@ -1,7 +1,23 @@
-"""Product adapters: pure translators between requests and each CLI (see ``base``)."""
+"""Product adapters: pure translators between requests and each CLI (see ``base``).
 
-from review_loop.adapters.base import Adapter, SessionFile, SessionStore
-from review_loop.adapters.registry import get_adapter, is_product, known_products, product_names
+Names are imported on first use: the registry (``get_adapter``, ``known_products``...) is
+cheap, while ``base`` builds the pydantic vocabulary of :mod:`review_loop.agents.models`,
+which ``help`` and ``prefs`` never need (``docs/startup.md``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from review_loop.adapters.base import Adapter, SessionFile, SessionStore
+    from review_loop.adapters.registry import (
+        get_adapter,
+        is_product,
+        known_products,
+        product_names,
+    )
 
 __all__ = [
     "Adapter",
@@ -12,3 +28,19 @@ __all__ = [
     "known_products",
     "product_names",
 ]
+
+_WHERE = {
+    "Adapter": "review_loop.adapters.base",
+    "SessionFile": "review_loop.adapters.base",
+    "SessionStore": "review_loop.adapters.base",
+    "get_adapter": "review_loop.adapters.registry",
+    "is_product": "review_loop.adapters.registry",
+    "known_products": "review_loop.adapters.registry",
+    "product_names": "review_loop.adapters.registry",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'review_loop.adapters' has no attribute {name!r}")

@@ -10,9 +10,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator
 from functools import cache
+from typing import TYPE_CHECKING
 
-from review_loop.adapters.base import Adapter
 from review_loop.agents.errors import UnknownProductError
+
+if TYPE_CHECKING:  # base builds pydantic models: imported when an adapter is loaded
+    from review_loop.adapters.base import Adapter
 
 ENTRY_POINT_GROUP = "review_loop.adapters"
 
@@ -36,6 +39,8 @@ def _load(target: str) -> Adapter:
 
 
 def _as_adapter(obj: object, origin: str) -> Adapter:
+    from review_loop.adapters.base import Adapter
+
     if not isinstance(obj, Adapter):
         obj = obj() if callable(obj) else obj
     if not isinstance(obj, Adapter):

@@ -12,6 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from review_loop.agents.constants import ENV_NAME_PATTERN as ENV_NAME_PATTERN
+
 
 class Frozen(BaseModel):
     """Base for immutable value objects; unknown fields are a bug, not data."""
@@ -61,10 +63,6 @@ class Capabilities(Frozen):
     resumable: bool = True
     isolate_in_copy: bool = False
     """Run in a throw-away copy of ``cwd`` because the CLI has no read-only mode."""
-
-
-ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
-"""What an environment variable name may look like (POSIX portable names)."""
 
 
 class EnvPassthrough(Frozen):

@@ -16,6 +16,9 @@ reaper ended what was left, or found nothing left: its ``reason`` says which) or
 (the owner died before the process was recorded, or the record is untrusted and nothing
 was signalled); see ``docs/process-ownership.md``."""
 
+SESSION_FILE: Final = "reviewer-session.json"
+"""The file name of a :class:`SessionRecord` in its record directory."""
+
 INTERRUPTED: Final = "interrupted"
 """The ``reason`` of an attempt, and the ``status`` of a record, ended by cancellation."""
 

@@ -27,6 +27,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from review_loop.agents.constants import DEFAULT_ROUNDS as DEFAULT_ROUNDS
+
 # -- branch slug (origins §3.3) ---------------------------------------------------------
 
 _READABLE_MAX = 48
@@ -69,10 +71,6 @@ def valid_scope(scope: str) -> bool:
 
 
 # -- verdicts -----------------------------------------------------------------------------
-
-
-DEFAULT_ROUNDS = 3
-"""Review rounds a ``run`` may use unless ``--rounds`` says otherwise (as the original)."""
 
 
 class Verdict(StrEnum):

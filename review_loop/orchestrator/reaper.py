@@ -41,12 +41,12 @@ import anyio
 import psutil
 
 from review_loop.agents.models import DeliveryState
+from review_loop.agents.records import SESSION_FILE as SESSION_FILE
 from review_loop.agents.records import SessionRecord
 from review_loop.orchestrator import subreaper
 from review_loop.orchestrator.files import atomic_write_json, read_bytes, utc_now
 from review_loop.orchestrator.process import MARKER_ENV
 
-SESSION_FILE = "reviewer-session.json"
 MARKER_PATTERN = re.compile(r"[0-9a-f]{32}")
 """What ``process.run_process`` writes: ``uuid4().hex``."""
 START_TOLERANCE_S = 0.01

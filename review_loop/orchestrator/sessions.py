@@ -18,8 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from review_loop.adapters import Adapter, SessionFile, get_adapter, product_names
 from review_loop.agents.models import DeliveryState, StoredSession
-from review_loop.agents.records import SessionRecord
-from review_loop.orchestrator.dispatcher import SESSION_FILE
+from review_loop.agents.records import SESSION_FILE, SessionRecord
 from review_loop.orchestrator.files import read_bytes
 
 NOTE = (

@@ -2,31 +2,43 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from review_loop.agents.errors import PrefsError
-from review_loop.agents.models import ENV_NAME_PATTERN
 
-DEFAULT_ORDER: tuple[str, ...] = ("claude", "codex", "grok")
-# The host a review is assumed to run in when the caller does not say (the review skills
-# are Claude Code skills): `run` picks its default reviewer from the order without it.
-DEFAULT_HOST = "claude"
-DEFAULT_TIMEOUT_MS = 1_200_000  # 20 minutes, as the original review-loop
-# A deadline outside these bounds is a typo (seconds given as ms, or ms as s), never a wish:
-# below one second no reviewer can answer, above one day a hung one is never stopped.
-MIN_TIMEOUT_MS = 1_000
-MAX_TIMEOUT_MS = 86_400_000
-TIMEOUT_RANGE = (
-    f"an integer of milliseconds from {MIN_TIMEOUT_MS} (1 s) to {MAX_TIMEOUT_MS} (1 day)"
+# The defaults and bounds are plain constants (``help`` reads them without pydantic).
+from review_loop.prefs.defaults import (
+    ALIAS_RE,
+    DEFAULT_GRACE_MS,
+    DEFAULT_HOST,
+    DEFAULT_LIVENESS_MS,
+    DEFAULT_ORDER,
+    DEFAULT_TIMEOUT_MS,
+    ENV_NAME_RE,
+    MAX_TIMEOUT_MS,
+    MIN_TIMEOUT_MS,
+    TIMEOUT_RANGE,
+    is_skill_dir,
 )
-DEFAULT_GRACE_MS = 5_000
-DEFAULT_LIVENESS_MS = 30_000
-ALIAS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-ENV_NAME_RE = re.compile(ENV_NAME_PATTERN)
+
+__all__ = [
+    "ALIAS_RE",
+    "DEFAULT_GRACE_MS",
+    "DEFAULT_HOST",
+    "DEFAULT_LIVENESS_MS",
+    "DEFAULT_ORDER",
+    "DEFAULT_TIMEOUT_MS",
+    "ENV_NAME_RE",
+    "MAX_TIMEOUT_MS",
+    "MIN_TIMEOUT_MS",
+    "TIMEOUT_RANGE",
+    "PeerCommand",
+    "Prefs",
+    "ProductSet",
+]
 
 
 class ProductSet(Protocol):
@@ -87,7 +99,7 @@ class Prefs(BaseModel):
     @classmethod
     def _skill_dirs(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for entry in value:
-            if not (entry.startswith(("/", "~/")) or entry == "~") or "\0" in entry:
+            if not is_skill_dir(entry):
                 raise ValueError(
                     f"{entry!r} is not an absolute directory (accepted: /path or ~/path)"
                 )

@@ -6,18 +6,15 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from review_loop.agents.errors import PrefsError
-from review_loop.prefs.model import (
-    MAX_TIMEOUT_MS,
-    MIN_TIMEOUT_MS,
-    TIMEOUT_RANGE,
-    Prefs,
-    ProductSet,
-)
+from review_loop.prefs.defaults import MAX_TIMEOUT_MS, MIN_TIMEOUT_MS, TIMEOUT_RANGE
+
+if TYPE_CHECKING:  # the pydantic model is imported where a Prefs is built (docs/startup.md)
+    from pydantic import ValidationError
+
+    from review_loop.prefs.model import Prefs, ProductSet
 
 HOME_ENV = "REVIEW_LOOP_HOME"
 TIMEOUT_ENV = "REVIEW_LOOP_TIMEOUT_MS"
@@ -71,11 +68,34 @@ def timeout_override(value: str) -> int:
 
 def parse_prefs(data: Mapping[str, Any], *, source: str, known: ProductSet) -> Prefs:
     """Validate a prefs mapping; errors name ``source`` and the key."""
+    from pydantic import ValidationError
+
+    from review_loop.prefs.model import Prefs
+
     try:
         prefs = Prefs.model_validate(dict(data))
     except ValidationError as error:
         raise _describe(error, source) from None
     return prefs.check_products(known, source=source)
+
+
+def _read_file(path: Path, env: Mapping[str, str]) -> dict[str, Any]:
+    """The prefs file's TOML table; ``{}`` when there is no file."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as error:
+        where = f" (the state directory is {HOME_ENV}={env[HOME_ENV]})" if env.get(HOME_ENV) else ""
+        raise PrefsError(
+            str(path), f"cannot read prefs file: {error.strerror}{where}", _REPAIR
+        ) from None
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise PrefsError(
+            str(path), f"not valid TOML: {error}", f"a TOML table; {_REPAIR}"
+        ) from None
 
 
 def load_prefs(
@@ -96,23 +116,7 @@ def load_prefs(
     """
     env = os.environ if env is None else env
     path = prefs_path(env) if path is None else path
-    data: dict[str, Any] = {}
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raw = None
-    except OSError as error:
-        where = f" (the state directory is {HOME_ENV}={env[HOME_ENV]})" if env.get(HOME_ENV) else ""
-        raise PrefsError(
-            str(path), f"cannot read prefs file: {error.strerror}{where}", _REPAIR
-        ) from None
-    if raw is not None:
-        try:
-            data = tomllib.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-            raise PrefsError(
-                str(path), f"not valid TOML: {error}", f"a TOML table; {_REPAIR}"
-            ) from None
+    data = _read_file(path, env)
     try:
         prefs = parse_prefs(data, source=str(path), known=known)
     except PrefsError as error:  # the file's content: say how to start over
@@ -122,6 +126,31 @@ def load_prefs(
     if override is not None and override != "":
         prefs = prefs.model_copy(update={"timeoutMs": timeout_override(override)})
     return prefs
+
+
+def load_prefs_document(
+    known: ProductSet,
+    *,
+    path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """What ``load_prefs(...).model_dump(mode="json")`` returns, for commands that only read.
+
+    A file whose every value is plainly valid is read without building the pydantic model
+    (:mod:`review_loop.prefs.plain`); anything else goes through :func:`load_prefs`, whose
+    errors name the file and the key. Raises what :func:`load_prefs` raises.
+    """
+    from review_loop.prefs.plain import plain_prefs
+
+    env = os.environ if env is None else env
+    path = prefs_path(env) if path is None else path
+    document = plain_prefs(_read_file(path, env), known)
+    if document is None:
+        return load_prefs(known, path=path, env=env).model_dump(mode="json")
+    override = env.get(TIMEOUT_ENV)
+    if override is not None and override != "":
+        document["timeoutMs"] = timeout_override(override)
+    return document
 
 
 def save_prefs(prefs: Prefs, *, path: Path | None = None) -> Path:

@@ -26,7 +26,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Collect every command's usage lines."""
     from review_loop.adapters import product_names
-    from review_loop.agents.review import DEFAULT_ROUNDS
+    from review_loop.agents.constants import DEFAULT_ROUNDS
     from review_loop.orchestrator.cli import COMMANDS, load_command
     from review_loop.prefs import DEFAULT_GRACE_MS, DEFAULT_ORDER, DEFAULT_TIMEOUT_MS
 

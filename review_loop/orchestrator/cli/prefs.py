@@ -53,23 +53,35 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Apply the action; every write is validated first and written atomically."""
     from review_loop.adapters import known_products
     from review_loop.agents.errors import InputError
-    from review_loop.prefs import Prefs, load_prefs, prefs_path, save_prefs
-    from review_loop.prefs.store import parse_prefs
+    from review_loop.prefs import prefs_path
 
     path = prefs_path()
     known = known_products()
     action, values = args.action, list(args.values)
+    if action == "show":  # read-only: plain data, pydantic only for a file it must word
+        from review_loop.prefs.plain import defaults
+        from review_loop.prefs.store import load_prefs_document
+
+        if values:
+            raise InputError("prefs show", f"unexpected arguments {values}")
+        prefs = load_prefs_document(known)
+        return {
+            "ok": True,
+            "path": str(path),
+            "prefs": prefs,
+            "defaults": defaults(),
+            "changed": False,
+        }
+    from review_loop.prefs import Prefs, load_prefs, save_prefs
+    from review_loop.prefs.store import parse_prefs
+
     if action == "reset":
         # Never reads the file: reset is how a prefs.toml that cannot be read is repaired.
         current = stored = Prefs()
     else:
         current = load_prefs(known)
         stored = load_prefs(known, path=path, env={})  # without env overrides, for writing
-    if action == "show":
-        if values:
-            raise InputError("prefs show", f"unexpected arguments {values}")
-        changed = None
-    elif action == "reset":
+    if action == "reset":
         changed = Prefs()
     elif action == "set":
         if len(values) != 2 or values[0] not in SETTABLE:

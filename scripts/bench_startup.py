@@ -1,0 +1,235 @@
+"""Start-up benchmark: each quick command as a whole process, against the original when present.
+
+    .venv/bin/python scripts/bench_startup.py [--quick] [--rounds N] [--original PATH]
+
+``--original`` (or ``$REVIEW_LOOP_ORIGINAL``) is the original Node tool's
+``review-loop.mjs`` (``git -C adonis-skills archive e2acfae790e9
+skills/agentic-review-handoff/scripts | tar -x``), run with ``node``. Ours is the installed
+``review-loop`` console script. Each round runs every command, ours and the original's
+alternately (the order flips each round), so both see the same machine load; the ratio
+printed is the median of the per-round ratios (ours / original). Without the original the
+ratios are against baselines measured in the same run: ``python -c pass`` (the floor) and
+``python -c "from pydantic import BaseModel"`` (what importing pydantic alone costs).
+
+The original's equivalents: ``help``, ``sessions`` and ``consult`` are its own commands.
+It has no ``prefs``, ``ledger`` or ``evidence`` command: ``prefs show`` and ``ledger show``
+are compared with its ``help`` (its cheapest whole process: every module loaded, nothing
+read), ``evidence`` with its own evidence code run as a process (``resolveBaseSha`` and
+``freezeRoundEvidence`` of ``review-loop/evidence.mjs`` on the same change).
+
+The fake reviewer CLIs are instant shell scripts (one ``printf``), so a consult measures
+the tool, not the reviewer. Nothing here is a test: it prints figures, it asserts nothing
+about time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OURS = ROOT / ".venv" / "bin" / "review-loop"
+PYTHON = ROOT / ".venv" / "bin" / "python"
+SESSIONS = 2_000
+# ``codex exec --json`` as the real CLI prints it; ``--version`` answers the probe.
+INSTANT_CODEX = r"""#!/bin/sh
+case "$1" in --version) echo "codex-cli 0.50.0"; exit 0;; esac
+cat >/dev/null
+id=$(cat /proc/sys/kernel/random/uuid)
+printf '{"type":"thread.started","thread_id":"%s"}\n' "$id"
+printf '{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"ok"}}\n'
+printf '{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":1}}\n'
+"""
+ORIGINAL_EVIDENCE = """
+import { resolveBaseSha, freezeRoundEvidence } from %s;
+const repoRoot = process.argv[2];
+const baseSha = resolveBaseSha(repoRoot, "HEAD");
+const e = freezeRoundEvidence({ repoRoot, packetId: "bench/evidence", baseSha, round: 1 });
+process.stdout.write(JSON.stringify({ ok: true, baseSha, lineCount: e.lineCount }) + "\\n");
+"""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One quick command: our argv and the original's equivalent (``None``: none)."""
+
+    name: str
+    ours: list[str]
+    original: list[str] | None
+    equivalent: str
+
+
+def world(root: Path) -> tuple[dict[str, str], Path, Path]:
+    """A temp HOME, state dir and PATH with the instant fakes; a changed repo; a repo
+    holding ``SESSIONS`` session records (fields both tools read)."""
+    bin_dir = root / "bin"
+    bin_dir.mkdir()
+    for product in ("codex", "claude"):
+        exe = bin_dir / product
+        exe.write_text(INSTANT_CODEX)
+        exe.chmod(0o755)
+    home = root / "home"
+    home.mkdir()
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "HOME": str(home),
+        "REVIEW_LOOP_HOME": str(root / "state"),
+        "LANG": "C.UTF-8",
+    }
+    env.pop("XDG_CONFIG_HOME", None)
+    repo = root / "repo"
+    git = ["git", "-c", "user.email=b@example.com", "-c", "user.name=b"]
+    subprocess.run([*git, "init", "-q", "-b", "main", str(repo)], check=True)
+    (repo / "app.py").write_text("print('one')\n")
+    subprocess.run([*git, "-C", str(repo), "add", "app.py"], check=True)
+    subprocess.run([*git, "-C", str(repo), "commit", "-qm", "init"], check=True)
+    (repo / "app.py").write_text("print('two')\n")
+    many = root / "many"
+    subprocess.run([*git, "init", "-q", "-b", "main", str(many)], check=True)
+    runtime = many / ".review-handoff" / "runtime" / "main"
+    for i in range(SESSIONS):
+        record = runtime / f"s{i:05d}" / "reviewer-session.json"
+        record.parent.mkdir(parents=True)
+        record.write_text(
+            json.dumps(
+                {
+                    "product": "codex",
+                    "sessionId": f"00000000-0000-0000-0000-{i:012d}",
+                    "updated": f"2026-11-29T10:{i // 60 % 60:02d}:{i % 60:02d}.000Z",
+                }
+            )
+        )
+    return env, repo, many
+
+
+def cases(repo: Path, many: Path, original: Path | None, root: Path) -> list[Case]:
+    """The quick commands and the original's equivalents."""
+    evidence: list[str] | None = None
+    if original is not None:
+        module = (original.parent / "review-loop" / "evidence.mjs").as_uri()
+        script = root / "original-evidence.mjs"
+        script.write_text(ORIGINAL_EVIDENCE % json.dumps(module))
+        evidence = ["node", str(script), str(repo)]
+    node = ["node", str(original)] if original is not None else None
+
+    def theirs(*args: str) -> list[str] | None:
+        return [*node, *args] if node is not None else None
+
+    return [
+        Case("help", [str(OURS), "help"], theirs("help"), "its help"),
+        Case("prefs show", [str(OURS), "prefs", "show"], theirs("help"), "its help (no prefs)"),
+        Case(
+            "ledger show",
+            [str(OURS), "ledger", "show", "--repo", str(repo)],
+            theirs("help"),
+            "its help (no ledger)",
+        ),
+        Case(
+            f"sessions ({SESSIONS:,} records)",
+            [str(OURS), "sessions", "--repo", str(many)],
+            theirs("sessions", "--repo", str(many)),
+            "its sessions",
+        ),
+        Case(
+            "evidence",
+            [str(OURS), "evidence", "--repo", str(repo)],
+            evidence,
+            "its evidence.mjs as a process",
+        ),
+        Case(
+            "consult --peer codex",
+            [str(OURS), "consult", "--repo", str(repo), "--peer", "codex", "--question", "q"],
+            theirs("consult", "--repo", str(repo), "--peer", "codex", "--question", "q"),
+            "its consult",
+        ),
+    ]
+
+
+def timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+    """Seconds one whole process takes; its exit must say it worked (0) or ``ok: false`` (2)."""
+    start = time.perf_counter()
+    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True)
+    elapsed = time.perf_counter() - start
+    if done.returncode not in (0, 2):
+        raise SystemExit(f"{argv} failed ({done.returncode}): {done.stdout!r} {done.stderr!r}")
+    return elapsed
+
+
+def measure(
+    all_cases: list[Case], env: dict[str, str], repo: Path, rounds: int
+) -> dict[str, tuple[list[float], list[float]]]:
+    """Per case: our samples and the original's (empty without one), alternating."""
+    baselines = [
+        Case("python -c pass", [str(PYTHON), "-c", "pass"], None, ""),
+        Case("import pydantic", [str(PYTHON), "-c", "from pydantic import BaseModel"], None, ""),
+    ]
+    found: dict[str, tuple[list[float], list[float]]] = {}
+    for case in (*baselines, *all_cases):
+        found[case.name] = ([], [])
+    for case in (*baselines, *all_cases):  # warm the page cache and .pyc files once
+        timed(case.ours, env, repo)
+        if case.original is not None:
+            timed(case.original, env, repo)
+    for index in range(rounds):
+        for case in (*baselines, *all_cases):
+            ours, theirs = found[case.name]
+            if case.original is not None and index % 2:
+                theirs.append(timed(case.original, env, repo))
+            ours.append(timed(case.ours, env, repo))
+            if case.original is not None and not index % 2:
+                theirs.append(timed(case.original, env, repo))
+    return found
+
+
+def report(all_cases: list[Case], found: dict[str, tuple[list[float], list[float]]]) -> None:
+    """Medians in ms, and ratios: against the original, else against the baselines."""
+    floor = statistics.median(found["python -c pass"][0]) * 1000
+    pydantic = statistics.median(found["import pydantic"][0]) * 1000
+    print(f"baselines: python -c pass {floor:.0f} ms; + import pydantic {pydantic:.0f} ms")
+    for case in all_cases:
+        ours, theirs = found[case.name]
+        mine = statistics.median(ours) * 1000
+        if theirs:
+            ratio = statistics.median(a / b for a, b in zip(ours, theirs, strict=True))
+            print(
+                f"{case.name:<28} {mine:6.0f} ms   original ({case.equivalent}) "
+                f"{statistics.median(theirs) * 1000:6.0f} ms   ratio {ratio:.2f} (target <= 1.00)"
+            )
+        else:
+            print(
+                f"{case.name:<28} {mine:6.0f} ms   {mine / floor:.2f}x python -c pass, "
+                f"{mine / pydantic:.2f}x importing pydantic"
+            )
+    for name in ("help", "prefs show"):
+        mine = statistics.median(found[name][0]) * 1000
+        print(f"`{name}` median {mine:.0f} ms (target < 60 ms)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--rounds", type=int)
+    parser.add_argument("--original", default=os.environ.get("REVIEW_LOOP_ORIGINAL"))
+    args, _ = parser.parse_known_args()
+    rounds = args.rounds or (7 if args.quick else 21)
+    original = Path(args.original).resolve() if args.original else None
+    if original is not None and not original.is_file():
+        raise SystemExit(f"--original: {original} is not a file (the original review-loop.mjs)")
+    if original is None:
+        print("original not given (--original or REVIEW_LOOP_ORIGINAL): ratios vs baselines")
+    with tempfile.TemporaryDirectory() as tmp:
+        env, repo, many = world(Path(tmp))
+        all_cases = cases(repo, many, original, Path(tmp))
+        report(all_cases, measure(all_cases, env, repo, rounds))
+
+
+if __name__ == "__main__":
+    main()
