@@ -151,6 +151,19 @@ SCENARIOS = (
         {"claude": [first(NONE_ROW, verdict="NO_FINDINGS")]},
     ),
     Scenario(
+        "usage_errors",
+        (
+            _s("run", "--repo={repo}", "--intake", "--continue"),
+            _s("fix-completion", "--repo={repo}"),
+            _s("close", "--repo={repo}", "--packet=nope.md", "--reason=accept-concerns"),
+            _s("close", "--repo={repo}", "--packet=nope.md", "--reason=looks-fine"),
+            _s("sessions", "--repo={repo}", "--product=bard"),
+            _s("consult", "--repo={repo}", "--peer=claude"),
+            _s("consult", "--repo={repo}", "--peer=bard", "--question-file={question}"),
+            _s("frobnicate"),
+        ),
+    ),
+    Scenario(
         "delivery_unknown",
         (_s(*RUN),),
         {"claude": [{"mode": "fail"}]},

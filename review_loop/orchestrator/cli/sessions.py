@@ -21,17 +21,29 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """List sessions; read-only."""
     from review_loop.adapters import get_adapter
+    from review_loop.agents.errors import UnknownProductError
     from review_loop.orchestrator.cli.common import repo_from
     from review_loop.orchestrator.sessions import NOTE, list_sessions, session_document
 
+    unknown: str | None = None
     if args.product is not None:
-        get_adapter(args.product, field="--product")
+        try:
+            get_adapter(args.product, field="--product")
+        except UnknownProductError as error:
+            # As the original: a product no session can have lists none (exit 0); the
+            # warning says why.
+            unknown = str(error)
     repo = repo_from(args)
-    sessions = [session_document(item) for item in list_sessions(repo, args.product)]
-    return {
+    sessions = (
+        [] if unknown else [session_document(item) for item in list_sessions(repo, args.product)]
+    )
+    document = {
         "ok": True,
         "repoRoot": str(repo),
         "count": len(sessions),
         "sessions": sessions,
         "note": NOTE,
     }
+    if unknown:
+        document["warning"] = unknown
+    return document
