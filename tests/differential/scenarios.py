@@ -151,6 +151,17 @@ SCENARIOS = (
         {"claude": [first(NONE_ROW, verdict="NO_FINDINGS")]},
     ),
     Scenario(
+        "consults",
+        (_s(*CONSULT), _s(*CONSULT), _s(*CONSULT)),
+        {
+            "claude": [
+                {"mode": "ok", "text": "Ship it."},
+                {"mode": "not-logged-in"},
+                {"mode": "empty"},
+            ]
+        },
+    ),
+    Scenario(
         "usage_errors",
         (
             _s("run", "--repo={repo}", "--intake", "--continue"),
