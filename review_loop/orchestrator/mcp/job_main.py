@@ -23,6 +23,11 @@ OWNER_POLL_S = 0.25
 def _watch_owner(owner: int) -> None:
     while os.getppid() == owner:
         time.sleep(OWNER_POLL_S)
+    # Nobody reads our stdout and stderr any more: a write there would raise
+    # BrokenPipeError in the middle of the cleanup. They go to /dev/null instead.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
     os.kill(os.getpid(), signal.SIGTERM)
 
 

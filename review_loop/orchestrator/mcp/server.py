@@ -324,6 +324,43 @@ async def serve_stdio(protocol_out: int) -> None:
     out = anyio.wrap_file(TextIOWrapper(os.fdopen(protocol_out, "wb"), encoding="utf-8"))
     async with anyio.create_task_group() as group:
         await table.serve(group)
-        async with stdio_server(stdout=out) as (read, write):
+        lines: Any = StdinLines(0)  # the SDK iterates it as it would an AsyncFile
+        async with stdio_server(stdin=lines, stdout=out) as (read, write):
             await server.run(read, write, server.create_initialization_options())
         group.cancel_scope.cancel()  # the client is gone: stop every job
+
+
+class StdinLines:
+    """The protocol's input lines, read from descriptor ``fd`` without blocking a thread.
+
+    The SDK's own stdin reads lines in a worker thread, which a cancellation (a signal
+    stopping the server) has to wait for until the client sends a line: the server would
+    not exit. Here the wait is ``anyio.wait_readable``, which cancellation ends at once. A
+    descriptor that cannot be polled (a regular file) is read in a thread abandoned on
+    cancellation.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.pending = b""
+        self.eof = False
+
+    def __aiter__(self) -> StdinLines:
+        return self
+
+    async def __anext__(self) -> str:
+        while b"\n" not in self.pending and not self.eof:
+            chunk = await self._read()
+            self.eof = not chunk
+            self.pending += chunk
+        if not self.pending:
+            raise StopAsyncIteration
+        line, sep, self.pending = self.pending.partition(b"\n")
+        return (line + sep).decode("utf-8", "replace")
+
+    async def _read(self) -> bytes:
+        try:
+            await anyio.wait_readable(self.fd)
+        except OSError:  # not pollable (a regular file): a thread, abandoned if cancelled
+            return await anyio.to_thread.run_sync(os.read, self.fd, 65536, abandon_on_cancel=True)
+        return os.read(self.fd, 65536)
