@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -58,7 +58,6 @@ from review_loop.agents.converge import (
 from review_loop.agents.errors import InputError
 from review_loop.agents.evidence import Evidence
 from review_loop.agents.skills import SkillCheck
-from review_loop.orchestrator.dispatcher import Dispatcher
 from review_loop.orchestrator.files import atomic_write_bytes, utc_now
 from review_loop.orchestrator.git import ensure_layout, rev_parse
 from review_loop.orchestrator.trust import reporting, reporting_async
@@ -72,6 +71,9 @@ from review_loop.orchestrator.workflows.converge_store import (
     save_ledger,
     sha256_text,
 )
+
+if TYPE_CHECKING:  # ``ledger`` uses these gates without the dispatcher's imports
+    from review_loop.orchestrator.dispatcher import Dispatcher
 
 # -- preflight ------------------------------------------------------------------------------
 

@@ -36,17 +36,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from review_loop.agents.converge import Ledger
 from review_loop.agents.errors import InputError, StateError
-from review_loop.agents.records import Delivery
+from review_loop.agents.records import SESSION_FILE, Delivery
 from review_loop.orchestrator import state_auth
-from review_loop.orchestrator.dispatcher import SESSION_FILE, Dispatcher, PeerRequest
 from review_loop.orchestrator.files import append_line, atomic_write_json, read_bytes, utc_now
 from review_loop.orchestrator.trust import note_repo, note_untrusted
+
+if TYPE_CHECKING:  # ``ledger`` reads and writes the store without the dispatcher's imports
+    from review_loop.orchestrator.dispatcher import Dispatcher
 
 # MAC purposes: a MAC made for one kind of document never authenticates another.
 LEDGER_PURPOSE = "review-loop/converge-ledger/v1"
@@ -286,6 +288,8 @@ async def journaled_call(
     isolate: bool = False,
 ) -> dict[str, Any]:
     """Ask one peer; journal the start before the prompt is sent and the end on arrival."""
+    from review_loop.orchestrator.dispatcher import PeerRequest
+
     call_id = f"{journal.seq + 1:04d}-{stage}-{side}".replace(" ", "-").lower()
     record_dir = paths.call_dir(call_id)
     journal.append(
