@@ -1,0 +1,113 @@
+"""Contract tests of start-up: each quick command imports only what it needs.
+
+Hosts call ``review-loop`` many times per task, and each call pays its whole start-up
+(``docs/startup.md``). Each quick command runs here as a whole process under
+``python -X importtime``; the test fails when it imports a module on the command's
+forbidden list. A list, not a timer: the figures are ``scripts/bench_startup.py``'s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fakes import FakeCLIs
+from tests.gitrepo import committed_repo
+
+# What no read-only quick command needs: the async runtime, process control, logging
+# back-ends and the HTTP client are for commands that run reviewers.
+RUNTIME = {"anyio", "asyncio", "trio", "psutil", "structlog", "httpx"}
+DISPATCH = {
+    "review_loop.orchestrator.dispatcher",
+    "review_loop.orchestrator.process",
+    "review_loop.orchestrator.reaper",
+    "review_loop.orchestrator.subreaper",
+}
+# pydantic builds the shapes; help and prefs show print plain data and never need it.
+PYDANTIC = {"pydantic", "pydantic_core", "review_loop.agents.models", "review_loop.prefs.model"}
+OTHER_WORKFLOWS = {
+    "review_loop.agents.review",
+    "review_loop.agents.review_packet",
+    "review_loop.agents.converge",
+    "review_loop.agents.verification",
+    "review_loop.agents.verify_diff",
+    "review_loop.orchestrator.evidence",
+    "review_loop.orchestrator.workflows.review_run",
+    "review_loop.orchestrator.workflows.converge_gates",
+}
+
+FORBIDDEN: dict[str, set[str]] = {
+    "help": RUNTIME | DISPATCH | PYDANTIC | {"subprocess", "tomli_w"},
+    # built-in products only: no scan of installed distributions
+    "prefs show": RUNTIME | DISPATCH | PYDANTIC | {"subprocess", "tomli_w", "importlib.metadata"},
+    "sessions": RUNTIME | DISPATCH,
+    "evidence": RUNTIME | DISPATCH | {"review_loop.adapters.base", "review_loop.prefs.model"},
+    "ledger show": (RUNTIME - {"anyio"}) | DISPATCH,
+    "consult": {"trio", "httpx"} | OTHER_WORKFLOWS,
+}
+
+
+def imported_modules(argv: list[str], cwd: Path, env: dict[str, str]) -> set[str]:
+    """Every module one whole ``review-loop`` process imports (``-X importtime``)."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "review_loop", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, (done.stdout, done.stderr[-2000:])
+    assert json.loads(done.stdout)["ok"] is True  # the command did its work
+    lines = [line for line in done.stderr.splitlines() if line.startswith("import time:")]
+    return {line.rsplit("|", 1)[1].strip() for line in lines[1:]}  # [0] is the header
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A repository with a change, a recorded session, and fake CLIs first on PATH."""
+    repo = committed_repo(tmp_path / "repo", {"app.py": "print(1)\n"})
+    (repo / "app.py").write_text("print(2)\n")
+    record = repo / ".review-handoff" / "runtime" / "main" / "p1" / "reviewer-session.json"
+    record.parent.mkdir(parents=True)
+    record.write_text(
+        json.dumps({"product": "codex", "sessionId": "s-1", "updated": "2026-11-29T10:00:00Z"})
+    )
+    fakes = FakeCLIs(tmp_path / "fakes")
+    fakes.script(codex=[{"mode": "ok", "text": "ok"}])
+    return repo, fakes.env(dict(os.environ))
+
+
+ARGV = {
+    "help": ["help"],
+    "prefs show": ["prefs", "show"],
+    "sessions": ["sessions"],
+    "evidence": ["evidence"],
+    "ledger show": ["ledger", "show"],
+    "consult": ["consult", "--peer", "codex", "--question", "Ship it?"],
+}
+
+
+@pytest.mark.parametrize("command", list(FORBIDDEN))
+def test_contract_quick_commands_import_only_what_they_need(
+    command: str, world: tuple[Path, dict[str, str]]
+) -> None:
+    repo, env = world
+    imported = imported_modules(ARGV[command], repo, env)
+    assert "review_loop.orchestrator.cli" in imported  # the list is real, not empty
+    unneeded = sorted(FORBIDDEN[command] & imported)
+    assert not unneeded, f"`review-loop {command}` imports {unneeded} (docs/startup.md)"
+
+
+def test_contract_prefs_show_with_a_prefs_file_stays_without_pydantic(
+    world: tuple[Path, dict[str, str]], user_state: Path
+) -> None:
+    repo, env = world
+    (user_state / "prefs.toml").write_text('order = ["codex", "claude"]\ntimeoutMs = 60000\n')
+    imported = imported_modules(["prefs", "show"], repo, env)
+    assert not PYDANTIC & imported
