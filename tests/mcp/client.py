@@ -23,10 +23,12 @@ async def connected(env: dict[str, str], errlog: Path) -> AsyncIterator[ClientSe
         command=sys.executable, args=["-m", "review_loop", "mcp"], env=env
     )
     with errlog.open("a") as err:
-        async with stdio_client(params, errlog=err) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                yield session
+        async with (
+            stdio_client(params, errlog=err) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            yield session
 
 
 def structured(result: CallToolResult) -> dict[str, Any]:
