@@ -1,0 +1,68 @@
+"""End to end: the real claude CLI is the MCP client of ``review-loop mcp``.
+
+claude is registered with the server through ``--mcp-config`` (``--strict-mcp-config``: no
+other server), and the fake model API makes it call the ``consult`` tool. The server runs
+the real dispatcher, which asks a fake reviewer CLI (``tests/fakes``); the reviewer's answer
+comes back through the protocol, into claude's next model turn, and out as claude's result.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.e2e.helpers import run
+from tests.fakes import FakeCLIs
+from tests.fakes.model_api import FakeModelAPI, Reply, cli_env
+from tests.faults.harness import write_prefs
+
+CliBin = Callable[[str], Path]
+TOOL = "mcp__review-loop__consult"
+
+
+def test_claude_calls_consult_over_mcp_and_gets_the_reviewers_answer(
+    cli_bin: CliBin,
+    model_api: FakeModelAPI,
+    cli_home: Path,
+    git_repo: Path,
+    user_state: Path,
+    tmp_path: Path,
+) -> None:
+    fakes = FakeCLIs(tmp_path / "fakes")
+    fakes.script(codex=[{"mode": "ok", "text": "the fake codex says: ship it"}])
+    write_prefs(user_state)
+    config = tmp_path / "mcp.json"
+    server_env = fakes.env(path_only=True)
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "review-loop": {
+                        "command": sys.executable,
+                        "args": ["-m", "review_loop", "mcp"],
+                        "env": server_env,
+                    }
+                }
+            }
+        )
+    )
+    arguments = {
+        "repo": str(git_repo),
+        "question": "Is the README right?",
+        "peers": ["codex"],
+        "wait_seconds": 60,
+    }
+    model_api.script(Reply.tool_then(TOOL, arguments, then=None))
+    argv = [cli_bin("claude"), "-p", "--output-format", "json"]
+    argv += ["--mcp-config", str(config), "--strict-mcp-config", "--allowedTools", TOOL]
+    ran = run(argv, env=cli_env("claude", model_api, cli_home), cwd=git_repo, stdin="review")
+
+    assert ran.returncode == 0, ran.describe()
+    result = ran.json()["result"]
+    assert "the fake codex says: ship it" in result, result
+    assert [t.reply for t in model_api.turns("anthropic")] == ["tool", "text"]
+    assert [call["product"] for call in fakes.calls()] == ["codex"]
+    offered = json.dumps(model_api.turns("anthropic")[0].body)
+    assert TOOL in offered  # claude listed the server's tools to the model
