@@ -71,6 +71,18 @@ def user_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
     """Point all user state (prefs, records) at a fresh directory."""
     home = tmp_path_factory.mktemp("review-loop-home")
     monkeypatch.setenv("REVIEW_LOOP_HOME", str(home))
+    # Never the real $HOME: a CLI's --version, git, or a scan of the CLIs' session stores
+    # under ~ sees a throw-away home. git's identity came from ~/.gitconfig: keep commits
+    # working without it.
+    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+    for name, value in (
+        ("GIT_AUTHOR_NAME", "review-loop tests"),
+        ("GIT_AUTHOR_EMAIL", "tests@review-loop.invalid"),
+        ("GIT_COMMITTER_NAME", "review-loop tests"),
+        ("GIT_COMMITTER_EMAIL", "tests@review-loop.invalid"),
+    ):
+        if name not in os.environ:
+            monkeypatch.setenv(name, value)
     # The skills preflight resolves (seed 004) are installed for every test's user; tests of
     # skill resolution remove this and build their own host directories.
     skills = install_skills(tmp_path_factory.mktemp("skills"))

@@ -32,3 +32,15 @@ def test_cli_start_up_does_not_import_the_dispatcher_for_light_commands() -> Non
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_tests_never_see_the_real_home() -> None:
+    """Every test runs with a throw-away HOME (tests/conftest.py), so nothing a test starts
+    can write into the user's real home directory."""
+    import os
+    import pwd
+
+    real = pwd.getpwuid(os.getuid()).pw_dir
+    home = Path(os.environ["HOME"])
+    assert home != Path(real) and not Path(real).is_relative_to(home)
+    assert home.is_dir() and list(home.iterdir()) == []
