@@ -419,6 +419,12 @@ offline (review-loop's own stand-in reviewer; its answers say they are simulated
 State: REVIEW_LOOP_HOME (default $XDG_CONFIG_HOME/review-loop)."""
 
 
+def _page(name: str) -> Page:
+    """The command's page; a command without one still gets its synopsis (the contract test
+    ``tests/test_cli_help.py`` fails until it has a page)."""
+    return PAGES.get(name) or Page("(no description yet)", (), (f"review-loop {name} ...",))
+
+
 def version() -> str:
     """The installed distribution's version (the package's own, read from its metadata)."""
     from importlib.metadata import PackageNotFoundError
@@ -456,7 +462,7 @@ def overview(commands: Sequence[str]) -> str:
         "Commands:",
     ]
     for name in commands:
-        first = PAGES[name].summary.split(". ")[0].rstrip(".")
+        first = _page(name).summary.split(". ")[0].rstrip(".")
         lines.append(_wrap(f"{name.ljust(width)}  {first}", 2, hang=width + 4))
     lines += ["", "'review-loop help' prints the same as JSON for agents.", _FOOTER]
     return "\n".join(lines)
@@ -464,7 +470,7 @@ def overview(commands: Sequence[str]) -> str:
 
 def command_help(name: str, usage: Sequence[str]) -> str:
     """``review-loop NAME --help``: synopsis, description, flags with defaults, examples."""
-    page = PAGES[name]
+    page = _page(name)
     lines = ["Usage:"]
     lines += [f"  {line}" for line in usage]
     lines += ["", _wrap(page.summary, 0)]
