@@ -265,3 +265,23 @@ def _holds(error: BaseException, kind: type[BaseException]) -> bool:
     return isinstance(error, BaseExceptionGroup) and any(
         _holds(inner, kind) for inner in error.exceptions
     )
+
+
+def test_contract_no_other_command_imports_the_sdk(repo: Path, env: dict[str, str]) -> None:
+    # The SDK (and its HTTP stack) costs start-up time; only `review-loop mcp` may pay it.
+    probe = (
+        "import sys\n"
+        "from review_loop.orchestrator.cli import run\n"
+        "for argv in (['sessions', '--repo', sys.argv[1]], ['mcp', '--help'], ['help']):\n"
+        "    run(argv, stdout=lambda text: None)\n"
+        "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", probe, str(repo)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+        check=True,
+    )
+    assert ran.stdout.strip() == "[]", ran.stdout

@@ -404,6 +404,19 @@ PAGES: dict[str, Page] = {
         ),
         ("review-loop shim spx --dir ~/.local/bin",),
     ),
+    "mcp": Page(
+        "Serve the commands as MCP tools on stdio for a coding host (consult, run, preflight, "
+        "converge as jobs polled with job_wait; sessions, evidence, fix_completion, close). "
+        "Register it once with your host; see docs/mcp.md.",
+        (
+            Flag(
+                "(no options)",
+                "stdin and stdout carry the protocol; every tool names its repo; progress "
+                "and the closing document go to stderr",
+            ),
+        ),
+        ("claude mcp add -s user review-loop -- review-loop mcp",),
+    ),
     "help": Page(
         "Print the JSON document agents read: every synopsis, defaults and exit codes.",
         (),
