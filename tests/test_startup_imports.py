@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from review_loop.adapters import registry
 from tests.fakes import FakeCLIs
 from tests.gitrepo import committed_repo
 
@@ -42,7 +43,8 @@ OTHER_WORKFLOWS = {
 }
 
 FORBIDDEN: dict[str, set[str]] = {
-    "help": RUNTIME | DISPATCH | PYDANTIC | {"subprocess", "tomli_w"},
+    # no distribution declares review_loop.adapters here: no scan of installed distributions
+    "help": RUNTIME | DISPATCH | PYDANTIC | {"subprocess", "tomli_w", "importlib.metadata"},
     # built-in products only: no scan of installed distributions
     "prefs show": RUNTIME | DISPATCH | PYDANTIC | {"subprocess", "tomli_w", "importlib.metadata"},
     "sessions": RUNTIME | DISPATCH,
@@ -111,3 +113,17 @@ def test_contract_prefs_show_with_a_prefs_file_stays_without_pydantic(
     (user_state / "prefs.toml").write_text('order = ["codex", "claude"]\ntimeoutMs = 60000\n')
     imported = imported_modules(["prefs", "show"], repo, env)
     assert not PYDANTIC & imported
+
+
+def test_contract_the_cheap_look_for_third_party_adapters_defers_what_it_cannot_see(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert registry._group_may_be_declared() is False  # nothing here declares the group
+    dist = tmp_path / "site" / "acme-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "entry_points.txt").write_text("[review_loop.adapters]\nacme = acme:ADAPTER\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    assert registry._group_may_be_declared() is True
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "archive.zip")])
+    (tmp_path / "archive.zip").write_bytes(b"PK")  # a zip on the path: importlib decides
+    assert registry._group_may_be_declared() is True
