@@ -306,13 +306,18 @@ def _reclaim(runtime: Path, lock: Path, token: str) -> None:
             owner = read_bytes(lock / "owner").decode("utf-8")
         except (FileNotFoundError, NotADirectoryError):
             owner = ""
+        stale = True
         if not owner.strip():
             try:
                 age = time.time() - lock.stat().st_mtime
             except FileNotFoundError:
-                age = LOCK_GRACE_S  # released meanwhile: free to take
-            if age < LOCK_GRACE_S:
-                raise _held("packet lock held (owner not published yet)")
+                # Released meanwhile: there is nothing stale to remove. Removing the path
+                # now could remove a fresh lock a publisher (who takes no flock) has just
+                # made, and two processes would hold the packet.
+                stale = False
+            else:
+                if age < LOCK_GRACE_S:
+                    raise _held("packet lock held (owner not published yet)")
         else:
             lines = owner.splitlines()
             try:
@@ -321,7 +326,8 @@ def _reclaim(runtime: Path, lock: Path, token: str) -> None:
                 pid = 0
             if _pid_alive(pid):
                 raise _held(f"packet lock held by pid {pid}")
-        remove_tree(lock)
+        if stale:
+            remove_tree(lock)
         try:
             _publish(lock, token)
         except FileExistsError:
