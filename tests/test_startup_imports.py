@@ -1,9 +1,9 @@
 """Contract tests of start-up: each quick command imports only what it needs.
 
 Hosts call ``review-loop`` many times per task, and each call pays its whole start-up
-(``docs/startup.md``). Each quick command runs here as a whole process under
-``python -X importtime``; the test fails when it imports a module on the command's
-forbidden list. A list, not a timer: the figures are ``scripts/bench_startup.py``'s.
+(``docs/startup.md``). Each quick command runs here as a whole process; the test fails when,
+at its exit, a module on the command's forbidden list has been imported. A list, not a
+timer: the figures are ``scripts/bench_startup.py``'s.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from tests.gitrepo import committed_repo
 
 # What no read-only quick command needs: the async runtime, process control, logging
 # back-ends and the HTTP client are for commands that run reviewers.
-RUNTIME = {"anyio", "asyncio", "trio", "psutil", "structlog", "httpx"}
+# logging is imported when the first diagnostic is logged, not by to_stderr().
+RUNTIME = {"anyio", "asyncio", "trio", "psutil", "structlog", "httpx", "logging"}
 DISPATCH = {
     "review_loop.orchestrator.dispatcher",
     "review_loop.orchestrator.process",
@@ -44,20 +45,32 @@ OTHER_WORKFLOWS = {
 
 FORBIDDEN: dict[str, set[str]] = {
     # no distribution declares review_loop.adapters here: no scan of installed distributions
-    "help": RUNTIME | DISPATCH | PYDANTIC | {"subprocess", "tomli_w", "importlib.metadata"},
+    "help": RUNTIME | DISPATCH | PYDANTIC | {"subprocess", "tomllib", "importlib.metadata"},
     # built-in products only: no scan of installed distributions
     "prefs show": RUNTIME | DISPATCH | PYDANTIC | {"subprocess", "tomli_w", "importlib.metadata"},
     "sessions": RUNTIME | DISPATCH,
     "evidence": RUNTIME | DISPATCH | {"review_loop.adapters.base", "review_loop.prefs.model"},
-    "ledger show": (RUNTIME - {"anyio"}) | DISPATCH,
+    "ledger show": (RUNTIME - {"anyio"}) | DISPATCH,  # anyio's import alone is cheap
     "consult": {"trio", "httpx"} | OTHER_WORKFLOWS,
 }
 
 
+# Runs the command as ``python -m review_loop`` does and, at exit, writes ``sys.modules``:
+# ``-X importtime`` would miss a module loaded with importlib.import_module (lazy names).
+HARNESS = """
+import atexit, json, runpy, sys
+out = sys.argv[1]
+atexit.register(lambda: open(out, "w").write(json.dumps(sorted(sys.modules))))
+sys.argv = ["review-loop", *sys.argv[2:]]
+runpy.run_module("review_loop", run_name="__main__", alter_sys=True)
+"""
+
+
 def imported_modules(argv: list[str], cwd: Path, env: dict[str, str]) -> set[str]:
-    """Every module one whole ``review-loop`` process imports (``-X importtime``)."""
+    """Every module one whole ``review-loop`` process has imported when it exits."""
+    out = cwd.parent / "modules.json"
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "review_loop", *argv],
+        [sys.executable, "-c", HARNESS, str(out), *argv],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -66,8 +79,7 @@ def imported_modules(argv: list[str], cwd: Path, env: dict[str, str]) -> set[str
     )
     assert done.returncode == 0, (done.stdout, done.stderr[-2000:])
     assert json.loads(done.stdout)["ok"] is True  # the command did its work
-    lines = [line for line in done.stderr.splitlines() if line.startswith("import time:")]
-    return {line.rsplit("|", 1)[1].strip() for line in lines[1:]}  # [0] is the header
+    return set(json.loads(out.read_text()))
 
 
 @pytest.fixture

@@ -14,18 +14,27 @@ logger change, nothing at import. structlog is imported on first use.
 
 from __future__ import annotations
 
-import logging
 import sys
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import logging
 
 LOGGER_NAME = "review_loop"
+# ``to_stderr`` was called: the stderr handler is attached with the logger itself, so a
+# command that logs nothing never imports logging (docs/startup.md).
+_cli_stderr = False
 
 
 def _stdlib_logger() -> logging.Logger:
+    import logging
+
     logger = logging.getLogger(LOGGER_NAME)
     if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
         logger.addHandler(logging.NullHandler())  # silent unless the host configures it
+    if _cli_stderr:
+        _attach_stderr(logger)
     return logger
 
 
@@ -57,25 +66,31 @@ def to_stderr() -> None:
     """The command line's choice: every event, one line each, on stderr.
 
     Idempotent. The handler writes to whatever ``sys.stderr`` is when a line is logged.
+    Until something is logged, logging is not even imported (unless it already is).
     """
-    logger = _stdlib_logger()
+    global _cli_stderr
+    _cli_stderr = True
+    if "logging" in sys.modules:  # the logger may exist already: attach now
+        _stdlib_logger()
+
+
+def _attach_stderr(logger: logging.Logger) -> None:
+    import logging
+
     if any(getattr(h, "review_loop_cli", False) for h in logger.handlers):
         return
-    handler = _StderrHandler()
+
+    class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+        """A stream handler bound to the current ``sys.stderr`` (tests replace it)."""
+
+        review_loop_cli = True
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.stream = sys.stderr
+            super().emit(record)
+
+    handler = _StderrHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     logger.propagate = False  # the command owns its stderr; nothing printed twice
-
-
-class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """A stream handler bound to the current ``sys.stderr`` (tests replace it)."""
-
-    review_loop_cli = True
-
-    def __init__(self) -> None:
-        super().__init__(sys.stderr)
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.stream = sys.stderr
-        super().emit(record)

@@ -4,9 +4,9 @@ Stored as TOML in the user's state directory (``$REVIEW_LOOP_HOME`` relocates al
 state; otherwise ``$XDG_CONFIG_HOME/review-loop`` or ``~/.config/review-loop``), validated
 once at load with errors that name the key, and written atomically.
 
-The pydantic model (``Prefs``, ``PeerCommand``) is imported on first use: the defaults,
-the paths and the file reading are plain Python, so ``help`` and ``prefs show`` start
-without pydantic (``docs/startup.md``).
+Every name is imported on first use: the defaults, the paths and the file reading are plain
+Python and the pydantic model (``Prefs``, ``PeerCommand``) is built only when asked for, so
+``help`` and ``prefs show`` start without pydantic (``docs/startup.md``).
 """
 
 from __future__ import annotations
@@ -14,11 +14,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from review_loop.prefs.defaults import DEFAULT_GRACE_MS, DEFAULT_ORDER, DEFAULT_TIMEOUT_MS
-from review_loop.prefs.store import load_prefs, prefs_path, save_prefs, state_home
-
 if TYPE_CHECKING:
+    from review_loop.prefs.defaults import DEFAULT_GRACE_MS, DEFAULT_ORDER, DEFAULT_TIMEOUT_MS
     from review_loop.prefs.model import PeerCommand, Prefs
+    from review_loop.prefs.store import load_prefs, prefs_path, save_prefs, state_home
 
 __all__ = [
     "DEFAULT_GRACE_MS",
@@ -33,7 +32,20 @@ __all__ = [
 ]
 
 
+_WHERE = {
+    "DEFAULT_GRACE_MS": "defaults",
+    "DEFAULT_ORDER": "defaults",
+    "DEFAULT_TIMEOUT_MS": "defaults",
+    "PeerCommand": "model",
+    "Prefs": "model",
+    "load_prefs": "store",
+    "prefs_path": "store",
+    "save_prefs": "store",
+    "state_home": "store",
+}
+
+
 def __getattr__(name: str) -> Any:
-    if name in ("PeerCommand", "Prefs"):
-        return getattr(importlib.import_module("review_loop.prefs.model"), name)
+    if name in _WHERE:
+        return getattr(importlib.import_module(f"review_loop.prefs.{_WHERE[name]}"), name)
     raise AttributeError(f"module 'review_loop.prefs' has no attribute {name!r}")
