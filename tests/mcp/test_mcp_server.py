@@ -28,6 +28,7 @@ from tests.mcp.client import connected, server_process, structured
 
 pytestmark = pytest.mark.anyio
 
+AGREE = "## Disagreements\n- none\n\n## Human decisions\n- none\n\nPosition: AGREE"
 TOOLS = {
     "consult",
     "job_wait",
@@ -149,6 +150,73 @@ async def test_collaboration_consult_job_is_polled_and_answered(
     assert record_of(repo, "codex")["status"] == "finished"  # type: ignore[index]
 
 
+def cli_document(env: dict[str, str], *argv: str) -> tuple[int, dict[str, Any]]:
+    """``review-loop ARGV`` as a process: its exit code and its one document."""
+    ran = subprocess.run(
+        [sys.executable, "-m", "review_loop", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+        check=False,
+    )
+    return ran.returncode, json.loads(ran.stdout)
+
+
+async def finished(session: Any, result: Any) -> dict[str, Any]:
+    """The finished state of the job a tool started (polled with job_wait)."""
+    state = structured(result)
+    while state["state"] == "running":
+        state = structured(
+            await session.call_tool("job_wait", {"job_id": state["jobId"], "wait_seconds": 10})
+        )
+    return state
+
+
+async def test_collaboration_every_command_tool_runs_its_command(
+    env: dict[str, str], repo: Path, fakes: FakeCLIs, tmp_path: Path
+) -> None:
+    (repo / "a.txt").write_text("changed\n")
+    packet = {"repo": str(repo), "packet": "no-such-packet"}
+    async with connected(env, tmp_path / "server.err") as session:
+        evidence = structured(await session.call_tool("evidence", {"repo": str(repo)}))
+        review = await finished(
+            session,
+            await session.call_tool(
+                "run", {"repo": str(repo), "reviewer": "simulated", "wait_seconds": 60}
+            ),
+        )
+        fix = structured(await session.call_tool("fix_completion", {**packet, "body": "done"}))
+        closed = structured(
+            await session.call_tool("close", {**packet, "reason": "accept-concerns"})
+        )
+        (repo / "plan.md").write_text("# Plan\n- T1\n")
+        (repo / "host.md").write_text("## Scope\nT1\n\n" + AGREE + "\n")
+        fakes.script(any_=[{"mode": "ok", "text": "position\n\n" + AGREE}])
+        ready = await finished(
+            session, await session.call_tool("preflight", {"repo": str(repo), "host": "grok"})
+        )
+        converged = await finished(
+            session,
+            await session.call_tool(
+                "converge",
+                {"repo": str(repo), "plan": "plan.md", "host_position": "host.md", "host": "grok"},
+            ),
+        )
+    assert evidence["ok"] is True and evidence["status"] == "attested", evidence
+    assert review["exitCode"] == 0, review
+    assert review["document"]["verdict"] == "NO_FINDINGS"
+    fix_cli = cli_document(env, "fix-completion", "--repo", str(repo), "--packet",
+                           "no-such-packet", "--body", "done")  # fmt: skip
+    close_cli = cli_document(env, "close", "--repo", str(repo), "--packet", "no-such-packet",
+                             "--reason", "accept-concerns")  # fmt: skip
+    assert fix == fix_cli[1] and fix["ok"] is False, fix
+    assert closed == close_cli[1] and closed["ok"] is False, closed
+    assert ready["document"]["status"] == "ready", ready
+    assert converged["document"]["status"] == "converged", converged
+    assert converged["document"]["rounds"] == 1
+
+
 async def test_process_a_cancelled_job_ends_its_reviewer(
     env: dict[str, str], repo: Path, fakes: FakeCLIs, scanner: Scanner, tmp_path: Path
 ) -> None:
@@ -223,8 +291,9 @@ async def test_process_a_client_gone_mid_job_leaves_no_reviewer(
         )
         await until("the reviewer running", lambda: running(repo, "codex"))
         server = server_process(scanner)
-    # the client closed the server's stdin: the server stops its jobs and exits by itself
-    assert server.wait(timeout=WAIT_S) == 0
+    # The client closed the server's stdin: the server stops its jobs and exits by itself,
+    # printing its closing document (the SDK client kills a server still there after 2 s).
+    server.wait(timeout=WAIT_S)  # its exit code went to the SDK client, which reaped it
     assert scanner.survivors() == []
     assert record_of(repo, "codex")["status"] == "interrupted"  # type: ignore[index]
     assert unfinished(repo) == []

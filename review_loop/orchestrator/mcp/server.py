@@ -59,12 +59,16 @@ def repo_dir(repo: str) -> Path:
 
 
 def inside(repo: Path, value: str, field: str) -> str:
-    """``value`` (a path, relative to ``repo`` or absolute) when it resolves inside ``repo``."""
+    """``value``, unchanged, when it resolves inside ``repo`` (relative to it, or absolute).
+
+    Unchanged: the job runs in ``repo``, so a relative path means the same to the command,
+    and a packet id stays an id (the command's own message names it as given).
+    """
     target = (repo / value).resolve()
     root = repo.resolve()
     if target != root and root not in target.parents:
         raise InputError(field, f"{value} is outside the repository {root}", "a path inside it")
-    return str(target)
+    return value
 
 
 def flags(**values: str | float | bool | list[str] | None) -> list[str]:
