@@ -10,7 +10,6 @@ SIGTERM or killed with SIGKILL, the client gone mid-job: no reviewer survives (t
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -25,6 +24,7 @@ import pytest
 from tests.fakes import FakeCLIs
 from tests.faults.harness import WAIT_S, Scanner, record_of, unfinished
 from tests.mcp.client import connected, server_process, structured
+from tests.test_cli import run_cli
 
 pytestmark = pytest.mark.anyio
 
@@ -82,14 +82,7 @@ async def test_contract_a_refused_input_reads_as_the_cli_says_it(
     env: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
     args = ["--repo", str(repo), "--question", "Right?", "--peer", "nosuch"]
-    cli = subprocess.run(
-        [sys.executable, "-m", "review_loop", "consult", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=WAIT_S,
-        check=False,
-    )
+    cli_code, cli_document, _ = run_cli("consult", *args, env=env)
     async with connected(env, tmp_path / "server.err") as session:
         result = await session.call_tool(
             "consult",
@@ -100,10 +93,10 @@ async def test_contract_a_refused_input_reads_as_the_cli_says_it(
         outside = await session.call_tool(
             "close", {"repo": str(repo), "packet": "../elsewhere.md", "reason": "accept-concerns"}
         )
-    assert cli.returncode == 1
+    assert cli_code == 1
     assert state["state"] == "finished"
-    assert state["exitCode"] == cli.returncode
-    assert state["document"] == json.loads(cli.stdout)
+    assert state["exitCode"] == cli_code
+    assert state["document"] == cli_document
     assert "--peer: unknown product" in state["document"]["error"]
     assert relative.isError
     assert "repo: 'repo' is a relative path" in relative.content[0].text  # type: ignore[union-attr]
@@ -150,19 +143,6 @@ async def test_collaboration_consult_job_is_polled_and_answered(
     assert record_of(repo, "codex")["status"] == "finished"  # type: ignore[index]
 
 
-def cli_document(env: dict[str, str], *argv: str) -> tuple[int, dict[str, Any]]:
-    """``review-loop ARGV`` as a process: its exit code and its one document."""
-    ran = subprocess.run(
-        [sys.executable, "-m", "review_loop", *argv],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=WAIT_S,
-        check=False,
-    )
-    return ran.returncode, json.loads(ran.stdout)
-
-
 async def finished(session: Any, result: Any) -> dict[str, Any]:
     """The finished state of the job a tool started (polled with job_wait)."""
     state = structured(result)
@@ -206,10 +186,9 @@ async def test_collaboration_every_command_tool_runs_its_command(
     assert evidence["ok"] is True and evidence["status"] == "attested", evidence
     assert review["exitCode"] == 0, review
     assert review["document"]["verdict"] == "NO_FINDINGS"
-    fix_cli = cli_document(env, "fix-completion", "--repo", str(repo), "--packet",
-                           "no-such-packet", "--body", "done")  # fmt: skip
-    close_cli = cli_document(env, "close", "--repo", str(repo), "--packet", "no-such-packet",
-                             "--reason", "accept-concerns")  # fmt: skip
+    where = ["--repo", str(repo), "--packet", "no-such-packet"]
+    fix_cli = run_cli("fix-completion", *where, "--body", "done", env=env)
+    close_cli = run_cli("close", *where, "--reason", "accept-concerns", env=env)
     assert fix == fix_cli[1] and fix["ok"] is False, fix
     assert closed == close_cli[1] and closed["ok"] is False, closed
     assert ready["document"]["status"] == "ready", ready
