@@ -49,7 +49,8 @@ FORBIDDEN: dict[str, set[str]] = {
     # built-in products only: no scan of installed distributions
     "prefs show": RUNTIME | DISPATCH | PYDANTIC | {"subprocess", "tomli_w", "importlib.metadata"},
     "sessions": RUNTIME | DISPATCH,
-    "evidence": RUNTIME | DISPATCH | {"review_loop.adapters.base", "review_loop.prefs.model"},
+    # the fields it computed are printed as they are: no model built (and no adapters)
+    "evidence": RUNTIME | DISPATCH | PYDANTIC | {"review_loop.adapters.base"},
     "ledger show": (RUNTIME - {"anyio"}) | DISPATCH,  # anyio's import alone is cheap
     "consult": {"trio", "httpx"} | OTHER_WORKFLOWS,
 }

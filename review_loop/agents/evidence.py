@@ -12,7 +12,10 @@ equal to ours.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the pydantic model, built on first use (``docs/startup.md``)
+    from review_loop.agents.evidence_model import Evidence as Evidence
 
 # ECMAScript WhiteSpace + LineTerminator: what ``\s`` and ``String.prototype.trim`` strip.
 # Differs from Python's ``str.isspace`` (no U+001C..U+001F or U+0085; has U+FEFF).
@@ -20,34 +23,6 @@ JS_WHITESPACE = (
     "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
     "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
-
-
-class Evidence(BaseModel):
-    """A fingerprint of the working tree against a base commit.
-
-    Attributes:
-        baseSha: the full sha of the base commit.
-        pathFilter: the normalized ``--paths`` filter, or ``None`` for the whole tree.
-        digest: sha256 (hex) of the evidence diff text.
-        coveredPaths: every changed tracked path and untracked path, normalized.
-        sourceRound: the review round this evidence was frozen for, if any.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    baseSha: str
-    pathFilter: list[str] | None
-    digest: str
-    coveredPaths: list[str]
-    sourceRound: int | None = None
-
-    def same_snapshot(self, other: Evidence) -> bool:
-        """True when both describe the same tree: ``baseSha + pathFilter + digest`` only."""
-        return (
-            self.baseSha == other.baseSha
-            and self.pathFilter == other.pathFilter
-            and self.digest == other.digest
-        )
 
 
 def js_trim(text: str) -> str:
@@ -93,3 +68,13 @@ def normalize_path_filter(paths: str | list[str] | None) -> list[str] | None:
     if not seen:
         return None
     return sorted(seen, key=js_sort_key)
+
+
+def __getattr__(name: str) -> Any:
+    # ``Evidence`` lives in evidence_model: the ``evidence`` command prints the fields it
+    # computed without building the model; every other importer gets it here, unchanged.
+    if name == "Evidence":
+        from review_loop.agents.evidence_model import Evidence
+
+        return Evidence
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

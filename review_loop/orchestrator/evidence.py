@@ -56,15 +56,14 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any
 
 from review_loop.agents.errors import InputError, ReviewLoopError
-from review_loop.agents.evidence import (
-    JS_WHITESPACE,
-    Evidence,
-    normalize_path_filter,
-)
+from review_loop.agents.evidence import JS_WHITESPACE, normalize_path_filter
 from review_loop.orchestrator.git import rev_parse
+
+if TYPE_CHECKING:  # built where a caller needs the model (``evidence`` prints plain fields)
+    from review_loop.agents.evidence_model import Evidence
 
 __all__ = [
     "EvidenceSnapshot",
@@ -221,6 +220,35 @@ def snapshot_evidence(
     fast: bool = True,
 ) -> EvidenceSnapshot:
     """Compute the evidence; ``fast=False`` runs the original's commands one by one."""
+    from review_loop.agents.evidence_model import Evidence
+
+    fields, text, stats = _computed(repo, base, paths, keep_text=keep_text, fast=fast)
+    evidence = Evidence(**fields, sourceRound=source_round)
+    return EvidenceSnapshot(evidence=evidence, diff_text=text, stats=stats)
+
+
+def evidence_document(
+    repo: Path, base: str = "HEAD", paths: str | list[str] | None = None
+) -> dict[str, Any]:
+    """``attest_evidence(repo, base, paths).model_dump()``, without building the model.
+
+    The ``evidence`` command prints only this. The fields are computed here from git's
+    output, so they are trusted and not validated again; the keys are in the model's field
+    order (a contract test checks both against the model).
+    """
+    fields, _, _ = _computed(repo, base, paths, keep_text=False, fast=True)
+    return {**fields, "sourceRound": None}
+
+
+def _computed(
+    repo: Path,
+    base: str,
+    paths: str | list[str] | None,
+    *,
+    keep_text: bool,
+    fast: bool,
+) -> tuple[dict[str, Any], str | None, EvidenceStats]:
+    """The evidence's fields but ``sourceRound``, the diff text (when kept) and the stats."""
     base_sha = rev_parse(repo, base or "HEAD", field="--base")
     path_filter = normalize_path_filter(paths)
     stats = EvidenceStats()
@@ -238,14 +266,8 @@ def snapshot_evidence(
     _untracked_chunks(repo, base_sha, untracked, writer, stats, fast=fast)
     digest, text = writer.finish()
     covered = normalize_path_filter(list(dict.fromkeys([*tracked, *untracked]))) or []
-    evidence = Evidence(
-        baseSha=base_sha,
-        pathFilter=path_filter,
-        digest=digest,
-        coveredPaths=covered,
-        sourceRound=source_round,
-    )
-    return EvidenceSnapshot(evidence=evidence, diff_text=text, stats=stats)
+    fields = {"baseSha": base_sha, "pathFilter": path_filter, "digest": digest}
+    return {**fields, "coveredPaths": covered}, text, stats
 
 
 # --- the diff text ---------------------------------------------------------------------

@@ -27,11 +27,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Compute the evidence (streamed: the diff text is hashed, never held or written)."""
     from review_loop.agents.errors import InputError
-    from review_loop.orchestrator.evidence import attest_evidence
+    from review_loop.orchestrator.evidence import evidence_document
     from review_loop.orchestrator.git import repo_root
 
     base = args.base
     if not base.strip():
         raise InputError("--base", "is empty", "a commit, branch or tag (default HEAD)")
-    evidence = attest_evidence(repo_root(args.repo), base, args.paths)
-    return {"ok": True, "status": "attested", "evidence": evidence.model_dump()}
+    # the fields as computed, without the pydantic model (docs/startup.md)
+    evidence = evidence_document(repo_root(args.repo), base, args.paths)
+    return {"ok": True, "status": "attested", "evidence": evidence}
