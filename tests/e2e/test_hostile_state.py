@@ -14,7 +14,8 @@ against the fake model API:
   records and marked each ``lost`` as untrusted; the victim's process group and
   review-loop's caller (a shell in review-loop's own process group) are alive afterwards;
   nothing outside the clone changed (the link targets included); no canary fired;
-- ``run --continue`` with the real codex does not return the forged PASS: the model API got
+- ``run --continue`` (alone, and naming the forged archive with ``--packet``) with the real
+  codex does not return the forged PASS: the model API got
   the review request, the result is the reviewer's own verdict on a new packet, and it names
   the forged run state as untrusted and the committed files as tracked;
 - ``ledger gate --gate agentic-review --result PASS`` is ``GATE_UNPROVEN``, the forged ledger
@@ -191,33 +192,30 @@ def test_consult_in_the_hostile_clone_answers_and_harms_nothing(
     assert ran.returncode == 0 and doc["ok"] is True, ran.describe()
     assert doc["text"] == f"Reviewed by {product}: nothing to add.", doc
     assert peer.api.turns(), "no request reached the model"
-    assert_records_untrusted(hostile)
     assert_unharmed(hostile, before)
+    assert_records_untrusted(hostile)
     assert_nothing_left(peer)
 
 
 # ----------------------------------------------------------------------------- verdicts
 
 
+@pytest.mark.parametrize("named", [False, True], ids=["continue", "continue-packet"])
 def test_run_continue_in_the_clone_asks_the_reviewer_instead_of_the_forged_pass(
+    named: bool,
     peer_for: PeerFor,  # noqa: F811
     hostile: Hostile,
 ) -> None:
     peer = peer_for("codex", repo=hostile.clone)
     peer.api.script(BLOCKED)
     forged_state = hostile.in_clone(hostile.forged.state)
+    packet = ["--packet", hostile.forged.packet_id] if named else []  # the forged archive itself
     before = hostile.snapshot()
 
     ran, doc = review_loop_in_caller(
-        peer,
-        hostile.clone,
-        "run",
-        "--continue",
-        "--reviewer",
-        "codex",
-        "--repo",
-        str(hostile.clone),
-    )
+        peer, hostile.clone, "run", "--continue", *packet, "--reviewer", "codex",
+        "--repo", str(hostile.clone),
+    )  # fmt: skip
 
     assert doc.get("verdict") != "PASS" and doc.get("status") != "already_archived", doc
     assert len(peer.api.turns()) == 1, "the review needs a real reviewer call"
@@ -230,8 +228,8 @@ def test_run_continue_in_the_clone_asks_the_reviewer_instead_of_the_forged_pass(
     assert doc["packetId"] != hostile.forged.packet_id
     assert {"path": str(forged_state), "reason": "no valid MAC"} in doc["untrusted"], doc
     assert str(forged_state.relative_to(hostile.clone)) in doc["tracked"], doc["tracked"]
-    assert_records_untrusted(hostile)
     assert_unharmed(hostile, before)
+    assert_records_untrusted(hostile)
     assert_nothing_left(peer)
 
 
@@ -294,8 +292,8 @@ async def test_embedded_consult_in_the_hostile_clone(
 
     assert delivery.ok and delivery.reply is not None, delivery
     assert delivery.reply.text == "Reviewed in process: nothing to add."
+    assert_unharmed(hostile, before)
     assert len(reaped) == len(hostile.forged.records) - 1, reaped  # the linked one unread
     assert {r.status for r in reaped} == {"lost"}, reaped
     assert_records_untrusted(hostile)
-    assert_unharmed(hostile, before)
     assert_nothing_left(peer)
