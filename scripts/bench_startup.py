@@ -1,6 +1,7 @@
 """Start-up benchmark: each quick command as a whole process, against the original when present.
 
     .venv/bin/python scripts/bench_startup.py [--quick] [--rounds N] [--original PATH]
+        [--ours PATH]
 
 ``--original`` (or ``$REVIEW_LOOP_ORIGINAL``) is the original Node tool's
 ``review-loop.mjs`` (``git -C adonis-skills archive e2acfae790e9
@@ -36,6 +37,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OURS = ROOT / ".venv" / "bin" / "review-loop"
+"""Ours by default: this checkout's console script (``--ours`` measures another build)."""
 PYTHON = ROOT / ".venv" / "bin" / "python"
 SESSIONS = 2_000
 # ``codex exec --json`` as the real CLI prints it; ``--version`` answers the probe.
@@ -110,7 +112,7 @@ def world(root: Path) -> tuple[dict[str, str], Path, Path]:
     return env, repo, many
 
 
-def cases(repo: Path, many: Path, original: Path | None, root: Path) -> list[Case]:
+def cases(repo: Path, many: Path, original: Path | None, root: Path, ours: Path) -> list[Case]:
     """The quick commands and the original's equivalents."""
     evidence: list[str] | None = None
     if original is not None:
@@ -124,29 +126,29 @@ def cases(repo: Path, many: Path, original: Path | None, root: Path) -> list[Cas
         return [*node, *args] if node is not None else None
 
     return [
-        Case("help", [str(OURS), "help"], theirs("help"), "its help"),
-        Case("prefs show", [str(OURS), "prefs", "show"], theirs("help"), "its help (no prefs)"),
+        Case("help", [str(ours), "help"], theirs("help"), "its help"),
+        Case("prefs show", [str(ours), "prefs", "show"], theirs("help"), "its help (no prefs)"),
         Case(
             "ledger show",
-            [str(OURS), "ledger", "show", "--repo", str(repo)],
+            [str(ours), "ledger", "show", "--repo", str(repo)],
             theirs("help"),
             "its help (no ledger)",
         ),
         Case(
             f"sessions ({SESSIONS:,} records)",
-            [str(OURS), "sessions", "--repo", str(many)],
+            [str(ours), "sessions", "--repo", str(many)],
             theirs("sessions", "--repo", str(many)),
             "its sessions",
         ),
         Case(
             "evidence",
-            [str(OURS), "evidence", "--repo", str(repo)],
+            [str(ours), "evidence", "--repo", str(repo)],
             evidence,
             "its evidence.mjs as a process",
         ),
         Case(
             "consult --peer codex",
-            [str(OURS), "consult", "--repo", str(repo), "--peer", "codex", "--question", "q"],
+            [str(ours), "consult", "--repo", str(repo), "--peer", "codex", "--question", "q"],
             theirs("consult", "--repo", str(repo), "--peer", "codex", "--question", "q"),
             "its consult",
         ),
@@ -218,6 +220,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rounds", type=int)
     parser.add_argument("--original", default=os.environ.get("REVIEW_LOOP_ORIGINAL"))
+    parser.add_argument("--ours", default=str(OURS), help="the review-loop executable to time")
     args, _ = parser.parse_known_args()
     rounds = args.rounds or (7 if args.quick else 21)
     original = Path(args.original).resolve() if args.original else None
@@ -227,7 +230,7 @@ def main() -> None:
         print("original not given (--original or REVIEW_LOOP_ORIGINAL): ratios vs baselines")
     with tempfile.TemporaryDirectory() as tmp:
         env, repo, many = world(Path(tmp))
-        all_cases = cases(repo, many, original, Path(tmp))
+        all_cases = cases(repo, many, original, Path(tmp), Path(args.ours))
         report(all_cases, measure(all_cases, env, repo, rounds))
 
 
