@@ -100,7 +100,9 @@ GOALS = ("completed", "active-checkpoint", "not-created", "deferred-conflict")
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # defer_build: a model's validator is built when first used, not at import (``ledger
+    # show`` needs the ledger's, not the blind review's; docs/startup.md)
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class LedgerItem(_Model):
@@ -236,7 +238,7 @@ class BlindFinding(_Model):
     evidence: str
     requiredFix: str
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, defer_build=True)
 
 
 class BlindReviewSummary(_Model):

@@ -21,7 +21,7 @@ class Evidence(BaseModel):
         sourceRound: the review round this evidence was frozen for, if any.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     baseSha: str
     pathFilter: list[str] | None

@@ -261,7 +261,7 @@ def split_files(cell: str) -> list[str]:
 class Finding(BaseModel):
     """One row of a findings table."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: str
     severity: str
@@ -398,7 +398,7 @@ ReassessStatus = Literal["resolved", "partially", "unresolved"]
 class Reassessment(BaseModel):
     """One row of the prior-findings reassessment."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: str
     status: ReassessStatus
@@ -412,7 +412,7 @@ class Reassessment(BaseModel):
 class ReviewAnswer(BaseModel):
     """A reviewer's answer that passed every format check."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     round: int
     verdict: Verdict
@@ -584,7 +584,7 @@ class Ledger(BaseModel):
     ``partially``) or ``resolved``.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     catalog: dict[str, Finding] = Field(default_factory=dict)
     status: dict[str, Literal["open", "resolved"]] = Field(default_factory=dict)

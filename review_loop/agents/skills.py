@@ -26,7 +26,7 @@ REPO_PREFIX = "<repo>/"
 class SkillRequirement(BaseModel):
     """One skill of the catalog: what it is for and which skills it needs."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     name: str
     purpose: str
@@ -38,7 +38,7 @@ class SkillRequirement(BaseModel):
 class SkillCatalog(BaseModel):
     """The required skills and, per host product, its skill location patterns."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     about: str = ""
     skills: tuple[SkillRequirement, ...]
@@ -59,7 +59,7 @@ class SkillCatalog(BaseModel):
 class SkillCheck(BaseModel):
     """Where a required skill was found, or everywhere it was looked for."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     name: str
     purpose: str
