@@ -20,6 +20,8 @@ against the fake model API:
   the forged run state as untrusted and the committed files as tracked;
 - ``ledger gate --gate agentic-review --result PASS`` is ``GATE_UNPROVEN``, the forged ledger
   and packet are reported untrusted, and the Task Completion Result is not ``COMPLETED``;
+- ``fix-completion`` and ``close`` on a forged active packet (its ``events.jsonl`` a link
+  out) are ``STATE_UNTRUSTED`` and write nothing, inside the packet or outside;
 - the same consult through the embedding API (``open_dispatcher`` + ``dispatcher.consult``),
   on asyncio and on trio;
 - nothing is left running.
@@ -260,6 +262,41 @@ def test_typed_gate_and_forged_ledger_in_the_clone_prove_nothing(
     assert "agentic-review" not in result["provenGates"], result
     assert {"path": str(ledger), "reason": "no valid MAC"} in result["untrusted"], result
     assert peer.api.turns() == []  # no reviewer was asked, and nothing was believed
+    assert_unharmed(hostile, before)
+    assert_nothing_left(peer)
+
+
+FIX = (
+    "# Fix Completion\n\n## Fix Conclusion\nNothing.\n## Original Findings Snapshot\nnone\n"
+    "## Finding Status\nnone\n## Verification\nnone\n## Re-review Instructions\nnone\n"
+)
+
+
+def test_fix_completion_and_close_refuse_the_forged_active_packet(
+    peer_for: PeerFor,  # noqa: F811
+    hostile: Hostile,
+    tmp_path: Path,
+) -> None:
+    # Both write a new signed state and append to the packet's (linked) events.jsonl: on a
+    # forged packet that would launder it, and write outside the repository.
+    peer = peer_for("codex", repo=hostile.clone)
+    packet = hostile.clone / ".review-handoff" / "active" / f"{hostile.forged.active_id}.md"
+    packet_bytes = packet.read_bytes()
+    body = tmp_path / "home" / "fix.md"  # the CLI's home is left out of the snapshot
+    body.write_text(FIX)
+    before = hostile.snapshot()
+    packet_arg = ("--packet", hostile.forged.active_id, "--repo", str(hostile.clone))
+
+    for args in (
+        ("fix-completion", *packet_arg, "--body-file", str(body)),
+        ("close", *packet_arg, "--reason", "accept-concerns"),
+    ):
+        ran, doc = review_loop_in_caller(peer, hostile.clone, *args)
+        assert ran.returncode == 2 and doc["status"] == "STATE_UNTRUSTED", ran.describe()
+        assert "no valid MAC" in doc["message"], doc
+
+    assert packet.read_bytes() == packet_bytes
+    assert peer.api.turns() == []
     assert_unharmed(hostile, before)
     assert_nothing_left(peer)
 
