@@ -19,8 +19,8 @@ import json
 import os
 import secrets
 import stat
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -217,6 +217,66 @@ def read_bytes(path: Path, *, anchor: Path | None = None) -> bytes:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
         return handle.read()
+
+
+def read_each(directory: Path, relative: Sequence[str]) -> Iterator[tuple[str, bytes | None]]:
+    """``read_bytes(directory / r)`` for each ``r`` of ``relative``, for scans that skip failures.
+
+    The walk to ``directory`` is done once, and each first-level directory is opened once
+    (``sessions`` reads thousands of records in a few branch directories): every component
+    below ``directory`` is still opened without following a link, and only a regular file
+    is read, non-blocking. Yields ``(r, content)``, or ``(r, None)`` for a path that cannot
+    be read (missing, a link, not a regular file, a component ``..``, or ``directory``
+    itself unreachable).
+    """
+    with ExitStack() as stack:
+        try:
+            top, _ = stack.enter_context(_walk(directory, create=False, whole=True))
+        except OSError:
+            yield from ((rel, None) for rel in relative)
+            return
+        first: dict[str, int] = {}  # a few branch directories: kept open for the whole scan
+        stack.callback(_close_all, first)
+        for rel in relative:
+            yield rel, _read_below(top, rel, first)
+
+
+def _close_all(fds: dict[str, int]) -> None:
+    for fd in fds.values():
+        os.close(fd)
+
+
+def _read_below(top: int, rel: str, first: dict[str, int]) -> bytes | None:
+    """One file below ``top`` as :func:`read_each` reads it; ``first`` caches level one."""
+    parts = rel.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return None
+    *directories, name = parts
+    opened: list[int] = []
+    try:
+        fd = top
+        for index, part in enumerate(directories):
+            if index == 0 and part in first:
+                fd = first[part]
+                continue
+            fd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            if index == 0:
+                first[part] = fd
+            else:
+                opened.append(fd)
+        file_fd = os.open(
+            name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd
+        )
+    except OSError:
+        return None
+    finally:
+        for fd in opened:
+            os.close(fd)
+    with os.fdopen(file_fd, "rb") as handle:
+        try:
+            return handle.read() if stat.S_ISREG(os.fstat(file_fd).st_mode) else None
+        except OSError:
+            return None
 
 
 def make_dirs(path: Path, *, anchor: Path | None = None) -> None:

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from review_loop.adapters import Adapter, SessionFile, get_adapter, product_names
 from review_loop.agents.models import DeliveryState, StoredSession
 from review_loop.agents.records import SESSION_FILE, SessionRecord
-from review_loop.orchestrator.files import read_bytes
+from review_loop.orchestrator.files import read_each
 
 NOTE = (
     "Resume a session with the same product from its cwd (Claude looks sessions up per "
@@ -68,12 +68,16 @@ def _records(repo: Path) -> list[_Record]:
     """Every readable session record under ``.review-handoff/runtime/*/*/``."""
     runtime = repo / ".review-handoff" / "runtime"
     found: list[_Record] = []
-    for path in runtime.glob(f"*/*/{SESSION_FILE}"):
-        packet_id = path.parent.relative_to(runtime).as_posix()
+    listed = [path.relative_to(runtime).as_posix() for path in runtime.glob(f"*/*/{SESSION_FILE}")]
+    # read_each: the no-follow walk to runtime/ done once, not once per record
+    for relative, data in read_each(runtime, listed) if listed else ():
+        packet_id = relative.rsplit("/", 1)[0]
+        if data is None:  # unreadable, a link under .review-handoff/ too (not followed)
+            continue  # skipped, as the original tool does
         try:
-            raw = json.loads(read_bytes(path))
-        except (OSError, ValueError):  # a link under .review-handoff/ too (not followed)
-            continue  # unreadable: skipped, as the original tool does
+            raw = json.loads(data)
+        except ValueError:
+            continue  # not JSON: skipped too
         try:
             ours = SessionRecord.model_validate(raw)
         except ValidationError:
