@@ -43,11 +43,14 @@ OTHER_WORKFLOWS = {
     "review_loop.orchestrator.workflows.converge_gates",
 }
 
+# What the two plainest commands do without: no process, no distribution scan, no dataclasses.
+PLAIN = {"subprocess", "importlib.metadata", "dataclasses", "inspect"}
+
 FORBIDDEN: dict[str, set[str]] = {
     # no distribution declares review_loop.adapters here: no scan of installed distributions
-    "help": RUNTIME | DISPATCH | PYDANTIC | {"subprocess", "tomllib", "importlib.metadata"},
+    "help": RUNTIME | DISPATCH | PYDANTIC | PLAIN | {"tomllib"},
     # built-in products only: no scan of installed distributions
-    "prefs show": RUNTIME | DISPATCH | PYDANTIC | {"subprocess", "tomli_w", "importlib.metadata"},
+    "prefs show": RUNTIME | DISPATCH | PYDANTIC | PLAIN | {"tomli_w"},
     "sessions": RUNTIME | DISPATCH,
     # the fields it computed are printed as they are: no model built (and no adapters)
     "evidence": RUNTIME | DISPATCH | PYDANTIC | {"review_loop.adapters.base"},

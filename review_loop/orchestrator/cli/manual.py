@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 HELP_FLAGS = ("-h", "--help")
 VERSION_FLAGS = ("-V", "--version")
 
 
-@dataclass(frozen=True)
-class Flag:
+# NamedTuple, not a dataclass: every command imports this module, and dataclasses (with
+# inspect) would cost each of them a few ms (docs/startup.md).
+class Flag(NamedTuple):
     """One flag or positional argument: how it is written, what it means, its default."""
 
     spelling: str
@@ -30,8 +31,7 @@ class Flag:
     default: str = "none"
 
 
-@dataclass(frozen=True)
-class Page:
+class Page(NamedTuple):
     """The human help of one command."""
 
     summary: str
