@@ -69,6 +69,11 @@ class Adapter(Protocol):
         name: the product name users type (``claude``); unique in the registry.
         default_executable: the command looked up on ``PATH`` when no alias is given.
         env_passthrough: what of the caller's environment the CLI may see.
+
+    An adapter may also declare ``short_names: tuple[str, ...]``, the short forms a user's
+    account launchers start with besides the product name (``cc`` for claude: the seed's
+    ``cc002``). It is optional data, not part of the protocol, so adapters written before
+    it still satisfy it.
     """
 
     # Read-only properties, so frozen dataclasses and plain attributes both satisfy them.

@@ -204,6 +204,8 @@ class ClaudeAdapter:
     name: str = PRODUCT
     default_executable: str = "claude"
     env_passthrough: EnvPassthrough = ENV_PASSTHROUGH
+    # The seed names a second Claude Code account ``cc002`` (Capability Preflight 2).
+    short_names: tuple[str, ...] = ("cc",)
 
     def probe_args(self) -> tuple[str, ...] | None:
         """``claude --version`` prints ``2.1.197 (Claude Code)``."""

@@ -69,8 +69,9 @@ def with_peer_command(
     ``which(name)`` finds an executable on PATH (injected for tests). Returns prefs that
     know the alias and the peer list with the matching product replaced by it. A launcher
     on PATH that is no alias launches the peer whose product its name starts with
-    (``codex002`` for codex); failing that, the only peer when one is named (the seed's
-    ``consult --peer claude --peer-command=cc002``).
+    (``codex002`` for codex) or one of its adapter's ``short_names`` (``cc002`` for
+    claude, also with ``--peer claude --peer codex``); failing that, the only peer when
+    one is named.
 
     ``name`` becomes part of the peer's record directory name, so it must be one plain
     file-name component (checked before anything is looked up or written).
@@ -101,19 +102,48 @@ def with_peer_command(
 
 
 def _launched_product(prefs: Prefs, peers: list[str], name: str) -> str:
-    """The product a launcher that is no alias stands for: by its name, else the only peer."""
+    """The product a launcher that is no alias stands for: by its name, else the only peer.
+
+    The name starts with the product (``codex002``) or with one of the adapter's
+    ``short_names`` followed by no letter (``cc002`` for claude). The longest such prefix
+    among the peers' products decides; a tie between two products, or no match with more
+    than one peer, cannot be told apart.
+    """
     products = [resolve_peer(p, prefs).product for p in peers]
-    by_name = next((p for p in products if name.startswith(p)), None)
-    if by_name is not None:
-        return by_name
-    if len(products) == 1:
+    matches = {
+        product: length
+        for product in products
+        if (length := _name_prefix(product, name)) is not None
+    }
+    if matches:
+        longest = max(matches.values())
+        best = [p for p, length in matches.items() if length == longest]
+        if len(best) == 1:
+            return best[0]
+    elif len(products) == 1:
         return products[0]
     raise InputError(
         "--peer-command",
         f"cannot tell which of the peers {peers} {name!r} launches",
-        "a name starting with the peer's product (codex002 for --peer codex), one --peer, "
-        "or an alias in prefs that names its product",
+        "a name starting with the peer's product (codex002 for --peer codex) or its short "
+        "name (cc002 for --peer claude), one --peer, or an alias in prefs that names its "
+        "product",
     )
+
+
+def _name_prefix(product: str, name: str) -> int | None:
+    """How long a prefix of ``name`` names ``product`` (its name or a short name), if any."""
+    from review_loop.adapters.registry import get_adapter
+
+    if name.startswith(product):
+        return len(product)
+    shorts: tuple[str, ...] = getattr(get_adapter(product), "short_names", ())
+    found = [
+        len(short)
+        for short in shorts
+        if name.startswith(short) and not name[len(short) : len(short) + 1].isalpha()
+    ]
+    return max(found, default=None)
 
 
 def select_peers(

@@ -97,8 +97,12 @@ def test_contract_peer_command_without_alias_launches_the_only_peer() -> None:
     assert peers == ["cc002"] and prefs.peerCommands["cc002"].product == "claude"
     _, peers = with_peer_command(Prefs(), ["claude", "codex"], "codex002", which)
     assert peers == ["claude", "codex002"]
-    with pytest.raises(InputError, match="cannot tell which of the peers"):
-        with_peer_command(Prefs(), ["claude", "codex"], "cc002", which)
+    # the seed's own name: claude's short name `cc`, also with two peers (T10)
+    prefs, peers = with_peer_command(Prefs(), ["claude", "codex"], "cc002", which)
+    assert peers == ["cc002", "codex"] and prefs.peerCommands["cc002"].product == "claude"
+    for unclear in ("acct7", "ccx2"):  # no product or short name (`cc` then a letter)
+        with pytest.raises(InputError, match="cannot tell which of the peers"):
+            with_peer_command(Prefs(), ["claude", "codex"], unclear, lambda n: f"/bin/{n}")
     for bad in ("../cc002", ".cc002", "a/cc002"):  # still one plain file-name component
         with pytest.raises(InputError, match="--peer-command"):
             with_peer_command(Prefs(), ["claude"], bad, which)
@@ -158,6 +162,24 @@ def test_process_peer_command_cc002_without_alias(repo: Path, tmp_path: Path) ->
         "--question", "Q", fakes=fakes,
     )  # fmt: skip
     assert code == 1 and "cc003" in doc["error"]  # no such executable, no alias
+
+
+def test_process_peer_command_cc002_with_two_peers_launches_claude(
+    repo: Path, tmp_path: Path
+) -> None:
+    fakes = FakeCLIs(tmp_path / "fakes")
+    shutil.move(fakes.bin / "claude", fakes.bin / "cc002")
+    fakes.script(
+        claude=[{"mode": "ok", "text": "from cc002"}], codex=[{"mode": "ok", "text": "cx"}]
+    )
+    code, doc = rl(
+        "consult", "--repo", str(repo), "--peer", "claude", "--peer", "codex",
+        "--peer-command=cc002", "--question", "Q", fakes=fakes,
+    )  # fmt: skip
+    assert code == 0, doc
+    answers = {(r["peer"], r["product"], r["text"]) for r in doc["results"]}
+    assert answers == {("cc002", "claude", "from cc002"), ("codex", "codex", "cx")}
+    assert sorted(products_called(fakes)) == ["claude", "codex"]
 
 
 @pytest.mark.parametrize(
