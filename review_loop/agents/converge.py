@@ -85,6 +85,25 @@ class Gate(StrEnum):
     AGENTIC_REVIEW = "agentic-review"
     ARCHITECTURE_HARDENING = "architecture-hardening"
     BLIND_REVIEW = "blind-review"
+    # Phase 2's Goal Gate: not one of the three gates of the final evidence (it decides
+    # before implementation), but its Decision is obeyed (``HUMAN_GATE`` stops the loop).
+    GOAL_GATE = "goal-gate"
+
+
+# The gates that must pass on the final evidence id for ``COMPLETED``.
+COMPLETION_GATES = (
+    Gate.VERIFICATION,
+    Gate.AGENTIC_REVIEW,
+    Gate.ARCHITECTURE_HARDENING,
+    Gate.BLIND_REVIEW,
+)
+# Gates whose work a host skill does: proven by the skill's report (``docs/seed-workflows.md``).
+GATE_SKILLS: dict[Gate, str] = {
+    Gate.ARCHITECTURE_HARDENING: "architecture-hardening-loop",
+    Gate.GOAL_GATE: "goal-gate",
+}
+# The goal-gate results: its Decision / Next lets the loop go on, or stops it for the user.
+GOAL_GATE_TOKENS = frozenset({"CONTINUE", "HUMAN_GATE"})
 
 
 # The result token each gate must report to count as passed.
@@ -93,6 +112,7 @@ GATE_PASS: dict[Gate, frozenset[str]] = {
     Gate.AGENTIC_REVIEW: frozenset({"PASS", "NO_FINDINGS"}),
     Gate.ARCHITECTURE_HARDENING: frozenset({"NO_ACTIONABLE_FINDINGS"}),
     Gate.BLIND_REVIEW: frozenset({"CLEAN"}),
+    Gate.GOAL_GATE: frozenset({"CONTINUE"}),
 }
 # Architecture-hardening terminal results passed through as this loop's result.
 PASS_THROUGH = frozenset({"HUMAN_GATE", "MISSING_DEPENDENCIES", "UNVERIFIED"})
@@ -146,23 +166,36 @@ class GateProof(_Model):
 
     Attributes:
         kind: ``review-packet`` (an archived review packet whose run state carries a valid
-            MAC) or ``blind-review`` (a blind review this run's journal recorded).
-        ref: the packet id, or the blind review's record path.
-        path: the packet or record file.
+            MAC), ``blind-review`` (a blind review this run's journal recorded) or
+            ``skill-report`` (a host skill's report checked against the current evidence
+            and the installed skill, see :class:`SkillReport`).
+        ref: the packet id, the blind review's record path, or the report's file name.
+        path: the packet, record or report file.
         round: the review round that gave the verdict.
         reviewer: the reviewer (peer name or product) that answered.
         sessionId: the reviewer's session.
+        sha256: the report's bytes when it was recorded (``skill-report``).
+        skill: the resolved installed ``SKILL.md`` (``skill-report``).
+        skillSha256: that file's sha256, equal to the one the report names.
     """
 
-    kind: Literal["review-packet", "blind-review"]
+    kind: Literal["review-packet", "blind-review", "skill-report"]
     ref: str
     path: str = ""
     round: int | None = None
     reviewer: str | None = None
     sessionId: str | None = None
+    sha256: str | None = None
+    skill: str | None = None
+    skillSha256: str | None = None
 
     def describe(self) -> str:
         """``review packet <id> (round 2, codex session s1)``."""
+        if self.kind == "skill-report":
+            return (
+                f"skill report {self.ref} (sha256 {(self.sha256 or '')[:12]}; skill "
+                f"{self.skill} sha256 {(self.skillSha256 or '')[:12]})"
+            )
         what = "review packet" if self.kind == "review-packet" else "blind review"
         parts = [f"round {self.round}"] if self.round is not None else []
         who = self.reviewer or ""
@@ -172,6 +205,31 @@ class GateProof(_Model):
             parts.append(who)
         detail = ", ".join(parts)
         return f"{what} {self.ref}" + (f" ({detail})" if detail else "")
+
+
+class SkillReport(_Model):
+    """What a host skill writes when it ends: review-loop's contract with the skill.
+
+    The file is ``.review-handoff/gate-reports/<skill>/<evidence digest>.json``; review-loop
+    checks it against the evidence recomputed now and the installed skill before a gate
+    takes its result (``docs/seed-workflows.md``, "Skill gates").
+
+    Attributes:
+        skill: the skill's name (``architecture-hardening-loop``, ``goal-gate``).
+        result: its terminal token (``NO_ACTIONABLE_FINDINGS``; goal-gate: ``CONTINUE`` or
+            ``HUMAN_GATE``).
+        evidence: the evidence (``baseSha + pathFilter + digest``) the skill's work covered.
+        skillSha256: the sha256 of the ``SKILL.md`` that ran.
+        decision: goal-gate's Decision / Next, as it stated them.
+        summary: one line for the ledger.
+    """
+
+    skill: str
+    result: str = Field(pattern=r"^[A-Z][A-Z_]*$")
+    evidence: Evidence
+    skillSha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    decision: str = ""
+    summary: str = ""
 
 
 class GateRecord(_Model):
@@ -305,11 +363,15 @@ class Ledger(_Model):
         return latest
 
     def stale_gates(self, current: Evidence | None) -> list[GateRecord]:
-        """Latest gate results whose evidence is not ``current`` (baseSha+pathFilter+digest)."""
+        """Latest completion-gate results whose evidence is not ``current``.
+
+        The Goal Gate decides before implementation, so it is never stale.
+        """
         return [
             record
             for record in self.latest_gates().values()
-            if current is None or not record.evidence.same_snapshot(current)
+            if record.gate in COMPLETION_GATES
+            and (current is None or not record.evidence.same_snapshot(current))
         ]
 
 
@@ -641,7 +703,10 @@ def derive_result(inputs: CompletionInputs) -> tuple[Result, list[str]]:
         unverified.append("PENDING: " + ", ".join(i.id for i in pending))
     if current is None:
         unverified.append("no current evidence id")
-    for gate in Gate:
+    goal_gate = latest.get(Gate.GOAL_GATE)
+    if goal_gate is not None and not goal_gate.passed:
+        human.append(f"goal-gate returned {goal_gate.result}: {goal_gate.detail or 'stop'}")
+    for gate in COMPLETION_GATES:
         record = latest.get(gate)
         if record is None:
             unverified.append(f"{gate.value}: not run")
@@ -690,6 +755,11 @@ def _gate_line(ledger: Ledger, gate: Gate, current: Evidence | None) -> str:
     return f"{record.result}: {session}{evidence_id(record.evidence)}{stale}"
 
 
+def _goal_gate_note(ledger: Ledger) -> str:
+    record = ledger.latest_gates().get(Gate.GOAL_GATE)
+    return f" (goal-gate: {record.result}, {record.provenance})" if record else ""
+
+
 def gate_provenance(ledger: Ledger) -> dict[str, list[str]]:
     """The gates whose latest result is ``proven`` and those ``self-reported``."""
     out: dict[str, list[str]] = {PROVEN: [], SELF_REPORTED: []}
@@ -730,7 +800,7 @@ def render_completion(inputs: CompletionInputs, result: Result, reasons: Iterabl
         f"- Scope / exclusions: {scope or 'none'} / {excluded}\n"
         f"- Work ledger: {ledger_summary(ledger)}\n"
         f"- Three-party decision: {decision}\n"
-        f"- Goal: {ledger.goal}\n"
+        f"- Goal: {ledger.goal}{_goal_gate_note(ledger)}\n"
         f"- Final evidence id: {evidence_id(current)}\n"
         f"- Implemented: {ledger.implemented or done or 'none recorded'}\n"
         f"- Verification: {_gate_line(ledger, Gate.VERIFICATION, current)}\n"

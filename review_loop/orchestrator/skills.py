@@ -100,6 +100,13 @@ def _find(
     return SkillCheck(name=name, purpose="", lookedIn=looked)
 
 
+def _extra_dirs(extra_dirs: Iterable[str], env: Mapping[str, str]) -> list[Path]:
+    """The user's directories (``~`` expanded), then those of ``$REVIEW_LOOP_SKILL_DIRS``."""
+    home = Path(env.get("HOME") or Path.home())
+    listed = [*extra_dirs, *(d for d in env.get(SKILL_DIRS_ENV, "").split(os.pathsep) if d)]
+    return [Path(_user_path(d, env, home)) for d in listed]
+
+
 def resolve_skills(
     repo: Path,
     *,
@@ -118,12 +125,25 @@ def resolve_skills(
     """
     env = os.environ if env is None else env
     catalog = seed_catalog() if catalog is None else catalog
-    home = Path(env.get("HOME") or Path.home())
-    listed = [*extra_dirs, *(d for d in env.get(SKILL_DIRS_ENV, "").split(os.pathsep) if d)]
-    extra = [Path(_user_path(d, env, home)) for d in listed]
+    extra = _extra_dirs(extra_dirs, env)
     patterns = catalog.patterns(host)
     checks = []
     for skill, needed_by in required_skills(catalog, optional=optional):
         found = _find(skill.name, patterns, extra, repo, env)
         checks.append(found.model_copy(update={"purpose": skill.purpose, "neededBy": needed_by}))
     return checks
+
+
+def resolve_skill(
+    repo: Path,
+    name: str,
+    *,
+    extra_dirs: Iterable[str] = (),
+    env: Mapping[str, str] | None = None,
+    catalog: SkillCatalog | None = None,
+) -> SkillCheck:
+    """One skill, searched in every host's locations then the user's (as preflight does)."""
+    env = os.environ if env is None else env
+    catalog = seed_catalog() if catalog is None else catalog
+    extra = _extra_dirs(extra_dirs, env)
+    return _find(name, catalog.patterns(None), extra, repo, env)

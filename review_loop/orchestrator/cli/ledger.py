@@ -8,7 +8,10 @@
   ``gate --gate agentic-review [--base REF] [--paths a,b]`` takes no token: its result
   comes from an authenticated archived review packet whose evidence equals the current
   evidence (a typed ``--result`` is ignored and reported); with none, nothing is written
-  and ``ok`` is false (exit 2, ``status: GATE_UNPROVEN``).
+  and ``ok`` is false (exit 2, ``status: GATE_UNPROVEN``). ``gate --gate
+  architecture-hardening|goal-gate`` without ``--result`` takes its result from the host
+  skill's report under ``.review-handoff/gate-reports/<skill>/`` (proven, or
+  ``GATE_UNPROVEN``); with ``--result`` it is ``self-reported``.
 - ``meta [--task T] [--goal G] [--implemented T] [--lessons T]``.
 - ``result [--base REF] [--paths a,b]``: recompute the evidence, derive the result, write
   and return the "Task Completion Result" block; stale gate results are named. ``ok`` is
@@ -29,14 +32,16 @@ USAGE = [
     "review-loop ledger show [--repo R] [--run NAME]",
     "review-loop ledger set --id ID --status VERIFIED_DONE|PENDING|OBSOLETE|EXCLUDED|"
     "HUMAN_DECISION [--title T] [--evidence E] [--run NAME]",
-    "review-loop ledger gate --gate verification|architecture-hardening "
+    "review-loop ledger gate --gate verification|architecture-hardening|goal-gate "
     "--result TOKEN [--session S] [--detail D] [--base REF] [--paths a,b] [--run NAME]",
-    "review-loop ledger gate --gate agentic-review [--base REF] [--paths a,b] [--run NAME]",
+    "review-loop ledger gate --gate agentic-review|architecture-hardening|goal-gate "
+    "[--base REF] [--paths a,b] [--run NAME]",
     "review-loop ledger meta [--task T] [--goal completed|active-checkpoint|not-created|"
     "deferred-conflict] [--implemented T] [--lessons T] [--run NAME]",
     "review-loop ledger result [--base REF] [--paths a,b] [--run NAME]",
 ]
 OUTPUT = "json"
+PROVABLE_GATES = ("agentic-review", "architecture-hardening", "goal-gate")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -73,7 +78,7 @@ def _required(value: str | None, field: str, accepted: str) -> str:
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Dispatch the action."""
     from review_loop.agents.errors import InputError
-    from review_loop.orchestrator.cli.common import repo_from
+    from review_loop.orchestrator.cli.common import load_user_prefs, repo_from
     from review_loop.orchestrator.git import rev_parse
     from review_loop.orchestrator.workflows import converge_gates as gates
     from review_loop.orchestrator.workflows.converge_store import check_run, default_run
@@ -101,15 +106,17 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
             repo,
             run,
             gate=gate,
-            # agentic-review is proven by a review packet; the others need their token
+            # agentic-review is proven by a review packet, the skill gates by their
+            # skill's report (a typed token is self-reported); verification needs one
             result=args.result
-            if gate == "agentic-review"
+            if gate in PROVABLE_GATES
             else _required(args.result, "--result", "the gate's result token"),
             base=args.base or "HEAD",
             base_given=args.base is not None,
             paths_filter=args.paths,
             session=args.session,
             detail=args.detail,
+            skill_dirs=load_user_prefs().skillDirs if gate in PROVABLE_GATES else (),
         )
     if args.action == "meta":
         changes = {

@@ -115,7 +115,11 @@ PAGES: dict[str, Page] = {
     ),
     "sessions": Page(
         "List reviewer sessions of this repository (review-loop's records and each CLI's own "
-        "store), newest first, with copy-ready resume commands.",
+        "store), newest first, with copy-ready resume commands. resume and resumeInShell "
+        "are the bare commands (as the original tool printed them): they resume the "
+        "reviewer WITHOUT the read-only flags it ran with, so it could write. Prefer "
+        "resumeReadOnly / resumeReadOnlyInShell, which keep them; when a CLI has no "
+        "read-only mode, resumeReadOnly.unavailable says so instead of giving a command.",
         (_REPO, Flag("--product P", "only this product's sessions", "every product")),
         ("review-loop sessions", "review-loop sessions --repo . --product claude"),
     ),
@@ -298,8 +302,12 @@ PAGES: dict[str, Page] = {
             Flag("--status S", "VERIFIED_DONE, PENDING, OBSOLETE, EXCLUDED or HUMAN_DECISION"),
             Flag("--title T", "the finding's title"),
             Flag("--evidence E", "the evidence for the status"),
-            Flag("--gate G", "verification, architecture-hardening or agentic-review"),
-            Flag("--result TOKEN", "the gate's result token"),
+            Flag("--gate G", "verification, agentic-review, architecture-hardening or goal-gate"),
+            Flag(
+                "--result TOKEN",
+                "the gate's result token (self-reported); without it, agentic-review, "
+                "architecture-hardening and goal-gate take it from their proof",
+            ),
             Flag("--session S", "the session that produced the gate result"),
             Flag("--detail D", "free text for the gate", "empty"),
             Flag("--base REF", "the commit the gate's evidence is taken against", "HEAD"),

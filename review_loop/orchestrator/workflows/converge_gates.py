@@ -15,7 +15,9 @@
 - **gates bind to proof** (``docs/authenticated-state.md``): ``agentic-review`` takes its
   result from an authenticated archived review packet whose evidence equals the current
   evidence, never from a typed token; ``blind-review`` from the blind review this module
-  ran. Typed results of the other gates are stored as ``self-reported``.
+  ran; ``architecture-hardening`` and ``goal-gate`` from their host skill's report checked
+  against the current evidence and the installed skill (``workflows/skill_gates.py``).
+  Typed results are stored as ``self-reported``.
 
 Every command's result names what it did not believe (``untrusted``) and the files git
 tracks under ``.review-handoff/`` (``tracked``).
@@ -32,6 +34,8 @@ import anyio
 
 from review_loop.agents.converge import (
     GATE_PASS,
+    GATE_SKILLS,
+    GOAL_GATE_TOKENS,
     MAX_BLIND_ROUNDS,
     PROVEN,
     BlindReviewSummary,
@@ -480,12 +484,16 @@ def ledger_gate(
     session: str | None,
     detail: str,
     base_given: bool = True,
+    skill_dirs: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Record a gate result against the evidence computed now (before and after: same).
 
     ``agentic-review`` takes its result from :func:`find_review_proof`, never from ``result``
     (a typed token is ignored and reported; with no proof nothing is written and the
-    document says how to prove it). Other gates store ``result`` as ``self-reported``.
+    document says how to prove it). ``architecture-hardening`` and ``goal-gate`` without
+    ``result`` take it from their skill's report (:func:`skill_gates.find_skill_proof`;
+    ``skill_dirs`` are the user's skill directories). A typed ``result`` is stored as
+    ``self-reported``.
     """
     from review_loop.orchestrator.evidence import attest_evidence
 
@@ -502,8 +510,21 @@ def ledger_gate(
         return _agentic_review_gate(
             repo, run, typed=token or None, base=base if base_given else None, paths=paths_filter
         )
+    if gate_value in GATE_SKILLS and not token:
+        return _skill_gate(
+            repo,
+            run,
+            gate_value,
+            base=base if base_given else None,
+            paths=paths_filter,
+            skill_dirs=skill_dirs,
+        )
     if not token:
         raise InputError("--result", "is required for this gate", "the gate's result token")
+    if gate_value is Gate.GOAL_GATE and token not in GOAL_GATE_TOKENS:
+        raise InputError(
+            "--result", f"{token!r} is not a goal-gate result", ", ".join(sorted(GOAL_GATE_TOKENS))
+        )
     evidence = attest_evidence(repo, base, paths_filter)
     record = GateRecord(
         gate=gate_value,
@@ -644,6 +665,38 @@ def _agentic_review_gate(
             f"({found.record.result}) from review packet {found.record.session}"
         )
     return document
+
+
+def _skill_gate(
+    repo: Path,
+    run: str,
+    gate: Gate,
+    *,
+    base: str | None,
+    paths: str | list[str] | None,
+    skill_dirs: Sequence[str],
+) -> dict[str, Any]:
+    from review_loop.orchestrator.evidence import attest_evidence
+    from review_loop.orchestrator.workflows.skill_gates import find_skill_proof
+
+    found = find_skill_proof(repo, gate, base=base, paths=paths, extra_dirs=skill_dirs)
+    if found.record is not None:
+        return _store_gate(repo, run, found.record)
+    now = attest_evidence(repo, base or "HEAD", paths)
+    skill = GATE_SKILLS[gate]
+    return {
+        **ledger_show(repo, run),
+        "ok": False,
+        "status": "GATE_UNPROVEN",
+        "gate": None,
+        "considered": found.considered or [f"no report in {found.directory}"],
+        "evidenceId": evidence_id(now),
+        "reportDir": str(found.directory),
+        "message": f"{gate.value} takes its result from the {skill} skill's report: run the "
+        f"skill on the current evidence so that it writes {found.directory}/"
+        f"{now.digest}.json, then run `review-loop ledger gate --gate {gate.value}` again "
+        "(or type --result to record it as self-reported). Nothing was recorded.",
+    }
 
 
 @reporting
