@@ -21,6 +21,7 @@ from review_loop.agents.models import (
     Completed,
     DeliveryState,
     Failure,
+    ReadOnlyResume,
     ResumeCommands,
     Usage,
 )
@@ -322,14 +323,26 @@ def resume_pair(
     default_executable: str,
     interactive: Sequence[str],
     headless: Sequence[str],
+    *,
+    read_only: tuple[Sequence[str], Sequence[str]],
 ) -> ResumeCommands:
     """Copy-ready commands: ``command`` (or the product name) then each argument list.
 
     The headless form ends with the literal ``"<prompt>"`` placeholder, unquoted, exactly
-    as the original tool prints it.
+    as the original tool prints it. ``read_only`` is the (interactive, headless) pair of
+    argument lists that also carry the adapter's read-only flags.
     """
     prefix = list(command) or [default_executable]
+
+    def headless_command(arguments: Sequence[str]) -> str:
+        return f"{shell_join([*prefix, *arguments])} {PROMPT_PLACEHOLDER}"
+
+    read_only_interactive, read_only_headless = read_only
     return ResumeCommands(
         interactive=shell_join([*prefix, *interactive]),
-        headless=f"{shell_join([*prefix, *headless])} {PROMPT_PLACEHOLDER}",
+        headless=headless_command(headless),
+        read_only=ReadOnlyResume(
+            interactive=shell_join([*prefix, *read_only_interactive]),
+            headless=headless_command(read_only_headless),
+        ),
     )

@@ -327,12 +327,21 @@ class ClaudeAdapter:
         )
 
     def resume_commands(self, session_id: str, command: Sequence[str]) -> ResumeCommands:
-        """``claude --resume <id>`` and ``claude -p --resume <id> "<prompt>"``."""
+        """``claude --resume <id>`` and ``claude -p --resume <id> "<prompt>"``.
+
+        Read-only: :data:`READ_ONLY_FLAGS` before ``--resume``: ``--tools`` and
+        ``--disallowedTools`` take every following word, so after them the prompt would be
+        read as one more tool name.
+        """
         return resume_pair(
             command,
             self.default_executable,
             ["--resume", session_id],
             ["-p", "--resume", session_id],
+            read_only=(
+                [*READ_ONLY_FLAGS, "--resume", session_id],
+                ["-p", *READ_ONLY_FLAGS, "--resume", session_id],
+            ),
         )
 
 

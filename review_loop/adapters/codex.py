@@ -334,9 +334,21 @@ class CodexAdapter:
         )
 
     def resume_commands(self, session_id: str, command: Sequence[str]) -> ResumeCommands:
-        """``codex resume <id>`` and ``codex exec resume <id> "<prompt>"``."""
+        """``codex resume <id>`` and ``codex exec resume <id> "<prompt>"``.
+
+        Read-only: ``codex resume <id> <read-only flags>`` and ``codex exec <read-only flags>
+        resume <id> "<prompt>"`` (``codex exec resume`` rejects ``-s``, so the flags go before
+        ``resume`` there, as in :meth:`build`).
+        """
         return resume_pair(
-            command, self.default_executable, ["resume", session_id], ["exec", "resume", session_id]
+            command,
+            self.default_executable,
+            ["resume", session_id],
+            ["exec", "resume", session_id],
+            read_only=(
+                ["resume", session_id, *READ_ONLY_FLAGS],
+                ["exec", *READ_ONLY_FLAGS, "resume", session_id],
+            ),
         )
 
 

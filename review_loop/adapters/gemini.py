@@ -323,12 +323,20 @@ class GeminiAdapter:
         )
 
     def resume_commands(self, session_id: str, command: Sequence[str]) -> ResumeCommands:
-        """``gemini --resume <id>`` and ``gemini --resume <id> -p "<prompt>"``."""
+        """``gemini --resume <id>`` and ``gemini --resume <id> -p "<prompt>"``.
+
+        Read-only: :data:`READ_ONLY_FLAGS` (plan mode and the read-only policy file of this
+        installation) after the id.
+        """
         return resume_pair(
             command,
             self.default_executable,
             ["--resume", session_id],
             ["--resume", session_id, "-p"],
+            read_only=(
+                ["--resume", session_id, *READ_ONLY_FLAGS],
+                ["--resume", session_id, *READ_ONLY_FLAGS, "-p"],
+            ),
         )
 
 

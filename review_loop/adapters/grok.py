@@ -65,6 +65,7 @@ from review_loop.agents.models import (
     Failure,
     Invocation,
     Outcome,
+    ReadOnlyResume,
     Reply,
     ResumeCommands,
     StoredSession,
@@ -82,9 +83,7 @@ VIBE: Final = "vibe-0.0.34"
 UNKNOWN: Final = "unknown"
 """Variant: help text we do not recognise; handled like :data:`VIBE`."""
 
-READ_ONLY_FLAGS: Final = (
-    "--output-format",
-    "json",
+SANDBOX_FLAGS: Final = (
     "--sandbox",
     "read-only",
     "--tools",
@@ -99,7 +98,16 @@ READ_ONLY_FLAGS: Final = (
     "--disable-web-search",
     "--no-auto-update",
 )
+"""What keeps Grok Build read-only: the sandbox, the tool lists and the permission mode.
+Also what an interactive read-only resume carries (it prints no JSON)."""
+
+READ_ONLY_FLAGS: Final = ("--output-format", "json", *SANDBOX_FLAGS)
 """Follow the prompt in every Grok Build argv ``build`` returns."""
+
+NO_READ_ONLY_MODE: Final = (
+    "this grok CLI ({variant}) has no read-only mode and keeps no sessions: review-loop ran "
+    "it in a throw-away copy of the repository, which a resume command cannot reproduce"
+)
 
 VIBE_HOME_FILES: Final = (".grok/user-settings.json", ".grok/GROK.md")
 """What the npm CLI reads from HOME: its key, base URL and models; the user's instructions."""
@@ -258,13 +266,27 @@ class GrokAdapter:
     ) -> ResumeCommands:
         """``grok -r <id>`` and ``grok -r <id> -p "<prompt>"``.
 
-        Given the probed ``capabilities`` of a CLI without sessions (the npm variant), both
-        are ``None``. Without them, Grok Build is assumed: only it ever reports a session id.
+        Read-only: :data:`SANDBOX_FLAGS` after the id, and :data:`READ_ONLY_FLAGS` before
+        ``-p`` headless. Given the probed ``capabilities`` of a CLI without sessions (the npm
+        variant), every command is ``None`` and ``read_only.unavailable`` says why. Without
+        them, Grok Build is assumed: only it ever reports a session id.
         """
         if capabilities is not None and not _is_build(capabilities):
-            return ResumeCommands(interactive=None, headless=None)
+            unavailable = NO_READ_ONLY_MODE.format(variant=capabilities.variant)
+            return ResumeCommands(
+                interactive=None,
+                headless=None,
+                read_only=ReadOnlyResume(interactive=None, headless=None, unavailable=unavailable),
+            )
         return resume_pair(
-            command, self.default_executable, ["-r", session_id], ["-r", session_id, "-p"]
+            command,
+            self.default_executable,
+            ["-r", session_id],
+            ["-r", session_id, "-p"],
+            read_only=(
+                ["-r", session_id, *SANDBOX_FLAGS],
+                ["-r", session_id, *READ_ONLY_FLAGS, "-p"],
+            ),
         )
 
 

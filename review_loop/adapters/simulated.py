@@ -41,6 +41,7 @@ from review_loop.agents.models import (
     EnvPassthrough,
     Invocation,
     Outcome,
+    ReadOnlyResume,
     Reply,
     ResumeCommands,
     StoredSession,
@@ -106,11 +107,14 @@ class SimulatedAdapter:
         return None
 
     def resume_commands(self, session_id: str, command: Sequence[str]) -> ResumeCommands:
-        """Headless only: it has no interactive mode."""
+        """Headless only: it has no interactive mode. It reads nothing and writes nothing,
+        so its read-only command is the same."""
         launcher = shell_join([*command, *MODULE])
+        headless = f'{launcher} --resume {shell_join([session_id])} "<prompt>"'
         return ResumeCommands(
             interactive=None,
-            headless=f'{launcher} --resume {shell_join([session_id])} "<prompt>"',
+            headless=headless,
+            read_only=ReadOnlyResume(interactive=None, headless=headless),
         )
 
 

@@ -197,8 +197,26 @@ class StoredSession(Frozen):
     source: str
 
 
-class ResumeCommands(Frozen):
-    """Copy-ready commands that resume a session: interactively and headless."""
+class ReadOnlyResume(Frozen):
+    """Resume commands that keep the read-only flags review-loop ran the session with.
+
+    ``unavailable`` says why there is none (the CLI has no read-only mode, or the adapter
+    does not say how); both commands are then ``None``, never a writable stand-in.
+    """
 
     interactive: str | None
     headless: str | None
+    unavailable: str | None = None
+
+
+class ResumeCommands(Frozen):
+    """Copy-ready commands that resume a session: interactively and headless.
+
+    ``interactive``/``headless`` are the bare commands the original tool printed (no
+    read-only flags); ``read_only`` the same with the adapter's read-only flags, ``None``
+    from an adapter that does not give them.
+    """
+
+    interactive: str | None
+    headless: str | None
+    read_only: ReadOnlyResume | None = None

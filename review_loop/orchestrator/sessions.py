@@ -17,7 +17,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from review_loop.adapters import Adapter, SessionFile, get_adapter, product_names
-from review_loop.agents.models import DeliveryState, StoredSession
+from review_loop.agents.models import (
+    DeliveryState,
+    ReadOnlyResume,
+    ResumeCommands,
+    StoredSession,
+)
 from review_loop.agents.records import SESSION_FILE, SessionRecord
 from review_loop.orchestrator.files import read_each
 
@@ -205,17 +210,42 @@ def list_sessions(
     return sorted(best.values(), key=lambda item: item.session.updated, reverse=True)
 
 
+def read_only_resume(product: str, commands: ResumeCommands) -> dict[str, str | None]:
+    """``resumeReadOnly``: the resume commands with the adapter's read-only flags.
+
+    ``{interactive, headless, unavailable}``; when the adapter gives none (the CLI has no
+    read-only mode, or a third-party adapter does not say), both commands are ``None`` and
+    ``unavailable`` says why: never a writable command in their place.
+    """
+    read_only = commands.read_only
+    if read_only is None:
+        read_only = ReadOnlyResume(
+            interactive=None,
+            headless=None,
+            unavailable=f"the {product} adapter gives no read-only resume command; "
+            "the commands under resume run without review-loop's read-only flags",
+        )
+    return read_only.model_dump()
+
+
 def session_document(item: Listed) -> dict[str, Any]:
     """One entry of ``sessions``' output, with resume commands.
 
     ``resume.interactive`` / ``resume.headless`` are the commands alone, as the original
-    prints them (a client may split them into an argv); run them in ``cwd``.
-    ``resumeInShell`` adds copy-ready shell lines that change to ``cwd`` first.
+    prints them (a client may split them into an argv); run them in ``cwd``. They carry
+    none of the read-only flags review-loop ran the session with: ``resumeReadOnly``
+    (:func:`read_only_resume`) does. ``resumeInShell`` and ``resumeReadOnlyInShell`` are
+    copy-ready shell lines of each that change to ``cwd`` first.
     """
     adapter = get_adapter(item.session.product)
     commands = adapter.resume_commands(item.session.session_id, item.command)
+    read_only = read_only_resume(item.session.product, commands)
     cwd = item.session.cwd
     prefix = f"cd {shlex.quote(cwd)} && " if cwd else ""
+
+    def in_shell(command: str | None) -> str | None:
+        return prefix + command if command else None
+
     return {
         "packetId": item.packet_id,
         "product": item.session.product,
@@ -230,7 +260,12 @@ def session_document(item: Listed) -> dict[str, Any]:
             "headless": commands.headless,
         },
         "resumeInShell": {
-            "interactive": prefix + commands.interactive if commands.interactive else None,
-            "headless": prefix + commands.headless if commands.headless else None,
+            "interactive": in_shell(commands.interactive),
+            "headless": in_shell(commands.headless),
+        },
+        "resumeReadOnly": read_only,
+        "resumeReadOnlyInShell": {
+            "interactive": in_shell(read_only["interactive"]),
+            "headless": in_shell(read_only["headless"]),
         },
     }

@@ -219,7 +219,11 @@ def _record_text(peer: ResolvedPeer, delivery: Delivery, question: str, created:
 
 
 def consult_result(delivery: Delivery, record_path: Path | None) -> dict[str, Any]:
-    """The per-peer JSON document (success or failure) the skill parses."""
+    """The per-peer JSON document (success or failure) the skill parses.
+
+    An answered consult with a session id carries ``resumeReadOnly``: the commands that
+    continue that session with the read-only flags it ran with (run them in ``cwd``).
+    """
     common: dict[str, Any] = {
         "peer": delivery.peer,
         "product": delivery.product,
@@ -242,6 +246,7 @@ def consult_result(delivery: Delivery, record_path: Path | None) -> dict[str, An
             "cost": delivery.cost,
             "usage": delivery.usage.model_dump() if delivery.usage else None,
             "message": ADVISORY_MESSAGE,
+            **_read_only_resume(delivery),
         }
     if delivery.interrupted:
         message = "interrupted: review-loop was stopped; this peer's session was ended"
@@ -367,6 +372,22 @@ async def run_consult(
             interrupted(_consult_document(plan, runtime, created, resolved, names, ended))
         raise
     return _consult_document(plan, runtime, created, resolved, names, deliveries)
+
+
+def _read_only_resume(delivery: Delivery) -> dict[str, Any]:
+    """``{"resumeReadOnly": …}`` for the session that answered, or nothing without one."""
+    if delivery.sessionId is None or not delivery.attempts:
+        return {}
+    from review_loop.adapters import get_adapter
+    from review_loop.orchestrator.sessions import read_only_resume
+
+    # The last attempt is the one that answered: its product and launch command (an alias's
+    # argv, or a fallback's) are the ones to resume with.
+    answered = delivery.attempts[-1]
+    commands = get_adapter(answered.product).resume_commands(
+        delivery.sessionId, tuple(answered.command)
+    )
+    return {"resumeReadOnly": read_only_resume(answered.product, commands)}
 
 
 def _consult_document(
