@@ -7,6 +7,7 @@ tests run every row; the per-product tests add the details.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,7 @@ CLAUDE_SID = "6f1c2b7e-3a4d-4e5f-9a8b-1c2d3e4f5a6b"
 CODEX_TID = "01a228a5-31e8-78a0-b0d8-2bbde8cbff29"
 GEMINI_SID = "3c9b1f2e-7d4a-4b6c-9e8f-0a1b2c3d4e5f"
 GROK_SID = "019f470d-3e02-7601-b726-1133cc72ef76"
+SIMULATED_SID = "5d2c1b0a-9e8f-4a7b-8c6d-5e4f3a2b1c0d"
 
 DELIVERED = DeliveryState.DELIVERED
 NOT_SUBMITTED = DeliveryState.NOT_SUBMITTED
@@ -93,6 +95,9 @@ VIBE = "help-vibe-0.0.34.txt"
 BUILD = "help-build-synthetic.txt"
 
 # fmt: off
+# What the simulated reviewer printed for PROMPT, recorded in its sample.
+SIMULATED_TEXT = json.loads(sample("simulated", "success.jsonl"))["text"]
+
 CASES: tuple[Golden, ...] = (
     # -- claude -------------------------------------------------------------------------
     Golden("claude", "success", DELIVERED, stdout="success.json",
@@ -202,6 +207,9 @@ CASES: tuple[Golden, ...] = (
     Golden("grok", "vibe-garbage", UNKNOWN, stdout="garbage.txt", probe=VIBE,
            reason="parse failed"),
     Golden("grok", "vibe-empty", UNKNOWN, probe=VIBE, reason="empty output"),
+    # -- simulated (review-loop's offline stand-in, python -m review_loop.simulated) ----
+    Golden("simulated", "success", DELIVERED, stdout="success.jsonl",
+           text=SIMULATED_TEXT, session_id=SIMULATED_SID),
 )
 # fmt: on
 
