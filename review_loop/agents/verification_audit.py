@@ -504,6 +504,25 @@ def missing_skill_unit(concern: Concern, driver: Mapping[str, str]) -> dict[str,
     }
 
 
+def governance_gap_unit(path: str, driver: Mapping[str, str]) -> dict[str, Any]:
+    """Missing governance as coverage evidence: no decision or spec governs ``path``.
+
+    An optional ``coverage-gap`` unit (the seed's coverage model has no other place for
+    it): recorded and rendered, it names the gap without rejecting the run by itself.
+    """
+    return {
+        "unitId": f"implementation:governance:coverage-gap:{path}",
+        "auditClass": "implementation",
+        "auditKind": "coverage-gap",
+        "subject": path,
+        "coverageRequirement": "optional",
+        "coverageStatus": "skipped",
+        "priorContext": {"changedFilePartition": path, "concernPartition": "ungoverned"},
+        "expectedProducer": dict(driver),
+        "recordedByRunDriver": dict(driver),
+    }
+
+
 def accounting_unit(path: str, auditor: str | None, driver: Mapping[str, str]) -> dict[str, Any]:
     """The record of a path no concern claimed: considered, left to ``auditor``."""
     return {

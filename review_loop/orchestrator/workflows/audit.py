@@ -7,7 +7,8 @@
    start the run with it.
 3. Read the selection back from the run's sealed input — never from the resolver again.
    Load the governing context from the head commit (``orchestrator/governance.py``:
-   ``spx/local/`` overlays per kind, the decisions and specs that name a changed path) and
+   ``spx/local/`` overlays per kind, the decisions and specs that name a changed path or
+   declare its audit ownership) and
    give each concern its part, with the rule ids it may use (a configured rule catalog).
 4. Dispatch every selected, installed concern agent through the dispatcher, read-only
    and in parallel, each with the complete changeset.
@@ -16,7 +17,8 @@
    rest are returned as ``filed``; a rule id outside the catalog is withdrawn), required
    ``not-applicable`` / ``unsupported`` units for the paths a concern answered so, a
    ``missing-skill`` unit per selected concern that is not installed, an accounting
-   record per path no concern claimed.
+   record per path no concern claimed, and an optional ``coverage-gap`` unit per path no
+   governing node governs (missing governance as coverage evidence).
 6. Reconcile against the sealed inventory; finish with the status the evidence derives;
    render.
 
@@ -738,6 +740,11 @@ async def _audit(
     records, filed, planned_notes, summary = _plan(
         ctx, concerns, agents, by_skill, inventory, selection, touched, _version()
     )
+    # Missing governance is coverage evidence (seed 002), a unit per ungoverned path.
+    records += [
+        ("scope", unit["unitId"], unit)
+        for unit in (va.governance_gap_unit(p, ctx.driver) for p in governance.ungoverned)
+    ]
     notes.extend(planned_notes)
     await _persist(ctx, run, records)
     say(f"[review-loop] audit: {len(records)} records persisted")

@@ -121,9 +121,11 @@ async def test_full_audit_persists_in_the_seeds_order(
         ("scope", "tests/test_a.py", "audited"),  # python tests (notes.txt is not its match)
         ("scope", "typescript:audit-typescript-code", "missing-skill"),
         ("scope", "typescript:audit-typescript-architecture", "missing-skill"),
-        ("scope", "notes.txt", "skipped"),  # accounting records last, inventory order
+        ("scope", "notes.txt", "skipped"),  # accounting records, inventory order
         ("scope", "web/app.ts", "skipped"),
+        *(("scope", p, "skipped") for p in document["governance"]["ungoverned"]),  # last
     ]
+    assert document["governance"]["ungoverned"]  # no spx/ here: every path is ungoverned
     assert document["filed"] == [
         "filed: implementation:python:tests:tests/test_a.py:naming | rule: naming | severity: "
         f"blocking | run: {document['runToken']} | range: {remote.base}..{remote.head}"
@@ -133,7 +135,11 @@ async def test_full_audit_persists_in_the_seeds_order(
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert events[-1]["type"] == "sh.spx.verify.terminal"
     assert document["projection"]["sealed"] is True
-    units = {u["subject"]: u for u in document["projection"]["auditScopeUnits"]}
+    units = {
+        u["subject"]: u
+        for u in document["projection"]["auditScopeUnits"]
+        if not u["unitId"].startswith("implementation:governance:")  # missing governance
+    }
     assert units["a.py"]["expectedProducer"]["skillName"] == "audit-python-code"
     assert units["a.py"]["producerProvenance"]["toolVersion"] == "claude"
     assert "producerProvenance" not in units["typescript:audit-typescript-code"]
@@ -170,7 +176,8 @@ async def test_no_concern_installed_rejects_with_missing_skills(
     document = await audit(remote, None)
     assert document["ok"] is True and document["terminalStatus"] == "rejected"
     statuses = [row[2] for row in subjects(document)]
-    assert statuses.count("missing-skill") == 5 and statuses.count("skipped") == 4
+    ungoverned = len(document["governance"]["ungoverned"])  # a missing-governance unit each
+    assert statuses.count("missing-skill") == 5 and statuses.count("skipped") == 4 + ungoverned
     assert fakes.calls() == []
 
 

@@ -145,6 +145,69 @@ async def test_unsupported_and_not_applicable_paths_are_required_units(
         e["data"]["payload"]["subject"]: e["data"]["payload"]
         for e in result["projection"]["events"]
         if e["type"].endswith(".scope")
+        and not e["data"]["payload"]["unitId"].startswith("implementation:governance:")
     }
     assert units["a.py"]["coverageRequirement"] == "required"
     assert units["a.py"]["unitId"] == "implementation:python:code:a.py"
+
+
+async def test_declared_audit_ownership_governs_paths_the_text_never_names(
+    remote: Remote, fakes: FakeCLIs, tmp_path: Path
+) -> None:
+    commit(
+        remote.work,
+        {
+            "spx/10-core/40-web.pdr.md": (
+                "---\naudits:\n  - 'web/*.ts'\n---\n# Web\nThe client checks input first.\n"
+            ),
+            "spx/10-core/50-none.pdr.md": "---\naudits: lib/\n---\n# Lib\n",
+        },
+        "ownership",
+    )
+    fakes.script(claude=[reply(audited=["a.py"])], codex=[reply(audited=["web/app.ts"])])
+    document = await audit(remote, config(tmp_path, concerns()))
+    assert document["ok"] is True, document
+    governance = document["governance"]
+    assert governance["ownership"] == {"spx/10-core/40-web.pdr.md": ["web/app.ts"]}
+    assert governance["nodes"] == {"spx/10-core/40-web.pdr.md": ["web/app.ts"]}
+    assert "web/app.ts" not in governance["ungoverned"]
+    typescript = prompt_of(fakes, "codex")
+    assert "governing node spx/10-core/40-web.pdr.md (declares audit ownership of web/app.ts)" in (
+        typescript
+    )
+    assert "The client checks input first." in typescript
+    assert "governing node" not in prompt_of(fakes, "claude")
+
+
+async def test_missing_governance_is_a_recorded_unit(
+    remote: Remote, fakes: FakeCLIs, tmp_path: Path
+) -> None:
+    commit(
+        remote.work,
+        {"spx/10-core/40-web.pdr.md": "---\naudits: [web/app.ts]\n---\n# Web\n"},
+        "ownership",
+    )
+    fakes.script(claude=[reply(audited=["a.py"])], codex=[reply(audited=["web/app.ts"])])
+    document = await audit(remote, config(tmp_path, concerns()))
+    assert document["ok"] is True, document
+    assert "a.py" in document["governance"]["ungoverned"]
+    gaps = {
+        e["data"]["payload"]["subject"]: e["data"]["payload"]
+        for e in document["projection"]["events"]
+        if e["type"].endswith(".scope")
+        and e["data"]["payload"]["unitId"].startswith("implementation:governance:")
+    }
+    assert set(gaps) == set(document["governance"]["ungoverned"]) and "web/app.ts" not in gaps
+    unit = gaps["a.py"]
+    assert (unit["auditKind"], unit["coverageRequirement"], unit["coverageStatus"]) == (
+        "coverage-gap",
+        "optional",
+        "skipped",
+    )
+    assert unit["priorContext"]["concernPartition"] == "ungoverned"
+    # evidence, not a rejection: it counts among no required unit of the run
+    assert unit["unitId"] not in {
+        u["unitId"]
+        for u in document["projection"]["auditScopeUnits"]
+        if u["coverageRequirement"] == "required"
+    }
