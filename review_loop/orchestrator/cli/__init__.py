@@ -50,9 +50,10 @@ COMMANDS: dict[str, str] = {
     "mcp": "mcp",
     "help": "help",
 }
-# Commands that run reviewers: a signal cancels them instead of killing them (see .stops).
+# Commands that run reviewers: a signal cancels them instead of killing them (see .stops),
+# and they exit 128 + the signal. ``mcp`` runs them through its jobs.
 REVIEWER_COMMANDS = frozenset(
-    {"consult", "run", "verify-diff", "converge", "blind-review", "preflight", "audit"}
+    {"consult", "run", "verify-diff", "converge", "blind-review", "preflight", "audit", "mcp"}
 )
 
 

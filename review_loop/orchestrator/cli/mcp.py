@@ -6,8 +6,10 @@ print, the command's closing document) can corrupt the protocol stream. The clos
 document (``{"ok": true, "status": "stopped", "jobs": N}``) is therefore on stderr.
 
 ``TERM``, ``HUP`` and ``INT`` stop the server as they cancel a reviewer command
-(:mod:`.stops`): every job is stopped with the CLI's own cancellation (its reviewers ended,
-their records ``interrupted``) before the server exits. See ``docs/mcp.md``.
+(:mod:`.stops`; ``mcp`` is one of the CLI's ``REVIEWER_COMMANDS``, whose entry installs the
+handlers): every job is stopped with the CLI's own cancellation (its reviewers ended, their
+records ``interrupted``) before the server exits 128 + the signal, its ``interrupted``
+document on stderr. See ``docs/mcp.md``.
 """
 
 from __future__ import annotations
@@ -44,8 +46,6 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         await serve_stdio(protocol_out)
         return {"ok": True, "status": "stopped", "reason": "the client closed stdin"}
 
-    stop = stops.install()
-    try:
-        return stops.run_cancellable(main)
-    finally:
-        stops.uninstall(stop)
+    # The CLI entry installed the signal handlers (REVIEWER_COMMANDS) and turns a stop by a
+    # signal into exit 128 + the signal, as for every command that runs reviewers.
+    return stops.run_cancellable(main)
