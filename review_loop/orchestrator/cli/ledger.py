@@ -116,7 +116,8 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
             paths_filter=args.paths,
             session=args.session,
             detail=args.detail,
-            skill_dirs=load_user_prefs().skillDirs if gate in PROVABLE_GATES else (),
+            # the skill gates' reports name the installed skill: prefs skillDirs find it
+            skill_dirs=load_user_prefs().skillDirs if gate in PROVABLE_GATES[1:] else (),
         )
     if args.action == "meta":
         changes = {
