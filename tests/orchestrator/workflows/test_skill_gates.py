@@ -162,12 +162,13 @@ def test_contract_goal_gate_report_human_gate_stops_the_loop(repo: Path, skills:
     )
     code, doc = gate(repo, "goal-gate")
     assert code == 0 and doc["gate"]["provenance"] == "proven", doc
+    (repo / "app.py").write_text("def f(x):\n    return 2\n")  # Phase 3 changes the tree
     code, result = rl(repo, "ledger", "result", "--run", "task")
     assert result["result"] == "HUMAN_GATE"
     assert any(
         r.startswith("goal-gate returned HUMAN_GATE: ask approval") for r in result["reasons"]
     )
     assert "- Goal: not-created (goal-gate: HUMAN_GATE, proven)" in result["block"]
-    assert "goal-gate" not in [g["gate"] for g in result["staleGates"]]
+    assert "goal-gate" not in [g["gate"] for g in result["staleGates"]]  # decided before
     code, bad = gate(repo, "goal-gate", "--result", "MAYBE")
     assert code == 1 and "--result" in json.dumps(bad)
