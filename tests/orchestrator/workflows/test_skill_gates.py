@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -172,3 +175,30 @@ def test_contract_goal_gate_report_human_gate_stops_the_loop(repo: Path, skills:
     assert "goal-gate" not in [g["gate"] for g in result["staleGates"]]  # decided before
     code, bad = gate(repo, "goal-gate", "--result", "MAYBE")
     assert code == 1 and "--result" in json.dumps(bad)
+
+
+def test_process_ledger_gate_from_a_report_one_document_and_exit_codes(
+    repo: Path, skills: Path
+) -> None:
+    """The real command in its own process: proven (exit 0), then refused (exit 2)."""
+
+    def ledger_gate() -> tuple[int, dict[str, Any]]:
+        argv = ["ledger", "gate", "--gate", "architecture-hardening", "--run", "task"]
+        proc = subprocess.run(
+            [sys.executable, "-m", "review_loop", *argv, "--repo", str(repo)],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ),
+            timeout=120,
+        )
+        return proc.returncode, json.loads(proc.stdout)  # one JSON document
+
+    write_report(repo, skills / HARDENING / "SKILL.md", "HUMAN_GATE")
+    code, doc = ledger_gate()
+    assert (code, doc["gate"]["provenance"], doc["gate"]["result"]) == (0, "proven", "HUMAN_GATE")
+    result = rl(repo, "ledger", "result", "--run", "task")[1]
+    assert result["result"] == "HUMAN_GATE"  # the skill's HUMAN_GATE passes through
+    assert "architecture-hardening returned HUMAN_GATE" in result["reasons"]
+    (repo / "app.py").write_text("def f(x):\n    return 3\n")
+    code, doc = ledger_gate()
+    assert (code, doc["ok"], doc["status"]) == (2, False, "GATE_UNPROVEN")
