@@ -1,4 +1,4 @@
-"""End-to-end: the real claude and codex accept the read-only resume command ``sessions``
+"""End-to-end: the real claude, codex and gemini accept the read-only resume command ``sessions``
 prints, and it continues the consulted session with the read-only flags in force.
 
 ``review-loop consult`` (the real CLI under it, the fake model API behind it), then
@@ -6,8 +6,9 @@ prints, and it continues the consulted session with the read-only flags in force
 with ``"<prompt>"`` replaced, is run as is in the session's ``cwd``: it must exit 0, answer
 from the same conversation (the model sees the first turn again), and the request it sends
 must show the read-only settings (claude: no writing tool offered; codex: the read-only
-sandbox in the turn's context, although this user's own codex config is workspace-write).
-Run with the bare ``resume.headless`` instead, both checks fail (checked by hand).
+sandbox in the turn's context, although this user's own codex config is workspace-write;
+gemini: plan mode, so no ``enter_plan_mode`` and no writing tool). Run with the bare
+``resume.headless`` instead, each check fails (checked by hand).
 """
 
 from __future__ import annotations
@@ -31,15 +32,35 @@ from tests.e2e.test_consult_real import (
 __all__ = ["peer_for"]
 
 WRITABLE_CODEX_CONFIG = 'sandbox_mode = "workspace-write"\napproval_policy = "on-request"\n'
+GEMINI_WRITING_TOOLS = {"write_file", "replace", "run_shell_command", "save_memory"}
 WRITING_TOOLS = {"Write", "Edit", "NotebookEdit", "Bash", "MultiEdit"}
 
 
 def offered_tools(body: object) -> set[str]:
+    """The tool names a request offers the model (Anthropic ``tools``, Gemini declarations)."""
     tools = body.get("tools", []) if isinstance(body, dict) else []
-    return {str(t.get("name")) for t in tools if isinstance(t, dict)}
+    names = {str(t["name"]) for t in tools if isinstance(t, dict) and "name" in t}
+    for group in tools:
+        for declaration in group.get("functionDeclarations", []) if isinstance(group, dict) else []:
+            names.add(str(declaration.get("name")))
+    return names
 
 
-@pytest.mark.parametrize("product", ["claude", "codex"])
+def assert_read_only_turn(product: str, body: object) -> None:
+    """What the resumed request shows of the read-only flags (each fails for the bare one)."""
+    if product == "claude":  # --tools / --disallowedTools: nothing that writes is offered
+        tools = offered_tools(body)
+        assert tools and not tools & WRITING_TOOLS, tools
+    elif product == "codex":
+        # codex restates its permissions when they change: the latest statement rules.
+        modes = re.findall(r"`sandbox_mode` is `([a-z-]+)`", json.dumps(body))
+        assert modes and modes[-1] == "read-only", modes
+    else:  # gemini: already in plan mode (the bare command offers enter_plan_mode)
+        tools = offered_tools(body)
+        assert tools and not tools & (GEMINI_WRITING_TOOLS | {"enter_plan_mode"}), tools
+
+
+@pytest.mark.parametrize("product", ["claude", "codex", "gemini"])
 def test_printed_read_only_resume_command_runs_and_keeps_the_flags(
     product: str, peer_for: PeerFor
 ) -> None:
@@ -65,12 +86,6 @@ def test_printed_read_only_resume_command_runs_and_keeps_the_flags(
     _, resumed = peer.api.turns()
     assert said_by(resumed.messages, "user", "(first question)"), resumed.messages
     assert "(resumed question)" in resumed.last_user_text
-    if product == "claude":
-        tools = offered_tools(resumed.body)
-        assert tools and not tools & WRITING_TOOLS, tools
-    else:
-        # codex restates its permissions when they change: the latest statement rules.
-        modes = re.findall(r"`sandbox_mode` is `([a-z-]+)`", json.dumps(resumed.body))
-        assert modes and modes[-1] == "read-only", modes
+    assert_read_only_turn(product, resumed.body)
     assert_nothing_left(peer)
     assert_only_handoff_added(peer.repo)
