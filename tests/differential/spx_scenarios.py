@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.orchestrator.journal.payloads import finding, unit
+from tests.orchestrator.journal.payloads import finding, gap, unit
 from tests.test_cli_verification import Repo, locator, write
 
 Invoke = Callable[[list[str], "str | None"], tuple[int, str, str]]
@@ -39,6 +39,7 @@ class Outcome:
     exit: int
     stdout: str
     stderr: str
+    usage: bool  # an argument-parser usage error: its stderr text is the parser's own
 
 
 class Session:
@@ -48,25 +49,29 @@ class Session:
         self.invoke, self.repo, self.work = invoke, repo, work
         self.outcomes: list[Outcome] = []
 
-    def step(self, name: str, *argv: str, stdin: str | None = None) -> Outcome:
+    def step(self, name: str, *argv: str, stdin: str | None = None, usage: bool = False) -> Outcome:
         code, out, err = self.invoke(list(argv), stdin)
-        outcome = Outcome(name, list(argv), code, out, err)
+        outcome = Outcome(name, list(argv), code, out, err, usage)
         self.outcomes.append(outcome)
         return outcome
 
     def start(self, kind: str = "audit") -> str:
         source = write(self.work / f"start-{kind}.json", {"changed_paths": ["keep.py", "new.py"]})
-        started = self.step(
-            f"start_{kind}",
-            *("-C", str(self.repo.root), "verification", "run", "start"),
-            *("--verification-type", kind, "--scope-type", "changeset", "--scope", self.repo.scope),
-            *("--input", source),
+        return _token(
+            self.step(
+                f"start_{kind}",
+                *("-C", str(self.repo.root), "verification", "run", "start"),
+                *(
+                    "--verification-type",
+                    kind,
+                    "--scope-type",
+                    "changeset",
+                    "--scope",
+                    self.repo.scope,
+                ),
+                *("--input", source),
+            )
         )
-        documents = _documents(started.stdout)
-        if started.exit != 0 or not documents or not isinstance(documents[-1], dict):
-            return "start-failed"  # the steps go on, so every difference is reported
-        token: str = documents[-1]["runToken"]
-        return token
 
     def add(self, name: str, token: str, verb: str, key: str, payload: Any) -> Outcome:
         path = write(self.work / f"{name}.json", payload)
@@ -76,6 +81,15 @@ class Session:
             *locator(self.repo, token),
             *("--idempotency-key", key, "--payload", path),
         )
+
+
+def _token(started: Outcome) -> str:
+    """The run token ``start`` printed; after a failed start the steps go on (to report all)."""
+    documents = _documents(started.stdout)
+    if started.exit != 0 or not documents or not isinstance(documents[-1], dict):
+        return "start-failed"
+    token: str = documents[-1]["runToken"]
+    return token
 
 
 def directory_before_verification(s: Session) -> None:
@@ -158,7 +172,232 @@ def review_metadata_without_state(s: Session) -> None:
     )
 
 
+def audit_lifecycle(s: Session) -> None:
+    """``--input stdin``, ``input``, scope and findings, refusals, ``finish``, a sealed run."""
+    root = str(s.repo.root)
+    started = s.step(
+        "start_from_stdin",
+        *("-C", root, "verification", "run", "start", "--verification-type", "audit"),
+        *("--scope-type", "changeset", "--scope", s.repo.scope, "--input", "stdin"),
+        stdin=json.dumps({"changed_paths": ["keep.py", "new.py"]}),
+    )
+    token = _token(started)
+    where = locator(s.repo, token)
+
+    def verb(name: str, *argv: str) -> Outcome:
+        return s.step(name, "-C", root, "verification", "run", *argv[:1], *where, *argv[1:])
+
+    verb("input", "input")
+    keep, new = unit("keep.py"), unit("new.py")
+    s.add("scope_keep", token, "scope", keep["unitId"], keep)
+    s.add("scope_new", token, "scope", new["unitId"], new)
+    s.add("scope_gap", token, "scope", "gap", gap("src/a.py"))
+    s.add(
+        "same_key_other_payload", token, "scope", keep["unitId"], unit("keep.py", status="skipped")
+    )
+    s.add("finding_of_an_unrecorded_unit", token, "finding", "f0", finding(unit("nowhere.py")))
+    s.add("finding", token, "finding", "f1", finding(keep))
+    verb("status_open", "status")
+    verb("finish_contradicting_the_evidence", "finish", "--terminal-status", "approved")
+    verb("finish_outside_the_vocabulary", "finish", "--terminal-status", "maybe")
+    verb("finish", "finish", "--terminal-status", "rejected")
+    verb("finish_again_other_status", "finish", "--terminal-status", "approved")
+    verb("status_sealed", "status")
+    verb("render_sealed", "render")
+    verb("input_sealed", "input")
+    s.add("scope_after_seal", token, "scope", "late", unit("src/a.py"))
+    s.add("finding_after_seal", token, "finding", "late", finding(keep))
+
+
+def audit_payload_rejections(s: Session) -> None:
+    """The rejection blocks of the audit payload rules."""
+    token = s.start()
+    missing = unit("keep.py")
+    del missing["coverageStatus"]
+    s.add("missing_field", token, "scope", "a", missing)
+    s.add("enum_value", token, "scope", "b", unit("keep.py", status="maybe"))
+    nested = unit("keep.py")
+    del nested["priorContext"]["languagePartition"]
+    s.add("prior_context_without_language", token, "scope", "c", nested)
+    s.add("not_an_object", token, "scope", "d", [1, 2])
+    s.add("not_json", token, "scope", "e", "{not json")
+    s.add("recorded", token, "scope", "f", unit("keep.py"))
+    s.add("finding_severity", token, "finding", "g", finding(unit("keep.py"), severity="huge"))
+    root = str(s.repo.root)
+    metadata = write(s.work / "audit-metadata.json", {"actor": "me"})
+    s.step(
+        "audit_finish_with_metadata",
+        *("-C", root, "verification", "run", "finish", *locator(s.repo, token)),
+        *("--terminal-status", "approved", "--terminal-metadata", metadata),
+    )
+
+
+def review_and_test_runs(s: Session) -> None:
+    """A review run sealed with its submitted review; a test run with a failing case."""
+    root = str(s.repo.root)
+    review = s.start("review")
+    where = [*("--verification-type", "review", "--scope-type", "changeset")]
+    where += ["--scope", s.repo.scope, "--run", review]
+    comment = {
+        **{"path": "keep.py", "side": "RIGHT", "originalCommit": s.repo.head},
+        **{"diffHunk": "@@ -1 +1 @@", "body": "why 2?", "line": 1},
+        "finding": {"disposition": "BLOCKING", "summary": "magic number"},
+    }
+    for name, payload in (
+        ("review_finding_without_anchor", {k: v for k, v in comment.items() if k != "line"}),
+        ("review_finding", comment),
+    ):
+        path = write(s.work / f"{name}.json", payload)
+        s.step(
+            name,
+            *("-C", root, "verification", "run", "finding", "add", *where),
+            *("--idempotency-key", "c1", "--payload", path),
+        )
+    submitted = {
+        **{"actor": "me", "state": "approved", "body": ""},
+        **{"submittedAt": "2026-01-01T00:00:00Z", "commit": s.repo.head},
+    }
+    for name, state in (
+        ("review_metadata_contradicts", "approved"),
+        ("review_finish", "changes_requested"),
+    ):
+        metadata = write(s.work / f"{name}.json", {**submitted, "state": state})
+        s.step(
+            name,
+            *("-C", root, "verification", "run", "finish", *where),
+            *("--terminal-status", "rejected", "--terminal-metadata", metadata),
+        )
+    s.step("review_render", "-C", root, "verification", "run", "render", *where)
+    test = s.start("test")
+    where = [*("--verification-type", "test", "--scope-type", "changeset")]
+    where += ["--scope", s.repo.scope, "--run", test]
+    case = write(s.work / "case.json", {"moduleId": "t.py", "testName": "t_a", "errors": ["boom"]})
+    s.step(
+        "test_finding",
+        *("-C", root, "verification", "run", "finding", "add", *where),
+        *("--idempotency-key", "t1", "--payload", case),
+    )
+    for status in ("passed", "failed"):
+        s.step(
+            f"test_finish_{status}",
+            *("-C", root, "verification", "run", "finish", *where, "--terminal-status", status),
+        )
+
+
+def file_scope(s: Session) -> None:
+    """A file-scoped run: its root unit decides the terminal status."""
+    root = str(s.repo.root)
+    source = write(s.work / "file-input.json", {"changed_paths": ["keep.py"]})
+    where = ["--verification-type", "audit", "--scope-type", "file", "--scope", "keep.py"]
+    started = s.step(
+        "start_file",
+        *("-C", root, "verification", "run", "start", *where, "--input", source),
+    )
+    where += ["--run", _token(started)]
+    path = write(s.work / "file-unit.json", unit("keep.py"))
+    s.step(
+        "file_scope_unit",
+        *("-C", root, "verification", "run", "scope", "add", *where),
+        *("--idempotency-key", "u", "--payload", path),
+    )
+    s.step(
+        "file_finish",
+        *("-C", root, "verification", "run", "finish", *where, "--terminal-status", "approved"),
+    )
+    s.step("file_status", "-C", root, "verification", "run", "status", *where)
+
+
+def usage_errors(s: Session) -> None:
+    """Argument-parser refusals: exit 1, nothing on stdout (the texts are the parsers' own)."""
+    token = s.start()
+    root = str(s.repo.root)
+    head = ["-C", root, "verification", "run"]
+    where = locator(s.repo, token)
+    start = ["start", "--verification-type", "audit", "--scope-type", "changeset"]
+    s.step("start_without_input", *head, *start, "--scope", s.repo.scope, usage=True)
+    s.step("unknown_option", *head, "status", *where, "--bogus", "1", usage=True)
+    s.step("status_without_run", *head, "status", *where[:-2], usage=True)
+    s.step("unknown_verb", *head, "frobnicate", usage=True)
+    s.step("bad_verification_type", *head, "status", *where[2:], "--verification-type", "lint")
+    s.step("bad_scope_type", *head, "status", *where[:2], *where[4:], "--scope-type", "tree")
+    s.step("bad_changeset_scope", *head, "status", *where[:4], "--scope", "main", *where[6:])
+
+
+def unit_rules(s: Session) -> None:
+    """Kind/class, coverage-gap, parent rules; a payload and metadata on stdin."""
+    token = s.start()
+    root = str(s.repo.root)
+    s.add("first_unit_with_a_parent", token, "scope", "p0", unit("keep.py", parent="x"))
+    s.add("root", token, "scope", "p1", unit("keep.py"))
+    own = unit("new.py")
+    s.add("own_parent", token, "scope", "p2", {**own, "parentUnitId": own["unitId"]})
+    s.add("unrecorded_parent", token, "scope", "p3", unit("new.py", parent="nowhere"))
+    s.add("child", token, "scope", "p4", unit("new.py", parent=unit("keep.py")["unitId"]))
+    s.add("kind_not_of_the_class", token, "scope", "k", {**unit("src/a.py"), "auditClass": "spec"})
+    covered_gap = {**gap("src/a.py"), "coverageStatus": "audited"}
+    s.add("gap_marked_covered", token, "scope", "g1", covered_gap)
+    s.add("gap_with_provenance", token, "scope", "g2", {**gap("src/a.py"), **_provenance()})
+    s.step(
+        "payload_on_stdin",
+        *("-C", root, "verification", "run", "scope", "add", *locator(s.repo, token)),
+        *("--idempotency-key", "stdin", "--payload", "stdin"),
+        stdin=json.dumps({**gap("src/a.py"), "parentUnitId": unit("keep.py")["unitId"]}),
+    )
+    s.step(
+        "input_of_an_unknown_run",
+        *("-C", root, "verification", "run", "input", *locator(s.repo, BOGUS_TOKEN)),
+    )
+    review = s.start("review")
+    where = ["--verification-type", "review", "--scope-type", "changeset"]
+    submitted = {
+        "actor": "me",
+        "state": "approved",
+        "body": "",
+        "submittedAt": "2026-01-01T00:00:00Z",
+    }
+    s.step(
+        "review_metadata_on_stdin",
+        *("-C", root, "verification", "run", "finish", *where, "--scope", s.repo.scope),
+        *("--run", review, "--terminal-status", "approved", "--terminal-metadata", "stdin"),
+        stdin=json.dumps({**submitted, "commit": s.repo.head}),
+    )
+
+
+def file_scope_roots(s: Session) -> None:
+    """A file-scoped run's root unit must be its file, and only one."""
+    root = str(s.repo.root)
+    source = write(s.work / "file-input.json", {"changed_paths": ["keep.py"]})
+    where = ["--verification-type", "audit", "--scope-type", "file", "--scope", "keep.py"]
+    started = s.step(
+        "start_file", *("-C", root, "verification", "run", "start", *where, "--input", source)
+    )
+    where += ["--run", _token(started)]
+    for name, payload in (
+        ("root_of_another_file", unit("new.py")),
+        ("optional_root", unit("keep.py", requirement="optional")),
+        ("root", unit("keep.py")),
+        ("second_root", unit("keep.py", concern="tests")),
+    ):
+        path = write(s.work / f"{name}.json", payload)
+        s.step(
+            name,
+            *("-C", root, "verification", "run", "scope", "add", *where),
+            *("--idempotency-key", name, "--payload", path),
+        )
+
+
+def _provenance() -> dict[str, Any]:
+    return {"producerProvenance": unit("x.py")["producerProvenance"]}
+
+
 SCENARIOS: dict[str, Callable[[Session], None]] = {
+    "unit_rules": unit_rules,
+    "file_scope_roots": file_scope_roots,
+    "usage_errors": usage_errors,
+    "audit_lifecycle": audit_lifecycle,
+    "audit_payload_rejections": audit_payload_rejections,
+    "review_and_test_runs": review_and_test_runs,
+    "file_scope": file_scope,
     "directory_before_verification": directory_before_verification,
     "keys_rules_and_extra_fields": keys_rules_and_extra_fields,
     "observed_in_place_of_evidence": observed_in_place_of_evidence,
@@ -181,6 +420,7 @@ def play(name: str, invoke: Invoke, work: Path) -> list[dict[str, Any]]:
             "exit": outcome.exit,
             "stdout": _documents(normalise_text(outcome.stdout, paths)),
             "stderr": normalise_text(outcome.stderr, paths).splitlines(),
+            "usageError": outcome.usage,
         }
         for outcome in session.outcomes
     ]
