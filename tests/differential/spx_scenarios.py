@@ -28,6 +28,11 @@ from tests.test_cli_verification import Repo, locator, write
 
 Invoke = Callable[[list[str], "str | None"], tuple[int, str, str]]
 BOGUS_TOKEN = "2026-01-01_00-00-00-000-000000000000"
+OUTSIDE_A_REPOSITORY = (
+    "outside a git work tree spx keys runs on a 'detached-unknown' pseudo-branch in the "
+    "directory (a file-scoped start succeeds, a changeset start fails in git diff); review-loop "
+    "refuses every verb there (exit 1, '--repo: … is not inside a git checkout')"
+)
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,7 @@ class Outcome:
     stdout: str
     stderr: str
     usage: bool  # an argument-parser usage error: its stderr text is the parser's own
+    deviation: str  # a documented deliberate deviation (docs/compatibility.md): not compared
 
 
 class Session:
@@ -49,9 +55,16 @@ class Session:
         self.invoke, self.repo, self.work = invoke, repo, work
         self.outcomes: list[Outcome] = []
 
-    def step(self, name: str, *argv: str, stdin: str | None = None, usage: bool = False) -> Outcome:
+    def step(
+        self,
+        name: str,
+        *argv: str,
+        stdin: str | None = None,
+        usage: bool = False,
+        deviation: str = "",
+    ) -> Outcome:
         code, out, err = self.invoke(list(argv), stdin)
-        outcome = Outcome(name, list(argv), code, out, err, usage)
+        outcome = Outcome(name, list(argv), code, out, err, usage, deviation)
         self.outcomes.append(outcome)
         return outcome
 
@@ -390,7 +403,38 @@ def _provenance() -> dict[str, Any]:
     return {"producerProvenance": unit("x.py")["producerProvenance"]}
 
 
+def locators_and_inputs(s: Session) -> None:
+    """Where the run is looked for, and what ``start`` takes as input."""
+    token = s.start()
+    root = str(s.repo.root)
+    where = locator(s.repo, token)
+    status = ["verification", "run", "status"]
+    s.step("C_a_subdirectory", "-C", str(s.repo.root / "src"), *status, *where)
+    s.step("other_verification_type", "-C", root, *status, *where, "--verification-type", "test")
+    other = f"{s.repo.base}..{s.repo.base}"
+    s.step("other_scope", "-C", root, *status, *where[:4], "--scope", other, *where[6:])
+    start = ["verification", "run", "start", "--verification-type", "audit"]
+    changeset = ["--scope-type", "changeset", "--scope", s.repo.scope]
+    text = write(s.work / "not-json.txt", "not json at all\n")
+    s.step("start_with_text_input", "-C", root, *start, *changeset, "--input", text)
+    s.step("start_with_empty_stdin", "-C", root, *start, *changeset, "--input", "stdin", stdin="")
+    missing = ["--scope-type", "file", "--scope", "missing.py", "--input", text]
+    s.step("start_file_scope_of_a_missing_file", "-C", root, *start, *missing)
+    outside = s.work / "outside"
+    outside.mkdir()
+    for name, scope in (
+        ("changeset", changeset),
+        ("file", ["--scope-type", "file", "--scope", "a.py"]),
+    ):
+        s.step(
+            f"start_{name}_outside_a_repository",
+            *("-C", str(outside), *start, *scope, "--input", text),
+            deviation=OUTSIDE_A_REPOSITORY,
+        )
+
+
 SCENARIOS: dict[str, Callable[[Session], None]] = {
+    "locators_and_inputs": locators_and_inputs,
     "unit_rules": unit_rules,
     "file_scope_roots": file_scope_roots,
     "usage_errors": usage_errors,
@@ -421,6 +465,7 @@ def play(name: str, invoke: Invoke, work: Path) -> list[dict[str, Any]]:
             "stdout": _documents(normalise_text(outcome.stdout, paths)),
             "stderr": normalise_text(outcome.stderr, paths).splitlines(),
             "usageError": outcome.usage,
+            "deviation": outcome.deviation,
         }
         for outcome in session.outcomes
     ]

@@ -137,7 +137,9 @@ def locate_product(cwd: Path, *, env: dict[str, str] | None = None) -> Product:
         _, ref, _ = run_git(cwd, "symbolic-ref", "--quiet", "HEAD")
         symbolic = ref.decode("utf-8", "surrogateescape").strip() or "HEAD"
     worktree = Path(top)
-    common_dir = Path(common) if Path(common).is_absolute() else (worktree / common).resolve()
+    # git prints a relative --git-common-dir relative to cwd (``../.git`` from a subdirectory),
+    # not to the top level: resolved against the top level, the store landed outside the repo.
+    common_dir = Path(common) if Path(common).is_absolute() else (cwd / common).resolve()
     root = common_dir.parent if common_dir.name == ".git" else worktree
     branch = next((environ[name] for name in BRANCH_ENVS if environ.get(name)), None)
     if branch is None and symbolic.startswith("refs/heads/"):
