@@ -45,6 +45,7 @@ class Outcome:
     stdout: str
     stderr: str
     usage: bool  # an argument-parser usage error: its stderr text is the parser's own
+    headline: bool  # only the error's headline is spx's: the detail after it is git's or the OS's
     deviation: str  # a documented deliberate deviation (docs/compatibility.md): not compared
 
 
@@ -54,6 +55,7 @@ class Session:
     def __init__(self, invoke: Invoke, repo: Repo, work: Path) -> None:
         self.invoke, self.repo, self.work = invoke, repo, work
         self.outcomes: list[Outcome] = []
+        self.placeholders: dict[str, str] = {}  # per-run words a scenario names
 
     def step(
         self,
@@ -61,10 +63,11 @@ class Session:
         *argv: str,
         stdin: str | None = None,
         usage: bool = False,
+        headline: bool = False,
         deviation: str = "",
     ) -> Outcome:
         code, out, err = self.invoke(list(argv), stdin)
-        outcome = Outcome(name, list(argv), code, out, err, usage, deviation)
+        outcome = Outcome(name, list(argv), code, out, err, usage, headline, deviation)
         self.outcomes.append(outcome)
         return outcome
 
@@ -433,7 +436,38 @@ def locators_and_inputs(s: Session) -> None:
         )
 
 
+def scope_forms(s: Session) -> None:
+    """How a ``--scope`` may be written: refs, short ids, three dots, file path forms."""
+    root = str(s.repo.root)
+    source = write(s.work / "forms.json", {"changed_paths": ["keep.py"]})
+    start = ["-C", root, "verification", "run", "start", "--verification-type", "audit"]
+    short = f"{s.repo.base[:10]}..{s.repo.head[:10]}"
+    s.placeholders[short] = "<short>..<short>"
+    for name, scope_type, scope in (
+        ("refs", "changeset", "HEAD~1..HEAD"),
+        ("short_ids", "changeset", short),
+        ("three_dots", "changeset", f"{s.repo.base}...{s.repo.head}"),
+        ("unknown_revision", "changeset", "nope..HEAD"),
+        ("dot_slash_file", "file", "./keep.py"),
+        ("absolute_file", "file", str(s.repo.root / "keep.py")),
+        ("dotdot_file", "file", "../escape.py"),
+    ):
+        started = s.step(
+            f"start_{name}",
+            *start,
+            *("--scope-type", scope_type, "--scope", scope, "--input", source),
+            headline=name == "unknown_revision",
+        )
+        if started.exit == 0:
+            s.step(
+                f"status_{name}",
+                *("-C", root, "verification", "run", "status", "--verification-type", "audit"),
+                *("--scope-type", scope_type, "--scope", scope, "--run", _token(started)),
+            )
+
+
 SCENARIOS: dict[str, Callable[[Session], None]] = {
+    "scope_forms": scope_forms,
     "locators_and_inputs": locators_and_inputs,
     "unit_rules": unit_rules,
     "file_scope_roots": file_scope_roots,
@@ -456,7 +490,7 @@ def play(name: str, invoke: Invoke, work: Path) -> list[dict[str, Any]]:
     work.mkdir(parents=True, exist_ok=True)
     session = Session(invoke, Repo(work / "repo"), work)
     SCENARIOS[name](session)
-    paths = {str(session.repo.root): "<repo>", str(work): "<work>"}
+    paths = {str(session.repo.root): "<repo>", str(work): "<work>", **session.placeholders}
     return [
         {
             "name": outcome.name,
@@ -465,6 +499,7 @@ def play(name: str, invoke: Invoke, work: Path) -> list[dict[str, Any]]:
             "stdout": _documents(normalise_text(outcome.stdout, paths)),
             "stderr": normalise_text(outcome.stderr, paths).splitlines(),
             "usageError": outcome.usage,
+            "headlineOnly": outcome.headline,
             "deviation": outcome.deviation,
         }
         for outcome in session.outcomes

@@ -386,8 +386,9 @@ def _changed_paths(product: Product, base: str, head: str) -> list[str]:
         "--",
         check=False,
     )
-    if result.returncode != 0:
-        raise _fail("CHANGED_SCOPE_FAILED", result.stderr.decode("utf-8", "replace").strip())
+    if result.returncode != 0:  # spx's words, then git's own
+        detail = result.stderr.decode("utf-8", "replace").strip()
+        raise _fail("CHANGED_SCOPE_FAILED", f"failed to diff committed changed paths: {detail}")
     names = result.stdout.decode("utf-8", "surrogateescape").split("\0")
     return sorted({name for name in names if name})
 
