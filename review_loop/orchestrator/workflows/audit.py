@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -303,6 +303,21 @@ async def _dispatch(
     return results
 
 
+@dataclass
+class _Plan:
+    """Stage 6's records in the seed's order, and what the result reports beside them."""
+
+    records: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    filed: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    summary: list[dict[str, Any]] = field(default_factory=list)
+    claimed: set[str] = field(default_factory=set)
+
+    def unit(self, unit: dict[str, Any]) -> None:
+        """Append one scope row, keyed by its unit id."""
+        self.records.append(("scope", unit["unitId"], unit))
+
+
 def _plan(
     ctx: _Context,
     concerns: Sequence[va.Concern],
@@ -312,18 +327,18 @@ def _plan(
     selection: Sequence[Mapping[str, Any]],
     touched: Callable[[va.ReturnedFinding], bool],
     version: str,
-) -> tuple[list[tuple[str, str, dict[str, Any]]], list[str], list[str], list[dict[str, Any]]]:
-    records: list[tuple[str, str, dict[str, Any]]] = []
-    filed: list[str] = []
-    notes: list[str] = []
-    summary: list[dict[str, Any]] = []
-    claimed: set[str] = set()
+) -> _Plan:
+    """Every record, in the seed's order: concern by concern, then the unclaimed paths.
+
+    A selected concern that is not installed gets its ``missing-skill`` unit; every path
+    no concern claimed gets an accounting record.
+    """
+    plan = _Plan()
     for concern in concerns:
         agent = agents.get(concern.skill) or agents.get("*")
         if agent is None:
-            unit = va.missing_skill_unit(concern, ctx.driver)
-            records.append(("scope", unit["unitId"], unit))
-            summary.append({"skill": concern.skill, "status": "missing-skill"})
+            plan.unit(va.missing_skill_unit(concern, ctx.driver))
+            plan.summary.append({"skill": concern.skill, "status": "missing-skill"})
             continue
         result = results[concern.skill]
         provenance = {
@@ -331,71 +346,105 @@ def _plan(
             "skillOwningPluginVersion": agent.version,
             "toolVersion": agent.product,
         }
-        mine = set(concern.paths)
-        audited = [p for p in inventory if p in result.audited and p in mine]
-        for path in result.audited:
-            if path not in mine:
-                notes.append(
-                    f"{concern.skill}: claimed {path!r}, which its selection does not name"
-                )
-        units = {}
-        for path in audited:
-            unit = va.path_unit(concern, path, ctx.driver, provenance)
-            units[path] = unit
-            records.append(("scope", unit["unitId"], unit))
-        claimed.update(audited)
-        # Paths of its selection the concern judged not applicable, or cannot audit:
-        # required units of their own (unsupported rejects the run), never accounting.
-        for status, paths in (
-            ("not-applicable", result.not_applicable),
-            ("unsupported", result.unsupported),
-        ):
-            for path in (p for p in inventory if p in paths and p in mine):
-                unit = va.path_unit(concern, path, ctx.driver, provenance, status)
-                records.append(("scope", unit["unitId"], unit))
-                claimed.add(path)
-        allowed = va.allowed_rules(agent, None)
-        recorded: dict[str, dict[str, Any]] = {}
-        for finding in result.findings:
-            if allowed is not None and finding.rule not in allowed:
-                notes.append(
-                    f"{concern.skill}: finding {finding.rule} at {finding.location} withdrawn: "
-                    "its rule id is not in the rule catalog"
-                )
-                continue
-            owner = units.get(finding.path)
-            if owner is None:
-                notes.append(
-                    f"{concern.skill}: finding {finding.rule} at {finding.location} withdrawn: "
-                    "it names no path the concern audited"
-                )
-                continue
-            key = f"{owner['unitId']}:{finding.rule}"
-            if not touched(finding):
-                filed.append(va.filed_line(key, finding, ctx.token or "", ctx.base, ctx.head))
-                continue
-            if key in recorded:
-                recorded[key]["message"] += f" (also at {finding.location})"
-                continue
-            payload = va.finding_payload(owner, finding, provenance)
-            recorded[key] = payload
-            records.append(("finding", key, payload))
-        notes.extend(f"{concern.skill}: {w}" for w in result.withdrawn)
-        summary.append(
+        audited, units = _plan_units(plan, ctx, concern, result, inventory, provenance)
+        findings = _plan_findings(plan, ctx, concern, agent, result, units, touched, provenance)
+        plan.notes.extend(f"{concern.skill}: {w}" for w in result.withdrawn)
+        plan.summary.append(
             {
                 "skill": concern.skill,
                 "product": agent.product,
                 "status": result.status,
-                "audited": len(audited),
-                "findings": len(recorded),
+                "audited": audited,
+                "findings": findings,
             }
         )
     auditors = va.artifact_type_auditors(selection)
     for path in inventory:
-        if path not in claimed:
-            unit = va.accounting_unit(path, auditors.get(path), ctx.driver)
-            records.append(("scope", unit["unitId"], unit))
-    return records, filed, notes, summary
+        if path not in plan.claimed:
+            plan.unit(va.accounting_unit(path, auditors.get(path), ctx.driver))
+    return plan
+
+
+def _plan_units(
+    plan: _Plan,
+    ctx: _Context,
+    concern: va.Concern,
+    result: va.ConcernResult,
+    inventory: Sequence[str],
+    provenance: Mapping[str, str],
+) -> tuple[int, dict[str, dict[str, Any]]]:
+    """One concern's complete rows; returns how many it audited and its unit per path.
+
+    Only paths of its own selection count (a claim outside it is a note). Paths it judged
+    not applicable, or cannot audit, are required units of their own (unsupported rejects
+    the run), never accounting.
+    """
+    mine = set(concern.paths)
+    audited = [p for p in inventory if p in result.audited and p in mine]
+    for path in result.audited:
+        if path not in mine:
+            plan.notes.append(
+                f"{concern.skill}: claimed {path!r}, which its selection does not name"
+            )
+    units = {}
+    for path in audited:
+        unit = va.path_unit(concern, path, ctx.driver, provenance)
+        units[path] = unit
+        plan.unit(unit)
+    plan.claimed.update(audited)
+    for status, paths in (
+        ("not-applicable", result.not_applicable),
+        ("unsupported", result.unsupported),
+    ):
+        for path in (p for p in inventory if p in paths and p in mine):
+            plan.unit(va.path_unit(concern, path, ctx.driver, provenance, status))
+            plan.claimed.add(path)
+    return len(audited), units
+
+
+def _plan_findings(
+    plan: _Plan,
+    ctx: _Context,
+    concern: va.Concern,
+    agent: va.ConcernAgent,
+    result: va.ConcernResult,
+    units: Mapping[str, dict[str, Any]],
+    touched: Callable[[va.ReturnedFinding], bool],
+    provenance: Mapping[str, str],
+) -> int:
+    """One concern's findings after its rows; returns how many were recorded.
+
+    A rule id outside the catalog, or a path the concern did not audit, is withdrawn (a
+    note); a finding off the touched text is returned as ``filed``; a repeat of a unit's
+    rule adds its location to the recorded finding.
+    """
+    allowed = va.allowed_rules(agent, None)
+    recorded: dict[str, dict[str, Any]] = {}
+    for finding in result.findings:
+        if allowed is not None and finding.rule not in allowed:
+            plan.notes.append(
+                f"{concern.skill}: finding {finding.rule} at {finding.location} withdrawn: "
+                "its rule id is not in the rule catalog"
+            )
+            continue
+        owner = units.get(finding.path)
+        if owner is None:
+            plan.notes.append(
+                f"{concern.skill}: finding {finding.rule} at {finding.location} withdrawn: "
+                "it names no path the concern audited"
+            )
+            continue
+        key = f"{owner['unitId']}:{finding.rule}"
+        if not touched(finding):
+            plan.filed.append(va.filed_line(key, finding, ctx.token or "", ctx.base, ctx.head))
+            continue
+        if key in recorded:
+            recorded[key]["message"] += f" (also at {finding.location})"
+            continue
+        payload = va.finding_payload(owner, finding, provenance)
+        recorded[key] = payload
+        plan.records.append(("finding", key, payload))
+    return len(recorded)
 
 
 async def _persist(
@@ -595,10 +644,51 @@ async def _audit(
     say: Progress,
     open_dispatcher: Callable[..., Any] | None,
 ) -> dict[str, Any]:
+    """The seed's steps, in order; any step stops the audit with ``Blocked``."""
     from review_loop.orchestrator import scope
-    from review_loop.orchestrator.files import file_stamp, utc_now
-    from review_loop.orchestrator.git import ensure_layout, repo_root
 
+    _refuse_incomplete(request)
+    ctx, agents, live = await _anchor(request, prefs)
+    notes: list[str] = []
+    resolved, start_path = await _resolve(ctx, request, live, notes)
+    started = await _start(ctx, start_path)
+    say(f"[review-loop] audit: run {ctx.token} started over {len(started['resolvedScope'])} paths")
+    run = runs.address(ctx.repo, "audit", "changeset", ctx.identity, started["runToken"])
+    sealed = await _read_sealed(ctx, run)
+    concerns = va.concerns_from_selection(sealed.selection)
+    # Stage 3: the governing context, read from the head commit once the run is open.
+    governance = await _thread(discover_governance, ctx.repo, ctx.head, sealed.inventory)
+    results = await _dispatch_concerns(
+        ctx, request, prefs, say, open_dispatcher, concerns, agents, sealed, governance
+    )
+    plan = await _persist_plan(ctx, run, concerns, agents, results, sealed, governance, say)
+    notes.extend(plan.notes)
+    # Stage 7: reconcile against the sealed inventory; only exit 0 reaches finish.
+    await _reconcile(ctx, run, sealed.selection, request.reconcile or scope.reconcile_run, say)
+    finished, projection = await _finish(ctx, run)
+    return {
+        "ok": True,
+        "runToken": ctx.token,
+        "runFile": started["locator"]["runTarget"],
+        "scopeIdentity": ctx.identity,
+        "advisory": ctx.advisory,
+        "deterministicVerification": resolved["deterministicVerification"],
+        "governance": governance.report(),
+        "terminalStatus": finished.get("terminalStatus"),
+        "concerns": plan.summary,
+        "filed": plan.filed or ["filed: none"],
+        "notes": notes,
+        "scratch": str(ctx.scratch),
+        "projection": projection,
+    }
+
+
+def _refuse_incomplete(request: AuditRequest) -> None:
+    """Stage 1: a selector and a run-driver identity are required before anything else.
+
+    Raises:
+        Blocked: ``not-started``, naming what is missing and what is accepted.
+    """
     if not request.selector.strip():
         raise Blocked(
             command="review-loop audit", stderr="no selector: HEAD, a branch, or <base>...<head>"
@@ -611,6 +701,20 @@ async def _audit(
             stderr="no run-driver identity: --driver FILE with the six producer fields "
             f"({', '.join(va.DRIVER_FIELDS)}), or --driver self for review-loop's own",
         )
+
+
+async def _anchor(
+    request: AuditRequest, prefs: Prefs
+) -> tuple[_Context, dict[str, va.ConcernAgent], list[str]]:
+    """Stage 1: the repository, the concern configuration (validated), the live paths of
+    an advisory selector, and the scratch directory; nothing of the run exists yet.
+
+    Raises:
+        Blocked: not a repository, a configuration error, or an unwritable scratch dir.
+    """
+    from review_loop.orchestrator.files import file_stamp, utc_now
+    from review_loop.orchestrator.git import ensure_layout, repo_root
+
     directory = request.directory or os.getcwd()
     try:
         repo = repo_root(directory)
@@ -622,7 +726,7 @@ async def _audit(
         ) from None
     advisory = request.selector.startswith("worktree:")
     committed = request.selector.removeprefix("worktree:")
-    driver = dict(request.driver)
+    driver = dict(request.driver or {})
     agents = load_concern_agents(repo, request.concerns_file)
     for name, agent in agents.items():
         try:
@@ -641,21 +745,34 @@ async def _audit(
         make_dirs(scratch)
 
     await _thread(_recording, None, scratch, make_scratch)
-    ctx = _Context(repo, scratch, request.selector, committed, advisory, driver)
+    return _Context(repo, scratch, request.selector, committed, advisory, driver), agents, live
 
-    # Stage 2: resolve into the start-input file, then open the run with it.
+
+async def _resolve(
+    ctx: _Context, request: AuditRequest, live: Sequence[str], notes: list[str]
+) -> tuple[dict[str, Any], Path]:
+    """Stage 2: resolve the scope (stale base refused) into the start-input file.
+
+    Sets the context's base, head and scope identity; the deterministic-verification facts
+    are retained only for the audited head (else ``unestablished``, with a note).
+
+    Raises:
+        Blocked: the scope does not resolve (exit 2), a stale base (exit 3), or a write
+            into the scratch dir is refused.
+    """
+    from review_loop.orchestrator import scope
+
     audit_input: dict[str, Any] = {
         "selector": request.selector,
-        "repository": str(repo),
-        "advisory": advisory,
-        "runDriver": driver,
+        "repository": str(ctx.repo),
+        "advisory": ctx.advisory,
+        "runDriver": ctx.driver,
         "deterministicVerification": "unestablished",
     }
-    notes: list[str] = []
-    if advisory:
+    if ctx.advisory:
         audit_input["live_paths"] = live
-    input_path = scratch / "audit-input.json"
-    start_path = scratch / "start-input.json"
+    input_path = ctx.scratch / "audit-input.json"
+    start_path = ctx.scratch / "start-input.json"
     _recording(
         None,
         input_path,
@@ -664,11 +781,12 @@ async def _audit(
         ),
     )
     resolve_command = (
-        f"review-loop scope resolve {_q(committed)} --repo {_q(str(repo))} --audit-input "
-        f"{_q(str(input_path))} --scratch-dir {_q(str(scratch))} --output {_q(str(start_path))}"
+        f"review-loop scope resolve {_q(ctx.committed)} --repo {_q(str(ctx.repo))} "
+        f"--audit-input {_q(str(input_path))} --scratch-dir {_q(str(ctx.scratch))} "
+        f"--output {_q(str(start_path))}"
     )
     try:
-        resolved = await _thread(scope.resolve, repo, committed, audit_input)
+        resolved = await _thread(scope.resolve, ctx.repo, ctx.committed, audit_input)
     except scope.StaleBaseError as error:
         raise Blocked(
             command=resolve_command, exitCode=3, stderr=scope.dump(error.diagnostic())
@@ -685,14 +803,23 @@ async def _audit(
         lambda: atomic_write_bytes(start_path, (scope.dump(resolved) + "\n").encode("utf-8")),
     )
     ctx.identity = scope.scope_identity(resolved)
+    return resolved, start_path
+
+
+async def _start(ctx: _Context, start_path: Path) -> dict[str, Any]:
+    """Stage 2: open the run with the start-input file; sets the context's run token.
+
+    Raises:
+        Blocked: ``not-started``, with the start command and the store's refusal.
+    """
     start_command = (
-        f"review-loop verification run start -C {_q(str(repo))} --verification-type audit "
+        f"review-loop verification run start -C {_q(str(ctx.repo))} --verification-type audit "
         f"--scope-type changeset --scope {_q(ctx.identity)} --input {_q(str(start_path))}"
     )
     try:
         started = await _thread(
             runs.start,
-            repo,
+            ctx.repo,
             "audit",
             "changeset",
             ctx.identity,
@@ -702,55 +829,105 @@ async def _audit(
     except ReviewLoopError as error:
         raise Blocked(command=start_command, exitCode=1, stderr=str(error)) from None
     ctx.token = started["runToken"]
-    say(f"[review-loop] audit: run {ctx.token} started over {len(started['resolvedScope'])} paths")
+    return started
 
-    # Stage 3-4: the selection from the sealed input; the inventory before any dispatch.
-    run = runs.address(repo, "audit", "changeset", ctx.identity, ctx.token)
+
+@dataclass(frozen=True)
+class _Sealed:
+    """What the run's sealed input holds: the selection and the inventory it covers."""
+
+    selection: list[Mapping[str, Any]]
+    changed: list[str]
+    live: list[str]
+    inventory: list[str]
+
+
+async def _read_sealed(ctx: _Context, run: runs.RunAddress) -> _Sealed:
+    """Stage 3-4: the selection from the run's sealed input, never from the resolver again.
+
+    Raises:
+        Blocked: the sealed input cannot be read or is not JSON (the run stays open).
+    """
+    from review_loop.orchestrator import scope
+
     try:
         sealed = json.loads((await _thread(runs.read_input, run))["content"])
     except (ReviewLoopError, ValueError) as error:
         raise Blocked(
             runToken=ctx.token, command=ctx.command("input"), exitCode=1, stderr=str(error)
         ) from None
-    selection = sealed.get(scope.SELECTION_KEY) or []
     changed = list(sealed.get("changed_paths") or [])
-    sealed_live = list(sealed.get(scope.LIVE_PATHS_KEY) or [])
-    inventory = changed + [p for p in sealed_live if p not in changed]
-    concerns = va.concerns_from_selection(selection)
-    # Stage 3: the governing context, read from the head commit once the run is open.
-    governance = await _thread(discover_governance, repo, ctx.head, inventory)
-    installed = [(c, a) for c in concerns if (a := agents.get(c.skill) or agents.get("*"))]
+    live = list(sealed.get(scope.LIVE_PATHS_KEY) or [])
+    return _Sealed(
+        selection=sealed.get(scope.SELECTION_KEY) or [],
+        changed=changed,
+        live=live,
+        inventory=changed + [p for p in live if p not in changed],
+    )
 
-    # Stage 5: every installed selected concern, read-only, in parallel.
+
+async def _dispatch_concerns(
+    ctx: _Context,
+    request: AuditRequest,
+    prefs: Prefs,
+    say: Progress,
+    open_dispatcher: Callable[..., Any] | None,
+    concerns: Sequence[va.Concern],
+    agents: Mapping[str, va.ConcernAgent],
+    sealed: _Sealed,
+    governance: Governance,
+) -> dict[str, va.ConcernResult]:
+    """Stage 5: every installed selected concern, read-only, in parallel; by skill.
+
+    Raises:
+        Blocked: a concern did not reach a final result (see ``_dispatch``).
+    """
+    installed = [(c, a) for c in concerns if (a := agents.get(c.skill) or agents.get("*"))]
     if open_dispatcher is None:
         from review_loop.orchestrator.dispatcher import open_dispatcher as default_opener
 
         open_dispatcher = default_opener
     say(f"[review-loop] audit: dispatching {len(installed)} of {len(concerns)} selected concerns")
-    async with open_dispatcher(repo=repo, prefs=prefs, progress=say) as dispatcher:
+    async with open_dispatcher(repo=ctx.repo, prefs=prefs, progress=say) as dispatcher:
         results = await _dispatch(
-            dispatcher, ctx, installed, changed, sealed_live, request.timeout_ms, governance
+            dispatcher, ctx, installed, sealed.changed, sealed.live, request.timeout_ms, governance
         )
-    by_skill = {
-        concern.skill: result for (concern, _), result in zip(installed, results, strict=True)
-    }
+    return {concern.skill: result for (concern, _), result in zip(installed, results, strict=True)}
 
-    # Stage 6: persist, one record at a time, in the seed's order.
-    touched = await _thread(_touched_text, repo, ctx.base, ctx.head, sealed_live)
-    records, filed, planned_notes, summary = _plan(
-        ctx, concerns, agents, by_skill, inventory, selection, touched, _version()
+
+async def _persist_plan(
+    ctx: _Context,
+    run: runs.RunAddress,
+    concerns: Sequence[va.Concern],
+    agents: Mapping[str, va.ConcernAgent],
+    results: Mapping[str, va.ConcernResult],
+    sealed: _Sealed,
+    governance: Governance,
+    say: Progress,
+) -> _Plan:
+    """Stage 6: plan every record, then persist them one at a time in the seed's order.
+
+    Raises:
+        Blocked: the journal refused a record (its payload file and key are named).
+    """
+    touched = await _thread(_touched_text, ctx.repo, ctx.base, ctx.head, sealed.live)
+    plan = _plan(
+        ctx, concerns, agents, results, sealed.inventory, sealed.selection, touched, _version()
     )
     # Missing governance is coverage evidence (seed 002), a unit per ungoverned path.
-    records += [
-        ("scope", unit["unitId"], unit)
-        for unit in (va.governance_gap_unit(p, ctx.driver) for p in governance.ungoverned)
-    ]
-    notes.extend(planned_notes)
-    await _persist(ctx, run, records)
-    say(f"[review-loop] audit: {len(records)} records persisted")
+    for path in governance.ungoverned:
+        plan.unit(va.governance_gap_unit(path, ctx.driver))
+    await _persist(ctx, run, plan.records)
+    say(f"[review-loop] audit: {len(plan.records)} records persisted")
+    return plan
 
-    # Stage 7: reconcile against the sealed inventory; only exit 0 reaches finish.
-    await _reconcile(ctx, run, selection, request.reconcile or scope.reconcile_run, say)
+
+async def _finish(ctx: _Context, run: runs.RunAddress) -> tuple[dict[str, Any], Any]:
+    """After stage 7: finish with the status the evidence derives, then render the run.
+
+    Raises:
+        Blocked: the store refused to finish or render (the run stays open).
+    """
     state = await _thread(run.log.state)
     status = v.expected_audit_status(state.view, run.selector)
     try:
@@ -763,18 +940,4 @@ async def _audit(
             exitCode=1,
             stderr=str(error),
         ) from None
-    return {
-        "ok": True,
-        "runToken": ctx.token,
-        "runFile": started["locator"]["runTarget"],
-        "scopeIdentity": ctx.identity,
-        "advisory": advisory,
-        "deterministicVerification": resolved["deterministicVerification"],
-        "governance": governance.report(),
-        "terminalStatus": finished.get("terminalStatus"),
-        "concerns": summary,
-        "filed": filed or ["filed: none"],
-        "notes": notes,
-        "scratch": str(scratch),
-        "projection": projection,
-    }
+    return finished, projection
