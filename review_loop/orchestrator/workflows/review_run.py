@@ -349,6 +349,28 @@ def _budget(plan: RunPlan, state: dict[str, Any]) -> int:
     return persisted + n if kind == "add" else n
 
 
+@dataclass(frozen=True, slots=True)
+class _Round:
+    """This round's settings: seeded from the command line and the packet's state."""
+
+    number: int
+    reviewer: str
+    product: str
+    completion: str
+    budget: int
+    base_sha: str
+    paths: list[str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Frozen:
+    """This round's frozen evidence: its record, its diff text, and the file it is in."""
+
+    evidence: dict[str, Any]
+    diff_text: str
+    path: Path
+
+
 async def _run_locked(
     dispatcher: Dispatcher,
     plan: RunPlan,
@@ -356,12 +378,54 @@ async def _run_locked(
     identity: str,
     evidence_fn: EvidenceFn,
 ) -> dict[str, Any]:
-    repo = dispatcher.repo
-    runtime = ref.runtime
+    """One round under the packet's lock, as its steps: open the packet's state (fail
+    closed), check the round may start, seed it, stop on an exhausted budget, freeze the
+    evidence, ask the reviewer, record the round."""
     data, meta, body = read_packet(ref, identity)
+    ended, state = _open_state(ref, data, meta, body)
+    if ended is not None:
+        return ended
+    _check_round_order(plan, state, meta, body)
+    seed = _seed_round(dispatcher, plan, ref, state, data)
+    ledger = ledger_from_state(state) or Ledger()
+    if seed.number > seed.budget:
+        save_state(ref.runtime, state)
+        return _budget_exhausted(ref, state, ledger, body, seed.budget)
+    warnings: list[str] = []
+    frozen = await _freeze_evidence(dispatcher.repo, ref, state, seed, evidence_fn, warnings)
+    if isinstance(frozen, dict):
+        return frozen
+    prompt = _round_prompt(plan, ref, body, seed, frozen, ledger, warnings)
+    asked = await _ask_reviewer(
+        dispatcher, plan, ref, state, prompt, ledger, seed.reviewer, seed.product, warnings
+    )
+    if isinstance(asked, dict):
+        return asked
+    return _record_round(
+        ref,
+        state,
+        meta,
+        body,
+        asked,
+        frozen.evidence,
+        warnings,
+        completion=seed.completion,
+        reviewer=seed.reviewer,
+    )
+
+
+def _open_state(
+    ref: PacketRef, data: bytes, meta: dict[str, str], body: str
+) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """``(result that ends the call or None, state)``: the packet's run state, opened.
+
+    Owns the fail-closed checks (:func:`_check_state`), the archived packet, and the
+    first state of a packet that holds only its handoff. A packet with review stages
+    but no state is refused, never started over: nothing vouches for those stages.
+    """
     failure, state = _check_state(ref, data)
     if failure is not None:
-        return failure
+        return failure, state
     if meta.get("lifecycle_state") == "archived":
         return {
             "ok": True,
@@ -370,15 +434,27 @@ async def _run_locked(
             "packetId": ref.packet_id,
             "state": state,  # the original's key: the run state
             "message": "Packet already archived.",
-        }
+        }, state
     if not state:
         if any(a not in ("review_handoff", "review_intake") for a, _ in h1_sections(body)):
             return _fail_closed(
                 "STATE_MIGRATION_REQUIRED",
                 "the packet has review stages but no run state",
                 ref,
-            )
+            ), state
         state = {"round": 0, "packetHash": sha256_bytes(data)}
+    return None, state
+
+
+def _check_round_order(
+    plan: RunPlan, state: dict[str, Any], meta: dict[str, str], body: str
+) -> None:
+    """Refuse a round the packet is not ready for (usage errors, nothing written).
+
+    Round 1 needs the packet's single handoff (or intake); a later round needs
+    ``--continue`` and a trailing ``# Fix Completion``, so a re-review always answers
+    a recorded fix.
+    """
     previous_round = int(state.get("round") or 0)
     anchors = [a for a, _ in h1_sections(body)]
     if previous_round == 0:
@@ -407,6 +483,16 @@ async def _run_locked(
             )
             + ")",
         )
+
+
+def _seed_round(
+    dispatcher: Dispatcher, plan: RunPlan, ref: PacketRef, state: dict[str, Any], data: bytes
+) -> _Round:
+    """Settle this round's reviewer, completion, budget, base and paths into ``state``
+    (saved by the next step). The base is pinned by the first round, so a re-review
+    reviews against the same base; ``--rounds`` on a re-review overrides the budget."""
+    repo = dispatcher.repo
+    previous_round = int(state.get("round") or 0)
     # The seed: reviewer selection follows the saved preference order, without the host.
     reviewer = (
         plan.reviewer or state.get("reviewer") or dispatcher.prefs.default_reviewer(plan.host)
@@ -419,7 +505,6 @@ async def _run_locked(
         raise InputError("--base", f"the packet's base is pinned to {pinned_base}")
     base_sha = pinned_base or rev_parse(repo, plan.base or "HEAD")
     paths = _normalise_paths(plan.paths) or state.get("paths") or None
-    round_number = previous_round + 1
     state.update(
         {
             "baseSha": base_sha,
@@ -436,37 +521,45 @@ async def _run_locked(
     )
     if plan.rounds is not None and previous_round > 0:
         state["budgetOverride"] = True
-    ledger = ledger_from_state(state) or Ledger()
-    if round_number > budget:
-        save_state(runtime, state)
-        return _budget_exhausted(ref, state, ledger, body, budget)
+    return _Round(
+        number=previous_round + 1,
+        reviewer=reviewer,
+        product=peer.product,
+        completion=completion,
+        budget=budget,
+        base_sha=base_sha,
+        paths=paths,
+    )
 
-    # Evidence: frozen once per round, re-hashed whenever the frozen file is reused.
-    evidence_path = runtime / "evidence" / f"round-{round_number}.diff"
-    warnings: list[str] = []
+
+async def _freeze_evidence(
+    repo: Path,
+    ref: PacketRef,
+    state: dict[str, Any],
+    seed: _Round,
+    evidence_fn: EvidenceFn,
+    warnings: list[str],
+) -> _Frozen | dict[str, Any]:
+    """This round's evidence, frozen once per round; or ``evidence_hash_mismatch``.
+
+    A retried round reviews exactly what was frozen (re-hashed on every reuse; fail
+    closed when the file changed), so a verdict always names the code it judged.
+    Records the changed-line count and saves the state.
+    """
+    round_number = seed.number
+    evidence_path = ref.runtime / "evidence" / f"round-{round_number}.diff"
     frozen_digest = state.get(f"evidenceDigest{round_number}")
     if frozen_digest and evidence_path.exists():
-        diff_bytes = read_bytes(evidence_path)
-        if sha256_bytes(diff_bytes) != frozen_digest:
-            save_state(runtime, state)
-            return _fail_closed(
-                "evidence_hash_mismatch",
-                f"the frozen evidence of round {round_number} changed on disk",
-                ref,
-                evidencePath=str(evidence_path),
-                expected=frozen_digest,
-                actual=sha256_bytes(diff_bytes),
-            )
-        diff_text = diff_bytes.decode("utf-8")
-        evidence = dict(state.get(f"evidenceRound{round_number}") or {})
-        current, _ = await anyio.to_thread.run_sync(evidence_fn, repo, base_sha, paths)
-        if current.digest != frozen_digest:
-            warnings.append(
-                f"the working tree changed since round {round_number}'s evidence was frozen; "
-                "this round reviews the frozen evidence"
-            )
+        reused = await _reuse_frozen(
+            repo, ref, state, seed, evidence_fn, evidence_path, frozen_digest, warnings
+        )
+        if isinstance(reused, dict):
+            return reused
+        evidence, diff_text = reused
     else:
-        computed, diff_text = await anyio.to_thread.run_sync(evidence_fn, repo, base_sha, paths)
+        computed, diff_text = await anyio.to_thread.run_sync(
+            evidence_fn, repo, seed.base_sha, seed.paths
+        )
         evidence = computed.model_copy(update={"sourceRound": round_number}).model_dump(mode="json")
         atomic_write_bytes(evidence_path, diff_text.encode("utf-8"))
         state[f"evidenceRound{round_number}"] = evidence
@@ -480,18 +573,67 @@ async def _run_locked(
         warnings.append(f"large diff: {changed_lines} changed lines (> {LARGE_DIFF_LINES})")
     state["evidencePath"] = str(evidence_path)
     state["lineCount"] = changed_lines  # the original counts changed (+/-) lines
-    save_state(runtime, state)
+    save_state(ref.runtime, state)
+    return _Frozen(evidence, diff_text, evidence_path)
 
+
+async def _reuse_frozen(
+    repo: Path,
+    ref: PacketRef,
+    state: dict[str, Any],
+    seed: _Round,
+    evidence_fn: EvidenceFn,
+    evidence_path: Path,
+    frozen_digest: Any,
+    warnings: list[str],
+) -> tuple[dict[str, Any], str] | dict[str, Any]:
+    """The frozen evidence of this round, re-hashed; ``evidence_hash_mismatch`` (fail
+    closed, state saved) when the file changed on disk. Warns when the working tree
+    moved since it was frozen: the round still reviews the frozen evidence."""
+    round_number = seed.number
+    diff_bytes = read_bytes(evidence_path)
+    if sha256_bytes(diff_bytes) != frozen_digest:
+        save_state(ref.runtime, state)
+        return _fail_closed(
+            "evidence_hash_mismatch",
+            f"the frozen evidence of round {round_number} changed on disk",
+            ref,
+            evidencePath=str(evidence_path),
+            expected=frozen_digest,
+            actual=sha256_bytes(diff_bytes),
+        )
+    diff_text = diff_bytes.decode("utf-8")
+    evidence = dict(state.get(f"evidenceRound{round_number}") or {})
+    current, _ = await anyio.to_thread.run_sync(evidence_fn, repo, seed.base_sha, seed.paths)
+    if current.digest != frozen_digest:
+        warnings.append(
+            f"the working tree changed since round {round_number}'s evidence was frozen; "
+            "this round reviews the frozen evidence"
+        )
+    return evidence, diff_text
+
+
+def _round_prompt(
+    plan: RunPlan,
+    ref: PacketRef,
+    body: str,
+    seed: _Round,
+    frozen: _Frozen,
+    ledger: Ledger,
+    warnings: list[str],
+) -> ReviewPrompt:
+    """The reviewer's question for this round. Warns when the diff was summarised: a
+    passing verdict must then list the summarised paths under ``## Coverage``."""
     prompt = build_review_prompt(
-        round_number=round_number,
+        round_number=seed.number,
         packet_id=ref.packet_id,
         packet_path=str(ref.path),
         packet_body=body,
-        base_sha=base_sha,
-        evidence_path=str(evidence_path),
-        paths=paths,
-        changed=list(evidence.get("coveredPaths") or []),
-        diff_text=diff_text,
+        base_sha=seed.base_sha,
+        evidence_path=str(frozen.path),
+        paths=seed.paths,
+        changed=list(frozen.evidence.get("coveredPaths") or []),
+        diff_text=frozen.diff_text,
         ledger=ledger,
         budget=plan.diff_budget,
     )
@@ -500,22 +642,7 @@ async def _run_locked(
             f"diff too large for one prompt: {len(prompt.must_cover)} path(s) summarised; "
             "a passing verdict must list them under ## Coverage"
         )
-    asked = await _ask_reviewer(
-        dispatcher, plan, ref, state, prompt, ledger, reviewer, peer.product, warnings
-    )
-    if isinstance(asked, dict):
-        return asked
-    return _record_round(
-        ref,
-        state,
-        meta,
-        body,
-        asked,
-        evidence,
-        warnings,
-        completion=completion,
-        reviewer=reviewer,
-    )
+    return prompt
 
 
 # -- the reviewer's answer: asked once, then recorded or kept -------------------------------
@@ -552,90 +679,149 @@ async def _ask_reviewer(
     runtime, repo, round_number = ref.runtime, dispatcher.repo, int(state["round"]) + 1
     failures: list[RecordError] = []
     found = take_answer(runtime, repo, ref.packet_id, round_number, prompt.text)
-    kept_at = found[1] if found else None
     if found is not None:
-        kept = found[0]
-        log_event("kept-answer-used", round=round_number, path=str(kept_at), level="warning")
-        warnings.append(f"the reviewer's answer kept at {kept_at} was used; nobody was asked")
-        delivery = Delivery(
-            state=DeliveryState.DELIVERED,
-            peer=kept.reviewer,
-            product=kept.product,
-            sessionId=kept.sessionId,
-            attempts=[],
-            cwd=str(repo),
-        )
-        text, corrected = kept.text, kept.correction
+        delivery, text, corrected = _use_kept(*found, repo, round_number, warnings)
+        kept_at: Path | None = found[1]
     else:
-        resume = _stored_session(runtime, product) if round_number > 1 else None
-        if round_number > 1 and resume is None:
-            warnings.append(
-                "no stored reviewer session for this product: a new session was started"
-            )
-        unwritten = append_record(
-            runtime / "events.jsonl",
-            {
-                "event": "round_started",
-                "at": utc_now(),
-                "round": round_number,
-                "reviewer": reviewer,
-            },
+        asked = await _ask_first(
+            dispatcher, plan, ref, state, prompt, reviewer, product, warnings, failures
         )
-        if unwritten is not None:
-            raise RecordingFailed(unwritten)  # nothing was asked: no answer to lose
-        delivery = await dispatcher.consult(
-            PeerRequest(
-                peer=reviewer,
-                prompt=prompt.text,
-                record_dir=runtime,
-                resume_session_id=resume,
-                timeout_ms=plan.timeout_ms,
-                stop_files=(runtime / "STOP",),
-            )
-        )
-        if not delivery.ok or delivery.reply is None:
-            return _delivery_unknown(ref, state, delivery, round_number)
-        if delivery.degraded:
-            warnings.append(
-                f"reviewer session not resumed ({delivery.degradedReason}): new session"
-            )
-        text, corrected = delivery.reply.text, False
-        kept_at = _keep(ref, repo, round_number, prompt, delivery, text, False, failures)
+        if isinstance(asked, dict):
+            return asked
+        (delivery, text, kept_at), corrected = asked, False
     outcome = _check_answer(text, round_number, ledger, prompt)
     if isinstance(outcome, str) and not corrected:
-        session = delivery.sessionId
-        retry = await dispatcher.consult(
-            PeerRequest(
-                peer=reviewer,
-                prompt=correction_prompt(prompt, outcome, round_number, resumed=bool(session)),
-                record_dir=runtime,
-                resume_session_id=session,
-                timeout_ms=plan.timeout_ms,
-                stop_files=(runtime / "STOP",),
-            )
+        retried = await _ask_correction(
+            dispatcher, plan, ref, state, prompt, reviewer, delivery, outcome, failures
         )
-        if not retry.ok or retry.reply is None:
-            return _delivery_unknown(ref, state, retry, round_number, correction=True)
-        delivery, text, corrected = retry, retry.reply.text, True
-        kept_at = _keep(ref, repo, round_number, prompt, retry, text, True, failures)
+        if isinstance(retried, dict):
+            return retried
+        delivery, text, kept_at = retried
         outcome = _check_answer(text, round_number, ledger, prompt)
     if isinstance(outcome, str):
-        # Judged and refused: the next run asks again rather than reusing this answer.
-        clear_answer(runtime, repo, ref.packet_id, round_number)
-        save_state(runtime, state)
-        return {
-            "ok": False,
-            "status": "malformed_reviewer_output",
-            "message": f"Reviewer output malformed after one correction: {outcome}",
-            "error": outcome,
-            "round": round_number,
-            "packetPath": str(ref.path),
-            "packetId": ref.packet_id,
-            "answerPath": str(runtime / "answers" / f"round-{round_number}.correction.md"),
-        }
+        return _malformed(ref, repo, state, round_number, outcome)
     answer, new_ledger = outcome
     first_failure = failures[0] if failures else None
     return _Answered(answer, new_ledger, delivery, text, kept_at, first_failure)
+
+
+def _use_kept(
+    kept: PendingAnswer, kept_at: Path, repo: Path, round_number: int, warnings: list[str]
+) -> tuple[Delivery, str, bool]:
+    """``(delivery, text, corrected)`` of a kept answer: nobody is asked again, and the
+    result says so. A kept correction is not corrected twice."""
+    log_event("kept-answer-used", round=round_number, path=str(kept_at), level="warning")
+    warnings.append(f"the reviewer's answer kept at {kept_at} was used; nobody was asked")
+    delivery = Delivery(
+        state=DeliveryState.DELIVERED,
+        peer=kept.reviewer,
+        product=kept.product,
+        sessionId=kept.sessionId,
+        attempts=[],
+        cwd=str(repo),
+    )
+    return delivery, kept.text, kept.correction
+
+
+async def _ask_first(
+    dispatcher: Dispatcher,
+    plan: RunPlan,
+    ref: PacketRef,
+    state: dict[str, Any],
+    prompt: ReviewPrompt,
+    reviewer: str,
+    product: str,
+    warnings: list[str],
+    failures: list[RecordError],
+) -> tuple[Delivery, str, Path | None] | dict[str, Any]:
+    """``(delivery, text, kept at)`` of this round's question, or ``DELIVERY_UNKNOWN``.
+
+    Round 1 starts a new session; a re-review resumes the stored one when it belongs to
+    this product, so the reviewer keeps what it said. ``round_started`` is recorded
+    first: when it cannot be, nothing is asked. The answer is kept before anything else.
+    """
+    runtime, repo, round_number = ref.runtime, dispatcher.repo, int(state["round"]) + 1
+    resume = _stored_session(runtime, product) if round_number > 1 else None
+    if round_number > 1 and resume is None:
+        warnings.append("no stored reviewer session for this product: a new session was started")
+    unwritten = append_record(
+        runtime / "events.jsonl",
+        {
+            "event": "round_started",
+            "at": utc_now(),
+            "round": round_number,
+            "reviewer": reviewer,
+        },
+    )
+    if unwritten is not None:
+        raise RecordingFailed(unwritten)  # nothing was asked: no answer to lose
+    delivery = await dispatcher.consult(
+        PeerRequest(
+            peer=reviewer,
+            prompt=prompt.text,
+            record_dir=runtime,
+            resume_session_id=resume,
+            timeout_ms=plan.timeout_ms,
+            stop_files=(runtime / "STOP",),
+        )
+    )
+    if not delivery.ok or delivery.reply is None:
+        return _delivery_unknown(ref, state, delivery, round_number)
+    if delivery.degraded:
+        warnings.append(f"reviewer session not resumed ({delivery.degradedReason}): new session")
+    text = delivery.reply.text
+    return delivery, text, _keep(ref, repo, round_number, prompt, delivery, text, False, failures)
+
+
+async def _ask_correction(
+    dispatcher: Dispatcher,
+    plan: RunPlan,
+    ref: PacketRef,
+    state: dict[str, Any],
+    prompt: ReviewPrompt,
+    reviewer: str,
+    delivery: Delivery,
+    problem: str,
+    failures: list[RecordError],
+) -> tuple[Delivery, str, Path | None] | dict[str, Any]:
+    """The one correction round: the answering session resumed with what was wrong, its
+    answer kept like the first; ``DELIVERY_UNKNOWN`` when it does not arrive."""
+    runtime, round_number = ref.runtime, int(state["round"]) + 1
+    session = delivery.sessionId
+    retry = await dispatcher.consult(
+        PeerRequest(
+            peer=reviewer,
+            prompt=correction_prompt(prompt, problem, round_number, resumed=bool(session)),
+            record_dir=runtime,
+            resume_session_id=session,
+            timeout_ms=plan.timeout_ms,
+            stop_files=(runtime / "STOP",),
+        )
+    )
+    if not retry.ok or retry.reply is None:
+        return _delivery_unknown(ref, state, retry, round_number, correction=True)
+    text = retry.reply.text
+    kept_at = _keep(ref, dispatcher.repo, round_number, prompt, retry, text, True, failures)
+    return retry, text, kept_at
+
+
+def _malformed(
+    ref: PacketRef, repo: Path, state: dict[str, Any], round_number: int, problem: str
+) -> dict[str, Any]:
+    """``malformed_reviewer_output`` after the correction round. The answer was judged and
+    refused, so its kept copy is cleared: the next run asks again rather than reusing it."""
+    clear_answer(ref.runtime, repo, ref.packet_id, round_number)
+    save_state(ref.runtime, state)
+    return {
+        "ok": False,
+        "status": "malformed_reviewer_output",
+        "message": f"Reviewer output malformed after one correction: {problem}",
+        "error": problem,
+        "round": round_number,
+        "packetPath": str(ref.path),
+        "packetId": ref.packet_id,
+        "answerPath": str(ref.runtime / "answers" / f"round-{round_number}.correction.md"),
+    }
 
 
 def _keep(
@@ -862,6 +1048,28 @@ def _budget_exhausted(
     }
 
 
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """What a verdict does: the run's status, the packet's lifecycle, and whether a
+    ``# Fix Handoff`` follows the review stage."""
+
+    status: str
+    lifecycle: str
+    fix: bool
+
+
+def _outcome(verdict: Verdict, completion: str) -> _Outcome:
+    """The verdict under the packet's completion mode: PASS_WITH_CONCERNS is fixed with
+    ``completion=pass`` and parked for the user's decision with ``completion=review``."""
+    if verdict is Verdict.BLOCKED:
+        return _Outcome("blocked", "blocked", True)
+    if verdict is Verdict.PASS_WITH_CONCERNS and completion == "pass":
+        return _Outcome("concerns_require_fix", "blocked", True)
+    if verdict is Verdict.PASS_WITH_CONCERNS:
+        return _Outcome("awaiting_user_decision", "awaiting_user_decision", False)
+    return _Outcome("archived", "archived", False)
+
+
 def _write_round(
     ref: PacketRef,
     state: dict[str, Any],
@@ -876,45 +1084,72 @@ def _write_round(
     completion: str,
     reviewer: str,
 ) -> dict[str, Any]:
-    runtime = ref.runtime
-    verdict = answer.verdict
-    round_number = answer.round
-    if verdict is Verdict.BLOCKED:
-        status, lifecycle, fix = "blocked", "blocked", True
-    elif verdict is Verdict.PASS_WITH_CONCERNS and completion == "pass":
-        status, lifecycle, fix = "concerns_require_fix", "blocked", True
-    elif verdict is Verdict.PASS_WITH_CONCERNS:
-        status, lifecycle, fix = "awaiting_user_decision", "awaiting_user_decision", False
-    else:
-        status, lifecycle, fix = "archived", "archived", False
-    evidence_path = str(state.get("evidencePath"))
+    """Record the round as its steps: render the stage, check the packet is still what
+    the round started from (fail closed), write the stage, settle the state, report.
+    ``OSError`` propagates to :func:`_record_round` (``RECORD_FAILED``)."""
+    outcome = _outcome(answer.verdict, completion)
     stage, anchor = review_stage(
         answer=answer,
         ledger=ledger,
         reviewer=reviewer,
         session_id=delivery.sessionId,
         base_sha=str(state["baseSha"]),
-        evidence_path=evidence_path,
+        evidence_path=str(state.get("evidencePath")),
         digest=str(evidence.get("digest")),
-        fix_handoff=fix,
+        fix_handoff=outcome.fix,
         completion=completion,
     )
     # The packet must still be exactly what this round started from.
     current = read_bytes(ref.path)
     if sha256_bytes(current) != state.get("roundStartPacketHash"):
-        save_state(runtime, state)
+        save_state(ref.runtime, state)
         return _fail_closed(
             "packet_hash_mismatch",
             "the packet changed while the reviewer was running; nothing was written",
             ref,
         )
+    encoded, final = _write_stage(
+        ref, state, meta, body, stage, anchor, outcome, reviewer=reviewer, round_number=answer.round
+    )
+    _settle_state(ref, state, answer, ledger, delivery, evidence, outcome, anchor, encoded, final)
+    common: dict[str, Any] = {
+        "verdict": answer.verdict.value,
+        "round": answer.round,
+        "packetPath": str(final.path),
+        "packetId": ref.packet_id,
+        "reviewer": reviewer,
+        "sessionId": delivery.sessionId,
+    }
+    if warnings:
+        common["warning"] = "; ".join(warnings)
+    return _round_result(_Recorded(final, state, body, ledger, evidence, outcome, anchor, common))
+
+
+def _write_stage(
+    ref: PacketRef,
+    state: dict[str, Any],
+    meta: dict[str, str],
+    body: str,
+    stage: str,
+    anchor: str,
+    outcome: _Outcome,
+    *,
+    reviewer: str,
+    round_number: int,
+) -> tuple[bytes, PacketRef]:
+    """Append the stage to the packet: ``(bytes written, the packet's ref now)``.
+
+    The state marks ``pendingStage`` before the packet is written, so a stop between
+    the two writes is found (``STATE_RECOVERY_REQUIRED``), never guessed over. An
+    archived round moves the packet to the archive and drops its STOP file.
+    """
     now = utc_now()
     new_meta = dict(meta)
     new_meta.update(
         {
             "updated": now,
             "last_anchor": anchor,
-            "lifecycle_state": lifecycle,
+            "lifecycle_state": outcome.lifecycle,
             "round": str(round_number),
             "base_sha": str(state["baseSha"]),
             "reviewer": reviewer,
@@ -924,20 +1159,38 @@ def _write_round(
     text = join_packet(new_meta, body.rstrip("\n") + "\n" + stage)
     encoded = text.encode("utf-8")
     state["pendingStage"] = {"round": round_number, "anchor": anchor, "at": now}
-    save_state(runtime, state)
+    save_state(ref.runtime, state)
     atomic_write_bytes(ref.path, encoded)
     final = ref
-    if status == "archived":
+    if outcome.status == "archived":
         final = PacketRef(ref.repo, ref.slug, ref.base, archived=True)
         rename(ref.path, final.path)
-        unlink(runtime / "STOP", missing_ok=True)
+        unlink(ref.runtime / "STOP", missing_ok=True)
+    return encoded, final
+
+
+def _settle_state(
+    ref: PacketRef,
+    state: dict[str, Any],
+    answer: ReviewAnswer,
+    ledger: Ledger,
+    delivery: Delivery,
+    evidence: dict[str, Any],
+    outcome: _Outcome,
+    anchor: str,
+    encoded: bytes,
+    final: PacketRef,
+) -> None:
+    """Save the state of the recorded round (the new ledger, the packet's hash pinned for
+    the next call's check, the session a re-review resumes, ``pendingStage`` cleared),
+    then note ``round_finished`` in the events, best effort."""
     state.update(ledger_to_state(ledger))
     state.update(
         {
-            "round": round_number,
-            "lastVerdict": verdict.value,
-            "lifecycle": status,
-            "lifecycleState": lifecycle,
+            "round": answer.round,
+            "lastVerdict": answer.verdict.value,
+            "lifecycle": outcome.status,
+            "lifecycleState": outcome.lifecycle,
             "lastAnchor": anchor,
             "evidence": evidence,
             "packetHash": sha256_bytes(encoded),
@@ -948,44 +1201,55 @@ def _write_round(
             "updated": utc_now(),
         }
     )
-    save_state(runtime, state)
+    save_state(ref.runtime, state)
     # The round is recorded: an unwritable event line must not turn it into a failure.
     append_record(
-        runtime / "events.jsonl",
+        ref.runtime / "events.jsonl",
         {
             "event": "round_finished",
             "at": utc_now(),
-            "round": round_number,
-            "verdict": verdict.value,
-            "status": status,
+            "round": answer.round,
+            "verdict": answer.verdict.value,
+            "status": outcome.status,
         },
     )
-    common: dict[str, Any] = {
-        "verdict": verdict.value,
-        "round": round_number,
-        "packetPath": str(final.path),
-        "packetId": ref.packet_id,
-        "reviewer": reviewer,
-        "sessionId": delivery.sessionId,
-    }
-    if warnings:
-        common["warning"] = "; ".join(warnings)
-    if status == "archived":
+
+
+@dataclass(frozen=True, slots=True)
+class _Recorded:
+    """A round just recorded: what its result reports."""
+
+    final: PacketRef
+    state: dict[str, Any]
+    body: str
+    ledger: Ledger
+    evidence: dict[str, Any]
+    outcome: _Outcome
+    anchor: str
+    common: dict[str, Any]
+
+
+def _round_result(done: _Recorded) -> dict[str, Any]:
+    """The result of a recorded round, by its status: archived, parked for the user,
+    or findings to fix (see :func:`_fix_result`)."""
+    ledger, evidence, common = done.ledger, done.evidence, done.common
+    verdict, round_number = common["verdict"], common["round"]
+    if done.outcome.status == "archived":
         return {
             "ok": True,
             "status": "archived",
             **common,
-            "message": f"Review passed ({verdict.value}) on the frozen evidence of round "
+            "message": f"Review passed ({verdict}) on the frozen evidence of round "
             f"{round_number}; packet archived.",
             "evidence": evidence,
             "report": {
-                "verdict": verdict.value,
+                "verdict": verdict,
                 "rounds": round_number,
                 "findingIds": ledger.finding_ids,
-                "lineCount": state.get("lineCount"),
+                "lineCount": done.state.get("lineCount"),
             },
         }
-    if status == "awaiting_user_decision":
+    if done.outcome.status == "awaiting_user_decision":
         return {
             "ok": True,
             "status": "awaiting_user_decision",
@@ -996,18 +1260,26 @@ def _write_round(
             "message": "PASS_WITH_CONCERNS in review mode: the user decides — fix "
             "(fix-completion, then run --continue) or accept (close --reason accept-concerns).",
         }
+    return _fix_result(done)
+
+
+def _fix_result(done: _Recorded) -> dict[str, Any]:
+    """Findings to fix: ``needsContinue``, or ``budget_exhausted`` (with both positions)
+    when BLOCKED used the last budgeted round and no ``--rounds`` override is set."""
+    ledger, state, common, lifecycle = done.ledger, done.state, done.common, done.outcome.lifecycle
+    status, round_number = done.outcome.status, common["round"]
     open_ids = ledger.open_blocking + ledger.open_concerns
     budget = int(state.get("roundsBudget") or DEFAULT_ROUNDS)
     if status == "blocked" and round_number >= budget and not state.get("budgetOverride"):
         # As the original: BLOCKED on the last budgeted round stops now (exit 2), never
         # asking for a fix pass no round is left to review. The round is recorded.
         return {
-            **_budget_exhausted(final, state, ledger, body, budget),
+            **_budget_exhausted(done.final, state, ledger, done.body, budget),
             **common,
             "findings": _findings_out(ledger, open_ids),
-            "lastAnchor": anchor,
+            "lastAnchor": done.anchor,
             "lifecycleState": lifecycle,
-            "evidence": evidence,
+            "evidence": done.evidence,
         }
     return {
         "ok": True,
@@ -1016,9 +1288,9 @@ def _write_round(
         "openBlocking": ledger.open_blocking,
         "openConcerns": ledger.open_concerns,
         "findings": _findings_out(ledger, open_ids),
-        "lastAnchor": anchor,
+        "lastAnchor": done.anchor,
         "lifecycleState": lifecycle,
-        "evidence": evidence,
+        "evidence": done.evidence,
         "needsContinue": True,
         "message": (
             "BLOCKED: fix the blocking findings"
