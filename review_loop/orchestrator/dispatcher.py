@@ -233,6 +233,36 @@ def _process_start(pid: int) -> float | None:
     return None
 
 
+_Result = tuple[Reply | Failure, Attempt, bool]
+"""What an attempt returns: its outcome, its record, and whether its process ended within
+``RESUME_NOT_FOUND_WINDOW_MS`` (a "session not found" that fast degrades to a new session)."""
+
+
+@dataclass(slots=True, kw_only=True)
+class _InFlight:
+    """One attempt in progress: what it asks and its session record as last written.
+
+    ``record`` is replaced as the attempt goes on (a session id chosen up front, then the
+    pid); finishing, and the cancellation path, read the latest one.
+    """
+
+    request: PeerRequest
+    peer: ResolvedPeer
+    resume: str | None
+    deadline_ms: int
+    stop_files: tuple[Path, ...]
+    record: SessionRecord
+
+    @property
+    def record_path(self) -> Path:
+        """This request's ``reviewer-session.json``."""
+        return self.request.directory / SESSION_FILE
+
+    def write(self, *, durable: bool = True) -> RecordError | None:
+        """Write ``record`` as it stands; returns what failed instead of raising."""
+        return write_record(self.record_path, self.record.model_dump(mode="json"), durable=durable)
+
+
 @dataclass
 class Dispatcher:
     """Runs peer requests. Create with :func:`open_dispatcher`."""
@@ -524,10 +554,46 @@ class Dispatcher:
 
     async def _attempt(
         self, request: PeerRequest, peer: ResolvedPeer, resume: str | None, *, number: int
-    ) -> tuple[Reply | Failure, Attempt, bool]:
-        record_path = request.directory / SESSION_FILE
-        stop_files = (self.global_stop_file, *request.stop_files)
-        deadline_ms = self.prefs.timeoutMs if request.timeout_ms is None else request.timeout_ms
+    ) -> _Result:
+        """One supervised launch of ``peer``; returns (outcome, attempt, failed fast).
+
+        Its steps, each a method below: check STOP; build the invocation; write the record
+        (no record, no launch); prepare the launch (executable, namespace, masking); run
+        the process with liveness lines; interpret what it left. Every path ends in
+        :meth:`_finish`; a cancellation finishes the record ``interrupted`` and goes on
+        (:meth:`_run`).
+        """
+        current = self._begin(request, peer, resume, number=number)
+        stopped = self._stop_before_spawn(current)
+        if stopped is not None:
+            return self._finish(current, stopped, None)
+        built = await self._build_invocation(current)
+        if isinstance(built, Failure):
+            return self._finish(current, built, None)
+        invocation, capabilities = built
+        failed = self._record_before_launch(current, invocation)
+        if failed is not None:
+            # No record, no launch: a session nobody could find after a crash is an orphan.
+            reason = Failure(
+                state=DeliveryState.NOT_SUBMITTED, reason="record failed", detail=failed.message
+            )
+            return self._finish(current, reason, None, failed)
+        prepared = await self._prepare_launch(current, invocation)
+        if isinstance(prepared, Failure):
+            return self._finish(current, prepared, None)
+        ran = await self._run(current, prepared, whole_filesystem=not capabilities.read_only)
+        if not isinstance(ran, Completed):
+            return ran  # finished inside the run: the pid could not be recorded
+        return self._finish(current, self._interpret(current, prepared, ran), ran)
+
+    def _begin(
+        self, request: PeerRequest, peer: ResolvedPeer, resume: str | None, *, number: int
+    ) -> _InFlight:
+        """The attempt's deadline, STOP files and first session record (not yet written).
+
+        The record names this process as its owner, so the reaper can tell a session
+        whose owner died from one still supervised.
+        """
         record = SessionRecord(
             product=peer.product,
             sessionId=resume,
@@ -540,70 +606,40 @@ class Dispatcher:
             startedAt=utc_now(),
             attempt=number,
         )
+        return _InFlight(
+            request=request,
+            peer=peer,
+            resume=resume,
+            deadline_ms=self.prefs.timeoutMs if request.timeout_ms is None else request.timeout_ms,
+            stop_files=(self.global_stop_file, *request.stop_files),
+            record=record,
+        )
 
-        def finish(
-            outcome: Reply | Failure,
-            completed: Completed | None,
-            failed: RecordError | None = None,
-            status: SessionStatus = "finished",
-        ) -> tuple[Reply | Failure, Attempt, bool]:
-            """Record how the attempt ended. A record that cannot be written is reported
-            in ``Attempt.recordError`` (path, errno), never raised: the outcome — a reply
-            that arrived — must reach the caller whatever the disk does."""
-            if isinstance(outcome, Failure) and outcome.reason == "timeout" and completed:
-                # The deadline the user set, not deadline + the grace it took to end.
-                detail = timeout_detail(deadline_ms, completed.elapsed_ms)
-                outcome = outcome.model_copy(update={"detail": detail})
-            self.progress(_end_line(peer.name, outcome, completed))
-            session_id = outcome.session_id or record.sessionId
-            state = DeliveryState.DELIVERED if isinstance(outcome, Reply) else outcome.state
-            reason = None if isinstance(outcome, Reply) else outcome.reason
-            final = record.model_copy(
-                update={
-                    "sessionId": session_id,
-                    "status": status,
-                    "state": state,
-                    "reason": reason,
-                    "updated": utc_now(),
-                    "finishedAt": utc_now(),
-                }
-            )
-            failed = failed or write_record(record_path, final.model_dump(mode="json"))
-            attempt = Attempt(
-                product=peer.product,
-                peer=peer.name,
-                command=list(peer.command),
-                state=state,
-                reason=reason,
-                detail="" if isinstance(outcome, Reply) else outcome.detail,
-                exitCode=completed.returncode if completed else None,
-                timedOut=completed.timed_out if completed else False,
-                stopped=completed.stopped if completed else False,
-                elapsedMs=completed.elapsed_ms if completed else 0,
-                sessionId=session_id,
-                resumed=resume is not None,
-                escalatedToKill=completed.killed_after_grace if completed else False,
-                recordError=failed,
-            )
-            failed = append_record(
-                request.directory / "events.jsonl",
-                {"event": "attempt", "at": utc_now(), **attempt.model_dump(mode="json")},
-            )
-            if failed is not None and attempt.recordError is None:
-                attempt = attempt.model_copy(update={"recordError": failed})
-            fast = completed is not None and completed.elapsed_ms <= RESUME_NOT_FOUND_WINDOW_MS
-            return outcome, attempt, fast
+    def _stop_before_spawn(self, current: _InFlight) -> Failure | None:
+        """``NOT_SUBMITTED`` when a STOP file exists before spawn, its record written first.
 
-        if any(path.exists() for path in stop_files):
-            write_record(record_path, record.model_dump(mode="json"))
-            return finish(
-                Failure(
-                    state=DeliveryState.NOT_SUBMITTED,
-                    reason="STOP interrupt (pre-spawn)",
-                    detail=stop_hint(stop_files),
-                ),
-                None,
-            )
+        Nothing is launched: the prompt provably never left this process.
+        """
+        if not any(path.exists() for path in current.stop_files):
+            return None
+        current.write()
+        return Failure(
+            state=DeliveryState.NOT_SUBMITTED,
+            reason="STOP interrupt (pre-spawn)",
+            detail=stop_hint(current.stop_files),
+        )
+
+    async def _build_invocation(
+        self, current: _InFlight
+    ) -> tuple[Invocation, Capabilities] | Failure:
+        """The adapter's invocation for this attempt, with the environment it may pass.
+
+        The adapter owns the argv; this step owns what is asked (prompt, cwd, resume), the
+        environment passthrough and the request's isolation. A refusal (a CLI version that
+        cannot resume, an adapter that cannot run this request) is ``NOT_SUBMITTED``, its
+        record written first.
+        """
+        request, peer, resume = current.request, current.peer, current.resume
         try:
             capabilities = await self._capabilities_of(peer)
             if resume is not None and not capabilities.resumable:
@@ -615,121 +651,215 @@ class Dispatcher:
                 agent_request, command=peer.command, capabilities=capabilities
             ).model_copy(update={"pass_env": self._env(peer)})
         except AdapterRefusalError as refusal:
-            write_record(record_path, record.model_dump(mode="json"))
-            return finish(
-                Failure(state=DeliveryState.NOT_SUBMITTED, reason="refused", detail=str(refusal)),
-                None,
-            )
+            current.write()
+            return Failure(state=DeliveryState.NOT_SUBMITTED, reason="refused", detail=str(refusal))
         if request.isolate:
             invocation = invocation.model_copy(update={"isolate_in_copy": True})
+        return invocation, capabilities
+
+    def _record_before_launch(
+        self, current: _InFlight, invocation: Invocation
+    ) -> RecordError | None:
+        """Write the session record (with a session id chosen up front) before any spawn.
+
+        Not fsynced, like the pid update: it must survive a crash of this process, and the
+        session it describes cannot outlive a crash of the machine. Returns what failed;
+        the caller then launches nothing.
+        """
         if invocation.session_id is not None:
-            record = record.model_copy(update={"sessionId": invocation.session_id})
-        failed = write_record(record_path, record.model_dump(mode="json"), durable=False)
-        if failed is not None:
-            # No record, no launch: a session nobody could find after a crash is an orphan.
-            reason = Failure(
-                state=DeliveryState.NOT_SUBMITTED, reason="record failed", detail=failed.message
-            )
-            return finish(reason, None, failed)
+            current.record = current.record.model_copy(update={"sessionId": invocation.session_id})
+        return current.write(durable=False)
 
-        launched = anyio.Event()  # liveness lines only for a process that exists
+    async def _prepare_launch(
+        self, current: _InFlight, invocation: Invocation
+    ) -> Invocation | Failure:
+        """The invocation as it will be spawned, or why it must not be (``NOT_SUBMITTED``).
 
-        async def on_started(info: Started) -> None:
-            nonlocal record
-            record = record.model_copy(
-                update={
-                    "status": "running",
-                    "pid": info.pid,
-                    "pgid": info.pgid,
-                    "marker": info.marker,
-                    "procStart": _process_start(info.pid),
-                    "updated": utc_now(),
-                }
-            )
-            # Not fsynced: it must survive a crash of this process (the reaper reads it),
-            # and the session it describes cannot outlive a crash of the machine.
-            # Unwritable: RecordingFailed ends the session before its stdin is fed.
-            document = record.model_dump(mode="json")
-            await anyio.to_thread.run_sync(
-                lambda: write_or_raise(record_path, document, durable=False)
-            )
-            launched.set()
-
+        Owns the isolation and masking decisions: a wrapped CLI is first proven present; a
+        throw-away copy needs a read-only mount namespace, else the CLI is refused rather
+        than run able to write the repository; project files to hide are masked in place
+        unless the copy already leaves them out.
+        """
         if invocation.isolate_in_copy or invocation.hidden_paths:
             # The namespace wrapper becomes argv[0]; the CLI itself must still be proven
             # present, or a missing one would look like a crash instead of NOT_SUBMITTED.
             executable = resolve_executable(invocation.argv[0], dict(os.environ))
             if executable is None:
-                return finish(
-                    Failure(
-                        state=DeliveryState.NOT_SUBMITTED,
-                        reason="spawn failed",
-                        detail=f"executable not found: {invocation.argv[0]}",
-                    ),
-                    None,
+                return Failure(
+                    state=DeliveryState.NOT_SUBMITTED,
+                    reason="spawn failed",
+                    detail=f"executable not found: {invocation.argv[0]}",
                 )
             invocation = invocation.model_copy(update={"argv": (executable, *invocation.argv[1:])})
         if invocation.isolate_in_copy and not await namespace_available():
-            return finish(
-                Failure(
-                    state=DeliveryState.NOT_SUBMITTED,
-                    reason="refused",
-                    detail=(
-                        f"{peer.product} has no read-only mode here and no read-only mount "
-                        "namespace can be made here (docs/isolation.md), so it cannot run "
-                        "without being able to write to the repository"
-                    ),
+            return Failure(
+                state=DeliveryState.NOT_SUBMITTED,
+                reason="refused",
+                detail=(
+                    f"{current.peer.product} has no read-only mode here and no read-only mount "
+                    "namespace can be made here (docs/isolation.md), so it cannot run "
+                    "without being able to write to the repository"
                 ),
-                None,
             )
         if invocation.hidden_paths and not invocation.isolate_in_copy:
             masked = await hidden_invocation(invocation)  # its project config, out of sight
             if isinstance(masked, str):
-                hiding = Failure(state=DeliveryState.NOT_SUBMITTED, reason="refused", detail=masked)
-                return finish(hiding, None)
+                return Failure(state=DeliveryState.NOT_SUBMITTED, reason="refused", detail=masked)
             invocation = masked
-        isolated = self._isolated(invocation, whole_filesystem=not capabilities.read_only)
+        return invocation
+
+    async def _run(
+        self, current: _InFlight, invocation: Invocation, *, whole_filesystem: bool
+    ) -> Completed | _Result:
+        """Run the process (in its throw-away copy, if any) with liveness lines.
+
+        The pid is recorded before a byte of stdin is written; when it cannot be, the
+        session is ended and the attempt finished here. Cancelled: the process layer has
+        ended the session's tree; the record is finished ``interrupted`` and the
+        cancellation goes on. Liveness lines start only once the process exists.
+        """
+        launched = anyio.Event()  # liveness lines only for a process that exists
+
+        async def on_started(info: Started) -> None:
+            await self._record_pid(current, info)
+            launched.set()
+
+        deadline = current.deadline_ms / 1000
+        isolated = self._isolated(invocation, whole_filesystem=whole_filesystem)
         async with isolated as runnable, anyio.create_task_group() as group:
-            group.start_soon(self._liveness, peer.name, deadline_ms / 1000, launched)
+            group.start_soon(self._liveness, current.peer.name, deadline, launched)
             try:
                 completed = await run_process(
                     runnable,
-                    deadline=deadline_ms / 1000,
+                    deadline=deadline,
                     grace=self.prefs.graceMs / 1000,
-                    stop_files=stop_files,
+                    stop_files=current.stop_files,
                     on_started=on_started,
-                    spill_dir=request.directory,
+                    spill_dir=current.request.directory,
                 )
             except RecordingFailed as unrecorded:
                 group.cancel_scope.cancel()
-                return finish(_unrecorded_launch(runnable, unrecorded), None, unrecorded.error)
+                failure = _unrecorded_launch(runnable, unrecorded)
+                return self._finish(current, failure, None, unrecorded.error)
             except anyio.get_cancelled_exc_class():
-                # Cancelled (a signal, the embedding program): the process layer has ended
-                # the session's tree; finish its record as interrupted. Synchronous, so
-                # nothing can cancel it half-way; then the cancellation goes on.
-                _, attempt, _ = finish(_interrupted(record), None, status=INTERRUPTED)
-                self._interrupted[request.directory] = attempt
+                self._finish_interrupted(current)
                 raise
             group.cancel_scope.cancel()
+        return completed
+
+    async def _record_pid(self, current: _InFlight, info: Started) -> None:
+        """Record the running session's pid, group and marker before its stdin is fed.
+
+        Not fsynced: it must survive a crash of this process (the reaper reads it), and
+        the session it describes cannot outlive a crash of the machine. Unwritable:
+        :class:`RecordingFailed` ends the session before its stdin is fed.
+        """
+        current.record = current.record.model_copy(
+            update={
+                "status": "running",
+                "pid": info.pid,
+                "pgid": info.pgid,
+                "marker": info.marker,
+                "procStart": _process_start(info.pid),
+                "updated": utc_now(),
+            }
+        )
+        document = current.record.model_dump(mode="json")
+        path = current.record_path
+        await anyio.to_thread.run_sync(lambda: write_or_raise(path, document, durable=False))
+
+    def _finish_interrupted(self, current: _InFlight) -> None:
+        """Finish a cancelled attempt's record as ``interrupted``, for :meth:`_tracked`.
+
+        Synchronous, so nothing can cancel it half-way; it runs in the cancelled task's
+        ``except`` and the caller re-raises. ``DELIVERY_UNKNOWN`` once a pid was recorded.
+        """
+        _, attempt, _ = self._finish(
+            current, _interrupted(current.record), None, status=INTERRUPTED
+        )
+        self._interrupted[current.request.directory] = attempt
+
+    def _interpret(
+        self, current: _InFlight, invocation: Invocation, completed: Completed
+    ) -> Reply | Failure:
+        """What the ended process means: the adapter's reading, unless the sandbox failed.
+
+        A namespace or mask that could not be set up is ``NOT_SUBMITTED`` (the CLI never
+        ran); the adapter is not asked to read a wrapper's error.
+        """
         if completed.killed_after_grace:
             log_event(
                 "escalated-to-sigkill",
                 level="warning",
-                peer=peer.name,
+                peer=current.peer.name,
                 graceMs=self.prefs.graceMs,
                 why="the session ignored SIGTERM for the whole grace period",
             )
         if (
             invocation.isolate_in_copy and isolation_failed(completed.returncode, completed.stderr)
         ) or mask_failed(completed.returncode, completed.stderr):
-            failure = Failure(
+            return Failure(
                 state=DeliveryState.NOT_SUBMITTED,
                 reason="refused",
                 detail=completed.stderr.decode("utf-8", "replace").strip(),
             )
-            return finish(failure, completed)
-        outcome = peer.adapter.interpret(invocation, completed)
-        return finish(outcome, completed)
+        return current.peer.adapter.interpret(invocation, completed)
+
+    def _finish(
+        self,
+        current: _InFlight,
+        outcome: Reply | Failure,
+        completed: Completed | None,
+        failed: RecordError | None = None,
+        status: SessionStatus = "finished",
+    ) -> _Result:
+        """Record how the attempt ended. A record that cannot be written is reported
+        in ``Attempt.recordError`` (path, errno), never raised: the outcome — a reply
+        that arrived — must reach the caller whatever the disk does."""
+        request, peer, record = current.request, current.peer, current.record
+        if isinstance(outcome, Failure) and outcome.reason == "timeout" and completed:
+            # The deadline the user set, not deadline + the grace it took to end.
+            detail = timeout_detail(current.deadline_ms, completed.elapsed_ms)
+            outcome = outcome.model_copy(update={"detail": detail})
+        self.progress(_end_line(peer.name, outcome, completed))
+        session_id = outcome.session_id or record.sessionId
+        state = DeliveryState.DELIVERED if isinstance(outcome, Reply) else outcome.state
+        reason = None if isinstance(outcome, Reply) else outcome.reason
+        final = record.model_copy(
+            update={
+                "sessionId": session_id,
+                "status": status,
+                "state": state,
+                "reason": reason,
+                "updated": utc_now(),
+                "finishedAt": utc_now(),
+            }
+        )
+        failed = failed or write_record(current.record_path, final.model_dump(mode="json"))
+        attempt = Attempt(
+            product=peer.product,
+            peer=peer.name,
+            command=list(peer.command),
+            state=state,
+            reason=reason,
+            detail="" if isinstance(outcome, Reply) else outcome.detail,
+            exitCode=completed.returncode if completed else None,
+            timedOut=completed.timed_out if completed else False,
+            stopped=completed.stopped if completed else False,
+            elapsedMs=completed.elapsed_ms if completed else 0,
+            sessionId=session_id,
+            resumed=current.resume is not None,
+            escalatedToKill=completed.killed_after_grace if completed else False,
+            recordError=failed,
+        )
+        failed = append_record(
+            request.directory / "events.jsonl",
+            {"event": "attempt", "at": utc_now(), **attempt.model_dump(mode="json")},
+        )
+        if failed is not None and attempt.recordError is None:
+            attempt = attempt.model_copy(update={"recordError": failed})
+        fast = completed is not None and completed.elapsed_ms <= RESUME_NOT_FOUND_WINDOW_MS
+        return outcome, attempt, fast
 
     async def _liveness(self, name: str, timeout_s: float, launched: anyio.Event) -> None:
         await launched.wait()
