@@ -97,6 +97,12 @@ async def test_collaboration_embedding_program_cancels_a_two_peer_consult(
     assert PEER_B in document["interrupted"]
     by_peer = {result["peer"]: result for result in document["results"]}
     assert by_peer[PEER_B]["code"] == "interrupted"
+    # B was launched: what it was asked may have arrived, so it is DELIVERY_UNKNOWN (never a
+    # proven NOT_SUBMITTED) and its interrupted attempt is kept
+    assert by_peer[PEER_B]["delivery"] == "DELIVERY_UNKNOWN"
+    b_delivery = next(d for d in dispatcher.outcomes if d.peer == PEER_B)
+    assert b_delivery.interrupted and b_delivery.state.value == "DELIVERY_UNKNOWN"
+    assert [a.reason for a in b_delivery.attempts][-1:] == ["interrupted"]
     if mode.a_answers:
         assert by_peer[PEER_A]["text"] == f"answer from {PEER_A}"
         a_record = record_of(repo, PEER_A)
