@@ -312,6 +312,22 @@ def stopped_on_failure(proc: subprocess.Popen[str]) -> Iterator[None]:
         raise
 
 
+def launch_row(
+    mode: Mode, repo: Path, fakes: FakeCLIs, env: dict[str, str], scanner: Scanner
+) -> subprocess.Popen[str]:
+    """Start the two-peer ``consult`` of the ``mode`` row and wait until the row is set up
+    (or review-loop ended first); review-loop is stopped if the wait fails."""
+    script_row(fakes, mode)
+    proc = launch(consult_args(repo, PEER_A, PEER_B), env)
+    with stopped_on_failure(proc):
+        wait_until(
+            f"the {mode.name} row to be set up",
+            lambda: proc.poll() is not None or row_is_set_up(fakes, repo, scanner, mode),
+            describe=lambda: describe_row(fakes, repo, scanner),
+        )
+    return proc
+
+
 def one_document(stdout: str) -> dict[str, Any]:
     """The single JSON document on stdout; fails on none, on two, on trailing text."""
     decoder = json.JSONDecoder()

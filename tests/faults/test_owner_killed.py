@@ -21,16 +21,12 @@ from tests.faults.harness import (
     Mode,
     Scanner,
     consult_args,
-    describe_row,
     finish,
     launch,
+    launch_row,
     one_document,
     record_of,
-    row_is_set_up,
-    script_row,
-    stopped_on_failure,
     unfinished,
-    wait_until,
 )
 
 NEXT_PEER = "gemini"
@@ -40,14 +36,7 @@ NEXT_PEER = "gemini"
 def test_process_owner_killed_then_the_next_command_ends_everything(
     mode: Mode, repo: Path, fakes: FakeCLIs, env: dict[str, str], scanner: Scanner
 ) -> None:
-    script_row(fakes, mode)
-    owner = launch(consult_args(repo, PEER_A, PEER_B), env)
-    with stopped_on_failure(owner):
-        wait_until(
-            f"the {mode.name} row to be set up",
-            lambda: owner.poll() is not None or row_is_set_up(fakes, repo, scanner, mode),
-            describe=lambda: describe_row(fakes, repo, scanner),
-        )
+    owner = launch_row(mode, repo, fakes, env, scanner)
     assert owner.poll() is None, "review-loop ended before the kill"
     owner.kill()  # kill -9: no handler, no cleanup, no output
     finish(owner)

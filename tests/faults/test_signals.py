@@ -22,17 +22,11 @@ from tests.faults.harness import (
     PEER_B,
     Mode,
     Scanner,
-    consult_args,
-    describe_row,
     finish,
-    launch,
+    launch_row,
     one_document,
     record_of,
-    row_is_set_up,
-    script_row,
-    stopped_on_failure,
     unfinished,
-    wait_until,
 )
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
@@ -48,14 +42,7 @@ def test_process_signal_cancels_a_two_peer_consult(
     env: dict[str, str],
     scanner: Scanner,
 ) -> None:
-    script_row(fakes, mode)
-    proc = launch(consult_args(repo, PEER_A, PEER_B), env)
-    with stopped_on_failure(proc):
-        wait_until(
-            f"the {mode.name} row to be set up",
-            lambda: proc.poll() is not None or row_is_set_up(fakes, repo, scanner, mode),
-            describe=lambda: describe_row(fakes, repo, scanner),
-        )
+    proc = launch_row(mode, repo, fakes, env, scanner)
     if proc.poll() is None:
         proc.send_signal(sig)
     stdout, stderr = finish(proc)
