@@ -97,6 +97,10 @@ def install_shim(
             raise InputError(
                 "--dir", f"{target} already exists; review-loop never replaces it"
             ) from None
+    except OSError as error:  # a full disk: a write error carries no file name of its own
+        if error.filename is not None:
+            raise
+        raise OSError(error.errno, error.strerror, str(target)) from error
     finally:
         temp.unlink(missing_ok=True)
     on_path = folder in _on_path(os.environ if env is None else env)
