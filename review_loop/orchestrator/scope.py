@@ -31,6 +31,7 @@ from review_loop.agents.scope_rules import (
     select_artifacts,
 )
 from review_loop.orchestrator.git import git
+from review_loop.prefs.defaults import state_home
 
 EXIT_OK: Final = 0
 EXIT_UNRECONCILED: Final = 1
@@ -185,19 +186,12 @@ def resolve_committed_scope(repo: Path, selector: str) -> dict[str, Any]:
 # --- the registry ---------------------------------------------------------------------------
 
 
-def _user_home(env: Mapping[str, str]) -> Path:
-    if env.get("REVIEW_LOOP_HOME"):
-        return Path(env["REVIEW_LOOP_HOME"]).expanduser()
-    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
-    return Path(base).expanduser() / "review-loop"
-
-
 def registry_sources(repo: Path, env: Mapping[str, str] | None = None) -> list[Path]:
     """The built-in registry, then the user's, the repository's and ``$REVIEW_LOOP_...``."""
     environ = os.environ if env is None else env
     builtin = Path(__file__).resolve().parents[1] / "agents" / "data" / REGISTRY_NAME
     sources = [builtin]
-    for candidate in (_user_home(environ) / REGISTRY_NAME, repo / ".review-loop" / REGISTRY_NAME):
+    for candidate in (state_home(environ) / REGISTRY_NAME, repo / ".review-loop" / REGISTRY_NAME):
         if candidate.is_file():
             sources.append(candidate)
     for item in environ.get(REGISTRY_ENV, "").split(os.pathsep):

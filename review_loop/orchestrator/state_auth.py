@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from review_loop.agents.errors import StateError
+from review_loop.prefs.defaults import state_home
 
 SECRET_FILE = "state-secret"
 SECRET_BYTES = 32
@@ -40,13 +41,9 @@ _cached: tuple[Path, bytes] | None = None
 
 def secret_path() -> Path:
     """Where the per-user secret lives (the user's state directory)."""
-    # The same rule as prefs.store.state_home, without importing the prefs package: it
-    # loads pydantic (~70 ms), and a journal command that checks its cache must start fast.
-    env = os.environ
-    if env.get("REVIEW_LOOP_HOME"):
-        return Path(env["REVIEW_LOOP_HOME"]).expanduser() / SECRET_FILE
-    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
-    return Path(base).expanduser() / "review-loop" / SECRET_FILE
+    # prefs.defaults, not the prefs package's model: no pydantic (~70 ms) nor tomllib, and
+    # a journal command that checks its cache must start fast.
+    return state_home() / SECRET_FILE
 
 
 def _read_secret(path: Path) -> bytes:

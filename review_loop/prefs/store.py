@@ -9,26 +9,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from review_loop.agents.errors import PrefsError
-from review_loop.prefs.defaults import MAX_TIMEOUT_MS, MIN_TIMEOUT_MS, TIMEOUT_RANGE
+from review_loop.prefs.defaults import (
+    HOME_ENV,
+    MAX_TIMEOUT_MS,
+    MIN_TIMEOUT_MS,
+    TIMEOUT_RANGE,
+    state_home,
+)
 
 if TYPE_CHECKING:  # the pydantic model is imported where a Prefs is built (docs/startup.md)
     from pydantic import ValidationError
 
     from review_loop.prefs.model import Prefs, ProductSet
 
-HOME_ENV = "REVIEW_LOOP_HOME"
 TIMEOUT_ENV = "REVIEW_LOOP_TIMEOUT_MS"
 # How a prefs file that cannot be used is repaired (``prefs reset`` never reads it).
 _REPAIR = "fix the file, or start over with the defaults: review-loop prefs reset"
-
-
-def state_home(env: Mapping[str, str] | None = None) -> Path:
-    """The directory for all user state: ``$REVIEW_LOOP_HOME`` or the XDG config dir."""
-    env = os.environ if env is None else env
-    if env.get(HOME_ENV):
-        return Path(env[HOME_ENV]).expanduser()
-    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
-    return Path(base).expanduser() / "review-loop"
 
 
 def prefs_path(env: Mapping[str, str] | None = None) -> Path:

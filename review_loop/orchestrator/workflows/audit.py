@@ -138,10 +138,10 @@ def load_concern_agents(
         Blocked: a configuration file is unreadable or malformed, or names a prompt file
             that cannot be read (``diagnostic: configuration error``).
     """
-    from review_loop.orchestrator.scope import _user_home
+    from review_loop.prefs.defaults import state_home
 
     environ = os.environ if env is None else env
-    sources = [_user_home(environ) / CONCERNS_NAME, repo / ".review-loop" / CONCERNS_NAME]
+    sources = [state_home(environ) / CONCERNS_NAME, repo / ".review-loop" / CONCERNS_NAME]
     sources = [path for path in sources if path.is_file()]
     for item in [environ.get(CONCERNS_ENV, ""), explicit or ""]:
         if item:
