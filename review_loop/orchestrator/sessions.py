@@ -70,10 +70,20 @@ class _Record:
 
 
 def _records(repo: Path) -> list[_Record]:
-    """Every readable session record under ``.review-handoff/runtime/*/*/``."""
+    """Every readable session record under ``.review-handoff/runtime/*/*/``.
+
+    A record git tracks came from the repository, not from this user's reviewer: it is
+    skipped, so a committed record cannot put a program of its choosing in a resume command.
+    """
     runtime = repo / ".review-handoff" / "runtime"
     found: list[_Record] = []
     listed = [path.relative_to(runtime).as_posix() for path in runtime.glob(f"*/*/{SESSION_FILE}")]
+    if listed:
+        from review_loop.orchestrator.trust import tracked_handoff_files
+
+        tracked = set(tracked_handoff_files(repo))
+        prefix = runtime.relative_to(repo).as_posix()
+        listed = [rel for rel in listed if f"{prefix}/{rel}" not in tracked]
     # read_each: the no-follow walk to runtime/ done once, not once per record
     for relative, data in read_each(runtime, listed) if listed else ():
         packet_id = relative.rsplit("/", 1)[0]

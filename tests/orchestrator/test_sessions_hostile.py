@@ -1,0 +1,42 @@
+"""Contract test: ``sessions`` never shows a resume command a committed record wrote.
+
+A ``reviewer-session.json`` is not signed (docs/authenticated-state.md); its ``command``
+becomes the program of the printed resume commands. One committed to the repository (a
+clone recreates it) must not be listed: only records this user's reviewer left behind are.
+The test runs the real ``review-loop`` process with fake CLIs on PATH.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from tests.fakes import FakeCLIs
+from tests.test_cli import git_repo, run_cli
+
+
+def test_a_committed_session_record_is_not_listed(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo")
+    fakes = FakeCLIs(tmp_path / "fakes")
+    code, doc, _ = run_cli(
+        "consult", "--repo", str(repo), "--peer", "claude", "--question", "Q", fakes=fakes
+    )
+    assert code == 0
+    genuine = next((repo / ".review-handoff" / "runtime").glob("*/*/reviewer-session.json"))
+    record = json.loads(genuine.read_text())
+    forged_dir = repo / ".review-handoff" / "runtime" / "planted" / "packet-1"
+    forged_dir.mkdir(parents=True)
+    evil = str(tmp_path / "evil-program")
+    record.update(sessionId="forged-session", command=[evil])
+    forged = forged_dir / "reviewer-session.json"
+    forged.write_text(json.dumps(record))
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "add", "-f", str(forged)], check=True)
+    subprocess.run([*git, "commit", "-qm", "planted record"], check=True)
+
+    code, listed, _ = run_cli("sessions", "--repo", str(repo), "--product=claude", fakes=fakes)
+
+    assert code == 0
+    assert [entry["sessionId"] for entry in listed["sessions"]] == [doc["sessionId"]]
+    assert evil not in json.dumps(listed)
