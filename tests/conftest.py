@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.fakes import FAKE_ENV_NAMES, PASSTHROUGH_ENV
+from tests.fakes import FAKE_ENV_NAMES, PASSTHROUGH_ENV, FakeCLIs
 from tests.fakes.skills import install_skills
 
 TOKEN_ENV = "REVIEW_LOOP_TEST_TOKEN"
@@ -89,3 +89,13 @@ def user_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
     monkeypatch.setenv("REVIEW_LOOP_SKILL_DIRS", str(skills))
     monkeypatch.delenv("REVIEW_LOOP_TIMEOUT_MS", raising=False)
     return home
+
+
+@pytest.fixture
+def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeCLIs:
+    """The fake CLIs, alone on this test's PATH with the system directories (no real CLI
+    can answer), their script and log variables set for every process the test starts."""
+    clis = FakeCLIs(tmp_path / "fakes")
+    for key, value in clis.env(path_only=True).items():
+        monkeypatch.setenv(key, value)
+    return clis

@@ -62,14 +62,6 @@ def outside(tmp_path: Path) -> Path:
     return out
 
 
-@pytest.fixture
-def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeCLIs:
-    clis = FakeCLIs(tmp_path / "fakes")
-    for key, value in clis.env(path_only=True).items():
-        monkeypatch.setenv(key, value)
-    return clis
-
-
 def rl(repo: Path, *argv: str) -> tuple[int, dict[str, Any], str]:
     """Run one command; returns the exit code, the document and its raw text."""
     out: list[str] = []

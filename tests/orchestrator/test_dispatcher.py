@@ -36,14 +36,6 @@ def repo(tmp_path: Path) -> Path:
     return repo
 
 
-@pytest.fixture
-def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeCLIs:
-    fakes = FakeCLIs(tmp_path / "fakes")
-    for key, value in fakes.env(path_only=True).items():
-        monkeypatch.setenv(key, value)
-    return fakes
-
-
 def prefs(**changes: object) -> Prefs:
     base = {"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000}
     base.update(changes)

@@ -348,14 +348,6 @@ def test_reaper_does_not_believe_a_linked_record(repo: Path, outside: Path) -> N
 # -- collaboration: the dispatcher's records (asyncio and trio) ----------------------------
 
 
-@pytest.fixture
-def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeCLIs:
-    clis = FakeCLIs(tmp_path / "fakes")
-    for key, value in clis.env(path_only=True).items():
-        monkeypatch.setenv(key, value)
-    return clis
-
-
 @pytest.mark.anyio
 @pytest.mark.parametrize("where", [f"{HANDOFF}/runtime", f"{HANDOFF}/runtime/t/claude"])
 async def test_dispatcher_records_are_not_written_through_a_link(

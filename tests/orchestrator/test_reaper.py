@@ -49,10 +49,8 @@ def repo(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeCLIs:
-    fakes = FakeCLIs(tmp_path / "fakes")
-    for key, value in fakes.env(path_only=True).items():
-        monkeypatch.setenv(key, value)
+def fakes(fakes: FakeCLIs, monkeypatch: pytest.MonkeyPatch) -> FakeCLIs:
+    """The shared fake CLIs (tests/conftest.py), with the ownership tag passed through."""
     monkeypatch.setenv("REVIEW_LOOP_ENV_PASSTHROUGH", ownership.PASSTHROUGH)
     return fakes
 

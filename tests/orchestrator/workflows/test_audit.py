@@ -29,14 +29,6 @@ DRIVER = dict(va.DEFAULT_DRIVER)  # the run-driver identity is required (seed 00
 
 
 @pytest.fixture
-def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeCLIs:
-    fakes = FakeCLIs(tmp_path / "fakes")
-    for key, value in fakes.env(path_only=True).items():
-        monkeypatch.setenv(key, value)
-    return fakes
-
-
-@pytest.fixture
 def remote(tmp_path: Path) -> Remote:
     return Remote(tmp_path / "git")
 

@@ -82,14 +82,6 @@ def repo(tmp_path: Path) -> Path:
     return repo
 
 
-@pytest.fixture
-def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeCLIs:
-    fakes = FakeCLIs(tmp_path / "fakes")
-    for key, value in fakes.env(path_only=True).items():
-        monkeypatch.setenv(key, value)
-    return fakes
-
-
 def answer(data: Any, prose: str = "I executed the scenario.") -> dict[str, Any]:
     """A fake step whose reply ends with ``data`` as a fenced JSON block."""
     return {"mode": "ok", "text": f"{prose}\n\n```json\n{json.dumps(data, indent=2)}\n```\n"}
