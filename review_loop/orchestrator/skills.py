@@ -142,8 +142,15 @@ def resolve_skill(
     env: Mapping[str, str] | None = None,
     catalog: SkillCatalog | None = None,
 ) -> SkillCheck:
-    """One skill, searched in every host's locations then the user's (as preflight does)."""
+    """One skill, searched in every host's locations then the user's (as preflight does).
+
+    The repository's locations are searched last: a skill the reviewed repository ships
+    can vouch for nothing, so it must never shadow one the user installed.
+    """
     env = os.environ if env is None else env
     catalog = seed_catalog() if catalog is None else catalog
     extra = _extra_dirs(extra_dirs, env)
-    return _find(name, catalog.patterns(None), extra, repo, env)
+    patterns = catalog.patterns(None)
+    users = [pattern for pattern in patterns if not pattern.startswith(REPO_PREFIX)]
+    installed = _find(name, users, extra, repo, env)
+    return installed if installed.found is not None else _find(name, patterns, extra, repo, env)
