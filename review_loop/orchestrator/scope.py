@@ -31,7 +31,7 @@ from review_loop.agents.scope_rules import (
     select_artifacts,
 )
 from review_loop.orchestrator.git import git
-from review_loop.prefs.defaults import state_home
+from review_loop.prefs.home import state_home
 
 EXIT_OK: Final = 0
 EXIT_UNRECONCILED: Final = 1

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from review_loop.agents.errors import StateError
-from review_loop.prefs.defaults import state_home
+from review_loop.prefs.home import state_home
 
 SECRET_FILE = "state-secret"
 SECRET_BYTES = 32
@@ -41,8 +41,8 @@ _cached: tuple[Path, bytes] | None = None
 
 def secret_path() -> Path:
     """Where the per-user secret lives (the user's state directory)."""
-    # prefs.defaults, not the prefs package's model: no pydantic (~70 ms) nor tomllib, and
-    # a journal command that checks its cache must start fast.
+    # prefs.home, not the prefs model: no pydantic (~70 ms), and a journal command that
+    # checks its cache must start fast.
     return state_home() / SECRET_FILE
 
 

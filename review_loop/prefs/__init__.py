@@ -15,12 +15,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from review_loop.prefs.defaults import (
-        DEFAULT_GRACE_MS,
-        DEFAULT_ORDER,
-        DEFAULT_TIMEOUT_MS,
-        state_home,
-    )
+    from review_loop.prefs.defaults import DEFAULT_GRACE_MS, DEFAULT_ORDER, DEFAULT_TIMEOUT_MS
+    from review_loop.prefs.home import state_home
     from review_loop.prefs.model import PeerCommand, Prefs
     from review_loop.prefs.store import load_prefs, prefs_path, save_prefs
 
@@ -46,7 +42,7 @@ _WHERE = {
     "load_prefs": "store",
     "prefs_path": "store",
     "save_prefs": "store",
-    "state_home": "defaults",
+    "state_home": "home",
 }
 
 

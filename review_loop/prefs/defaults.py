@@ -1,27 +1,10 @@
-"""The prefs' defaults and bounds as plain constants (no pydantic: ``help`` reads them),
-and :func:`state_home`, the one rule for where user state lives (no pydantic and no
-``tomllib``: the state secret and the registries find their directory through it)."""
+"""The prefs' defaults and bounds as plain constants (no pydantic: ``help`` reads them)."""
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Mapping
-from pathlib import Path
 
 from review_loop.agents.constants import ENV_NAME_PATTERN
-
-HOME_ENV = "REVIEW_LOOP_HOME"
-
-
-def state_home(env: Mapping[str, str] | None = None) -> Path:
-    """The directory for all user state: ``$REVIEW_LOOP_HOME`` or the XDG config dir."""
-    env = os.environ if env is None else env
-    if env.get(HOME_ENV):
-        return Path(env[HOME_ENV]).expanduser()
-    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
-    return Path(base).expanduser() / "review-loop"
-
 
 DEFAULT_ORDER: tuple[str, ...] = ("claude", "codex", "grok")
 # The host a review is assumed to run in when the caller does not say (the review skills

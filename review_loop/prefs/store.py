@@ -9,13 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from review_loop.agents.errors import PrefsError
-from review_loop.prefs.defaults import (
-    HOME_ENV,
-    MAX_TIMEOUT_MS,
-    MIN_TIMEOUT_MS,
-    TIMEOUT_RANGE,
-    state_home,
-)
+from review_loop.prefs.defaults import MAX_TIMEOUT_MS, MIN_TIMEOUT_MS, TIMEOUT_RANGE
+from review_loop.prefs.home import HOME_ENV, state_home
 
 if TYPE_CHECKING:  # the pydantic model is imported where a Prefs is built (docs/startup.md)
     from pydantic import ValidationError

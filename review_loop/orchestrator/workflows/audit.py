@@ -138,7 +138,7 @@ def load_concern_agents(
         Blocked: a configuration file is unreadable or malformed, or names a prompt file
             that cannot be read (``diagnostic: configuration error``).
     """
-    from review_loop.prefs.defaults import state_home
+    from review_loop.prefs.home import state_home
 
     environ = os.environ if env is None else env
     sources = [state_home(environ) / CONCERNS_NAME, repo / ".review-loop" / CONCERNS_NAME]
