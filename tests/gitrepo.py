@@ -13,6 +13,13 @@ def git(repo: Path, *args: str) -> str:
     ).stdout
 
 
+def empty_repo(root: Path) -> Path:
+    """A new, empty repository at ``root`` (``git init``, nothing committed)."""
+    root.mkdir(parents=True)
+    git(root, "init", "-q")
+    return root
+
+
 def committed_repo(root: Path, files: dict[str, str]) -> Path:
     """A new repository at ``root`` on branch ``main`` with ``files`` in one commit."""
     root.mkdir(parents=True)

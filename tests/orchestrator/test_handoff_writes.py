@@ -15,7 +15,6 @@ import errno
 import json
 import os
 import re
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from review_loop.agents.errors import InputError, StateError
 from review_loop.orchestrator import files
 from review_loop.orchestrator.files import HandoffPathError
 from tests.fakes import FakeCLIs
+from tests.gitrepo import empty_repo
 
 
 def snapshot(root: Path) -> dict[str, tuple[str, bytes]]:
@@ -53,10 +53,7 @@ def outside(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    return root
+    return empty_repo(tmp_path / "repo")
 
 
 HANDOFF = ".review-handoff"

@@ -26,6 +26,7 @@ from review_loop.orchestrator import subreaper
 from review_loop.orchestrator.dispatcher import open_dispatcher
 from review_loop.prefs import Prefs
 from tests.fakes import FakeCLIs
+from tests.gitrepo import empty_repo
 from tests.orchestrator import ownership
 from tests.orchestrator.ownership import (
     kill_all,
@@ -42,10 +43,7 @@ PREFS = Prefs.model_validate({"graceMs": 300, "livenessMs": 60_000})
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    return repo
+    return empty_repo(tmp_path / "repo")
 
 
 @pytest.fixture
