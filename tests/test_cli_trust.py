@@ -25,14 +25,10 @@ from typing import Any
 import pytest
 
 from review_loop.agents.converge import (
-    BlindReviewSummary,
-    ConvergenceSummary,
     Gate,
     GateProof,
     GateRecord,
     Ledger,
-    LedgerItem,
-    PreflightSummary,
 )
 from review_loop.orchestrator import state_auth
 from review_loop.orchestrator.cli import run as cli_run
@@ -40,6 +36,7 @@ from review_loop.orchestrator.evidence import attest_evidence
 from review_loop.orchestrator.workflows.converge_store import RunPaths, save_ledger
 from tests.fakes import FakeCLIs
 from tests.gitrepo import committed_repo, git
+from tests.ledgers import completed_ledger
 
 HEADER = (
     "| ID | 严重度 | 标题 | 证据 | Target files | Required fix | Acceptance check |\n"
@@ -184,32 +181,7 @@ def test_a_wrongly_typed_round_names_the_file_and_the_key(repo: Path, fakes: Fak
 
 def ready_ledger(repo: Path, *, agentic: GateRecord | None) -> Ledger:
     """Everything but the agentic review done on the current evidence."""
-    now = attest_evidence(repo, "HEAD", None)
-    gates = [
-        GateRecord(gate=Gate.VERIFICATION, result="PASS", evidence=now),
-        GateRecord(gate=Gate.ARCHITECTURE_HARDENING, result="NO_ACTIONABLE_FINDINGS", evidence=now),
-        GateRecord(
-            gate=Gate.BLIND_REVIEW,
-            result="CLEAN",
-            evidence=now,
-            provenance="proven",
-            proof=GateProof(kind="blind-review", ref="blind-review-1.md", round=1),
-        ),
-    ]
-    return Ledger(
-        items=[LedgerItem(id="T1", status="VERIFIED_DONE", evidence="pytest -q")],
-        gates=gates + ([agentic] if agentic else []),
-        blindReviews=[
-            BlindReviewSummary(
-                round=1, verdict="CLEAN", evidence=now, product="claude", sessionId="s"
-            )
-        ],
-        convergence=ConvergenceSummary(
-            status="converged", decision="converged", rounds=1, recordPath="r", at="t"
-        ),
-        preflight=PreflightSummary(ready=True, at="t"),
-        goal="completed",
-    )
+    return completed_ledger(attest_evidence(repo, "HEAD", None), agentic=agentic)
 
 
 def test_forged_ledger_never_completes(

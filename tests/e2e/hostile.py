@@ -295,20 +295,12 @@ def forge_review_state(hostile: HostileRepo, *, victim: int, targets: Path) -> F
         victim: the pid of a live process leading its own group (``setsid``).
         targets: a directory outside the repository for the link targets.
     """
-    from review_loop.agents.converge import (
-        BlindReviewSummary,
-        ConvergenceSummary,
-        Gate,
-        GateProof,
-        GateRecord,
-        Ledger,
-        LedgerItem,
-        PreflightSummary,
-    )
+    from review_loop.agents.converge import Gate, GateProof, GateRecord
     from review_loop.agents.review import branch_slug
     from review_loop.orchestrator.evidence import attest_evidence
     from review_loop.orchestrator.workflows.converge_store import LEDGER_PURPOSE
     from review_loop.orchestrator.workflows.review_store import STATE_PURPOSE
+    from tests.ledgers import completed_ledger
 
     repo = hostile.repo
     handoff = repo / ".review-handoff"
@@ -390,41 +382,14 @@ def forge_review_state(hostile: HostileRepo, *, victim: int, targets: Path) -> F
     (active_runtime / "auto-run-state.json").write_text(json.dumps(active_state))
 
     proof = GateProof(kind="review-packet", ref=f"{slug}/{FORGED_PACKET_BASE}", round=1)
-    blind = GateProof(kind="blind-review", ref="blind-review-1.md", round=1)
-    gates = [  # typed (self-reported) where the user may type, "proven" where it must be
-        GateRecord(gate=Gate.VERIFICATION, result="PASS", evidence=evidence),
-        GateRecord(
-            gate=Gate.ARCHITECTURE_HARDENING, result="NO_ACTIONABLE_FINDINGS", evidence=evidence
-        ),
-        GateRecord(
-            gate=Gate.BLIND_REVIEW,
-            result="CLEAN",
-            evidence=evidence,
-            provenance="proven",
-            proof=blind,
-        ),
-        GateRecord(
-            gate=Gate.AGENTIC_REVIEW,
-            result="PASS",
-            evidence=evidence,
-            provenance="proven",
-            proof=proof,
-        ),
-    ]
-    ledger = Ledger(
-        items=[LedgerItem(id="T1", status="VERIFIED_DONE", evidence="pytest -q")],
-        gates=gates,
-        blindReviews=[
-            BlindReviewSummary(
-                round=1, verdict="CLEAN", evidence=evidence, product="claude", sessionId="s"
-            )
-        ],
-        convergence=ConvergenceSummary(
-            status="converged", decision="converged", rounds=1, recordPath="r", at="t"
-        ),
-        preflight=PreflightSummary(ready=True, at="t"),
-        goal="completed",
+    agentic = GateRecord(
+        gate=Gate.AGENTIC_REVIEW,
+        result="PASS",
+        evidence=evidence,
+        provenance="proven",
+        proof=proof,
     )
+    ledger = completed_ledger(evidence, agentic=agentic)
     document = ledger.model_dump(mode="json", by_alias=True)
     document["mac"] = _foreign_mac(LEDGER_PURPOSE, document)
     ledger_path = runtime / "converge" / FORGED_RUN / "ledger.json"
