@@ -164,7 +164,8 @@ def load_concern_agents(
                     text = va.BUILTIN_PROMPT
                 else:
                     path = Path(prompt)
-                    text = (path if path.is_absolute() else source.parent / path).read_text("utf-8")
+                    path = path if path.is_absolute() else source.parent / path
+                    text = (path if trusted else _repo_prompt(repo, path)).read_text("utf-8")
                 agents[name] = va.ConcernAgent(
                     entry["product"],
                     text,
@@ -184,6 +185,24 @@ def load_concern_agents(
             for name, agent in agents.items()
         }
     return agents
+
+
+def _repo_prompt(repo: Path, path: Path) -> Path:
+    """A prompt file the repository's own concern file names: a regular file inside it.
+
+    That file is the reviewed repository's: it must not send the user's files (a key, by
+    an absolute path or a link) to a reviewer, nor hang the audit on a FIFO or a device.
+
+    Raises:
+        OSError: ``path`` resolves outside the repository or is not a regular file.
+    """
+    resolved = path.resolve()
+    if not resolved.is_relative_to(repo.resolve()) or not resolved.is_file():
+        raise OSError(
+            f"{path}: the repository's own {CONCERNS_NAME} may name only a regular file "
+            "inside the repository (or 'builtin'); put other prompts in your own file"
+        )
+    return resolved
 
 
 # --- the workflow ---------------------------------------------------------------------------
