@@ -16,10 +16,10 @@ from review_loop.agents.models import DeliveryState
 from review_loop.orchestrator.dispatcher import open_dispatcher
 from review_loop.prefs import PeerCommand
 from tests.fakes import FakeCLIs
-from tests.orchestrator.test_dispatcher import fakes, prefs, repo, request
+from tests.orchestrator.test_dispatcher import prefs, repo, request
 
 pytestmark = pytest.mark.anyio
-__all__ = ["fakes", "repo"]  # fixtures, imported for pytest
+__all__ = ["repo"]  # a fixture, imported for pytest (fakes: tests/conftest.py)
 
 
 async def test_answer_line_follows_the_start_line(repo: Path, fakes: FakeCLIs) -> None:

@@ -23,17 +23,16 @@ from review_loop.orchestrator.journal import runs
 from review_loop.orchestrator.workflows.audit import AuditRequest, run_audit
 from tests.fakes import FakeCLIs
 from tests.orchestrator.test_scope import Remote
-from tests.orchestrator.workflows.test_audit import (  # the fixtures too: same fakes, same repo
+from tests.orchestrator.workflows.test_audit import (  # the remote fixture too (fakes: conftest)
     DRIVER,
     PATHS,
     PREFS,
     concerns_file,
-    fakes,
     remote,
     reply,
 )
 
-__all__ = ["fakes", "remote"]  # pytest fixtures shared with test_audit
+__all__ = ["remote"]  # a pytest fixture shared with test_audit
 
 pytestmark = pytest.mark.anyio
 

@@ -22,14 +22,13 @@ from tests.orchestrator.test_scope import Remote, commit
 from tests.orchestrator.workflows.test_audit import (
     DRIVER,
     PREFS,
-    fakes,
     finding,
     remote,
     reply,
     subjects,
 )
 
-__all__ = ["fakes", "remote"]  # fixtures shared with test_audit
+__all__ = ["remote"]  # a fixture shared with test_audit (fakes: tests/conftest.py)
 pytestmark = pytest.mark.anyio
 CODE = "python:audit-python-code"
 TS = "typescript:audit-typescript-code"
