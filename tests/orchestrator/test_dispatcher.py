@@ -19,6 +19,7 @@ import psutil
 import pytest
 
 from review_loop.agents.models import DeliveryState
+from review_loop.agents.records import Delivery
 from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
 from review_loop.orchestrator.reaper import reap_sync
 from review_loop.prefs import PeerCommand, Prefs
@@ -198,10 +199,8 @@ async def test_stop_file_before_spawn_is_not_submitted(repo: Path, fakes: FakeCL
     assert fakes.calls() == []
 
 
-async def test_stop_file_during_run_is_delivery_unknown(repo: Path, fakes: FakeCLIs) -> None:
-    fakes.script(claude=[{"mode": "hang"}])
-    stop = repo / "run-STOP"
-    req = request(repo, stop_files=(stop,))
+async def consult_then_stop(repo: Path, fakes: FakeCLIs, req: PeerRequest, stop: Path) -> Delivery:
+    """Consult with ``req``; write the STOP file ``stop`` once the reviewer has been called."""
 
     async def press_stop() -> None:
         while not fakes.calls():
@@ -213,7 +212,13 @@ async def test_stop_file_during_run_is_delivery_unknown(repo: Path, fakes: FakeC
         anyio.create_task_group() as group,
     ):
         group.start_soon(press_stop)
-        delivery = await d.consult(req)
+        return await d.consult(req)
+
+
+async def test_stop_file_during_run_is_delivery_unknown(repo: Path, fakes: FakeCLIs) -> None:
+    fakes.script(claude=[{"mode": "hang"}])
+    stop = repo / "run-STOP"
+    delivery = await consult_then_stop(repo, fakes, request(repo, stop_files=(stop,)), stop)
     assert delivery.state is DeliveryState.DELIVERY_UNKNOWN
     assert delivery.reason == "STOP interrupt"
 

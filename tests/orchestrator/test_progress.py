@@ -16,7 +16,7 @@ from review_loop.agents.models import DeliveryState
 from review_loop.orchestrator.dispatcher import open_dispatcher
 from review_loop.prefs import PeerCommand
 from tests.fakes import FakeCLIs
-from tests.orchestrator.test_dispatcher import prefs, repo, request
+from tests.orchestrator.test_dispatcher import consult_then_stop, prefs, repo, request
 
 pytestmark = pytest.mark.anyio
 __all__ = ["repo"]  # a fixture, imported for pytest (fakes: tests/conftest.py)
@@ -85,25 +85,12 @@ async def test_stop_file_is_named_and_not_retried(repo: Path, fakes: FakeCLIs) -
 async def test_a_stop_during_the_run_is_named_in_the_consult_hint(
     repo: Path, fakes: FakeCLIs
 ) -> None:
-    import anyio
-
     from review_loop.orchestrator.workflows.consult import consult_result
 
     fakes.script(claude=[{"mode": "hang"}])
     stop = repo / ".review-handoff" / "STOP"
     stop.parent.mkdir(parents=True)
-
-    async def press_stop() -> None:
-        while not fakes.calls():
-            await anyio.sleep(0.05)
-        stop.write_text("")
-
-    async with (
-        open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d,
-        anyio.create_task_group() as group,
-    ):
-        group.start_soon(press_stop)
-        delivery = await d.consult(request(repo))
+    delivery = await consult_then_stop(repo, fakes, request(repo), stop)
     assert delivery.reason == "STOP interrupt"
     document = consult_result(delivery, None)
     assert str(stop) in document["hint"] and "remove it" in document["hint"]
