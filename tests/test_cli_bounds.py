@@ -39,15 +39,6 @@ def repo(tmp_path: Path) -> Path:
     return committed_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
 
 
-@pytest.fixture
-def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeCLIs:
-    clis = FakeCLIs(tmp_path / "fakes")
-    env = clis.env()
-    for key in ("PATH", "FAKE_AGENT_SCRIPT", "FAKE_AGENT_LOG"):
-        monkeypatch.setenv(key, env[key])
-    return clis
-
-
 def rl(*argv: str) -> tuple[int, dict[str, Any]]:
     out: list[str] = []
     code = cli_run(list(argv), stdout=out.append)
