@@ -135,12 +135,18 @@ async def test_collaboration_a_record_left_starting_before_the_launch_is_finishe
     )
     path = request.record_dir / SESSION_FILE
     path.write_text(planted.model_dump_json())
-    async with open_dispatcher(
-        repo=repo, prefs=prefs, progress=lambda _: None, reap=False
-    ) as dispatcher:
-        with anyio.CancelScope() as scope:
-            scope.cancel()
-            await dispatcher.consult(request)  # cancelled at its first checkpoint (the probe)
+
+    async def consult_cancelled() -> tuple[Dispatcher, anyio.CancelScope]:
+        """The request, cancelled at its first checkpoint (the probe)."""
+        async with open_dispatcher(
+            repo=repo, prefs=prefs, progress=lambda _: None, reap=False
+        ) as dispatcher:
+            with anyio.CancelScope() as scope:
+                scope.cancel()
+                await dispatcher.consult(request)
+        return dispatcher, scope
+
+    dispatcher, scope = await consult_cancelled()
     assert scope.cancelled_caught
     record = json.loads(path.read_text())
     assert record["status"] == "interrupted" and record["state"] == "NOT_SUBMITTED"
@@ -152,10 +158,5 @@ async def test_collaboration_a_record_left_starting_before_the_launch_is_finishe
     # a record of another owner (or already final) is never touched
     other = planted.model_copy(update={"ownerPid": os.getppid()})
     path.write_text(other.model_dump_json())
-    async with open_dispatcher(
-        repo=repo, prefs=prefs, progress=lambda _: None, reap=False
-    ) as dispatcher:
-        with anyio.CancelScope() as scope:
-            scope.cancel()
-            await dispatcher.consult(request)
+    await consult_cancelled()
     assert json.loads(path.read_text())["status"] == "starting"
