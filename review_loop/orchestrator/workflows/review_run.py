@@ -402,15 +402,17 @@ async def _run_locked(
     if isinstance(asked, dict):
         return asked
     return _record_round(
-        ref,
-        state,
-        meta,
-        body,
-        asked,
-        frozen.evidence,
-        warnings,
-        completion=seed.completion,
-        reviewer=seed.reviewer,
+        _Recording(
+            ref=ref,
+            state=state,
+            meta=meta,
+            body=body,
+            asked=asked,
+            evidence=frozen.evidence,
+            warnings=warnings,
+            completion=seed.completion,
+            reviewer=seed.reviewer,
+        )
     )
 
 
@@ -864,37 +866,33 @@ def _keep(
     return where
 
 
-def _record_round(
-    ref: PacketRef,
-    state: dict[str, Any],
-    meta: dict[str, str],
-    body: str,
-    asked: _Answered,
-    evidence: dict[str, Any],
-    warnings: list[str],
-    *,
-    completion: str,
-    reviewer: str,
-) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class _Recording:
+    """A round to record: its packet (state, front matter, body), the reviewer's answer,
+    the frozen evidence, the warnings so far and the round's settings. The recording
+    steps (:func:`_write_round`, :func:`_write_stage`, :func:`_settle_state`) share it
+    instead of passing the same ten values along; ``state`` is updated in place."""
+
+    ref: PacketRef
+    state: dict[str, Any]
+    meta: dict[str, str]
+    body: str
+    asked: _Answered
+    evidence: dict[str, Any]
+    warnings: list[str]
+    completion: str
+    reviewer: str
+
+
+def _record_round(rec: _Recording) -> dict[str, Any]:
     """Write the round (:func:`_write_round`); when that fails, report ``RECORD_FAILED``
     with the answer, the path and the errno, and keep the answer for the retry."""
+    ref, asked = rec.ref, rec.asked
     round_number = asked.answer.round
     try:
-        result = _write_round(
-            ref,
-            state,
-            meta,
-            body,
-            asked.answer,
-            asked.ledger,
-            asked.delivery,
-            evidence,
-            warnings,
-            completion=completion,
-            reviewer=reviewer,
-        )
+        result = _write_round(rec)
     except OSError as error:
-        return _record_failed(ref, state, asked, record_error(_failed_path(error, ref), error))
+        return _record_failed(ref, rec.state, asked, record_error(_failed_path(error, ref), error))
     clear_answer(ref.runtime, ref.repo, ref.packet_id, round_number)
     if asked.record_error is not None:
         result["recordError"] = asked.record_error.model_dump()
@@ -1070,24 +1068,13 @@ def _outcome(verdict: Verdict, completion: str) -> _Outcome:
     return _Outcome("archived", "archived", False)
 
 
-def _write_round(
-    ref: PacketRef,
-    state: dict[str, Any],
-    meta: dict[str, str],
-    body: str,
-    answer: ReviewAnswer,
-    ledger: Ledger,
-    delivery: Delivery,
-    evidence: dict[str, Any],
-    warnings: list[str],
-    *,
-    completion: str,
-    reviewer: str,
-) -> dict[str, Any]:
+def _write_round(rec: _Recording) -> dict[str, Any]:
     """Record the round as its steps: render the stage, check the packet is still what
     the round started from (fail closed), write the stage, settle the state, report.
     ``OSError`` propagates to :func:`_record_round` (``RECORD_FAILED``)."""
-    outcome = _outcome(answer.verdict, completion)
+    ref, state, answer, ledger = rec.ref, rec.state, rec.asked.answer, rec.asked.ledger
+    reviewer, delivery = rec.reviewer, rec.asked.delivery
+    outcome = _outcome(answer.verdict, rec.completion)
     stage, anchor = review_stage(
         answer=answer,
         ledger=ledger,
@@ -1095,9 +1082,9 @@ def _write_round(
         session_id=delivery.sessionId,
         base_sha=str(state["baseSha"]),
         evidence_path=str(state.get("evidencePath")),
-        digest=str(evidence.get("digest")),
+        digest=str(rec.evidence.get("digest")),
         fix_handoff=outcome.fix,
-        completion=completion,
+        completion=rec.completion,
     )
     # The packet must still be exactly what this round started from.
     current = read_bytes(ref.path)
@@ -1108,10 +1095,8 @@ def _write_round(
             "the packet changed while the reviewer was running; nothing was written",
             ref,
         )
-    encoded, final = _write_stage(
-        ref, state, meta, body, stage, anchor, outcome, reviewer=reviewer, round_number=answer.round
-    )
-    _settle_state(ref, state, answer, ledger, delivery, evidence, outcome, anchor, encoded, final)
+    encoded, final = _write_stage(rec, stage, anchor, outcome)
+    _settle_state(rec, outcome, anchor, encoded, final)
     common: dict[str, Any] = {
         "verdict": answer.verdict.value,
         "round": answer.round,
@@ -1120,22 +1105,14 @@ def _write_round(
         "reviewer": reviewer,
         "sessionId": delivery.sessionId,
     }
-    if warnings:
-        common["warning"] = "; ".join(warnings)
-    return _round_result(_Recorded(final, state, body, ledger, evidence, outcome, anchor, common))
+    if rec.warnings:
+        common["warning"] = "; ".join(rec.warnings)
+    recorded = _Recorded(final, state, rec.body, ledger, rec.evidence, outcome, anchor, common)
+    return _round_result(recorded)
 
 
 def _write_stage(
-    ref: PacketRef,
-    state: dict[str, Any],
-    meta: dict[str, str],
-    body: str,
-    stage: str,
-    anchor: str,
-    outcome: _Outcome,
-    *,
-    reviewer: str,
-    round_number: int,
+    rec: _Recording, stage: str, anchor: str, outcome: _Outcome
 ) -> tuple[bytes, PacketRef]:
     """Append the stage to the packet: ``(bytes written, the packet's ref now)``.
 
@@ -1143,8 +1120,9 @@ def _write_stage(
     the two writes is found (``STATE_RECOVERY_REQUIRED``), never guessed over. An
     archived round moves the packet to the archive and drops its STOP file.
     """
+    ref, state, round_number = rec.ref, rec.state, rec.asked.answer.round
     now = utc_now()
-    new_meta = dict(meta)
+    new_meta = dict(rec.meta)
     new_meta.update(
         {
             "updated": now,
@@ -1152,11 +1130,11 @@ def _write_stage(
             "lifecycle_state": outcome.lifecycle,
             "round": str(round_number),
             "base_sha": str(state["baseSha"]),
-            "reviewer": reviewer,
+            "reviewer": rec.reviewer,
             "mode": "auto",
         }
     )
-    text = join_packet(new_meta, body.rstrip("\n") + "\n" + stage)
+    text = join_packet(new_meta, rec.body.rstrip("\n") + "\n" + stage)
     encoded = text.encode("utf-8")
     state["pendingStage"] = {"round": round_number, "anchor": anchor, "at": now}
     save_state(ref.runtime, state)
@@ -1170,21 +1148,13 @@ def _write_stage(
 
 
 def _settle_state(
-    ref: PacketRef,
-    state: dict[str, Any],
-    answer: ReviewAnswer,
-    ledger: Ledger,
-    delivery: Delivery,
-    evidence: dict[str, Any],
-    outcome: _Outcome,
-    anchor: str,
-    encoded: bytes,
-    final: PacketRef,
+    rec: _Recording, outcome: _Outcome, anchor: str, encoded: bytes, final: PacketRef
 ) -> None:
     """Save the state of the recorded round (the new ledger, the packet's hash pinned for
     the next call's check, the session a re-review resumes, ``pendingStage`` cleared),
     then note ``round_finished`` in the events, best effort."""
-    state.update(ledger_to_state(ledger))
+    ref, state, answer = rec.ref, rec.state, rec.asked.answer
+    state.update(ledger_to_state(rec.asked.ledger))
     state.update(
         {
             "round": answer.round,
@@ -1192,10 +1162,10 @@ def _settle_state(
             "lifecycle": outcome.status,
             "lifecycleState": outcome.lifecycle,
             "lastAnchor": anchor,
-            "evidence": evidence,
+            "evidence": rec.evidence,
             "packetHash": sha256_bytes(encoded),
             "packetPath": str(final.path),
-            "reviewerSessionId": delivery.sessionId,
+            "reviewerSessionId": rec.asked.delivery.sessionId,
             "lastReassessments": [r.model_dump(mode="json") for r in answer.reassessments],
             "pendingStage": None,
             "updated": utc_now(),
