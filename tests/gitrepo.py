@@ -31,3 +31,11 @@ def committed_repo(root: Path, files: dict[str, str]) -> Path:
     git(root, "add", *files)
     git(root, "commit", "-qm", "init")
     return root
+
+
+def guarded_change(root: Path) -> Path:
+    """A new repository at ``root`` with ``app.py`` committed unguarded (``x[0]``) and the
+    guard (``x[0] if x else None``) left uncommitted: a small change to review."""
+    committed_repo(root, {"app.py": "def f(x):\n    return x[0]\n"})
+    (root / "app.py").write_text("def f(x):\n    return x[0] if x else None\n")
+    return root

@@ -25,7 +25,7 @@ import pytest
 from review_loop.agents.review import branch_slug
 from review_loop.orchestrator.cli import run as cli_run
 from tests.fakes import FakeCLIs
-from tests.gitrepo import committed_repo, git
+from tests.gitrepo import committed_repo, git, guarded_change
 from tests.orchestrator.test_handoff_writes import snapshot
 
 HANDOFF = ".review-handoff"
@@ -49,9 +49,7 @@ FIX = (
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = committed_repo(tmp_path / "repo", {"app.py": "def f(x):\n    return x[0]\n"})
-    (root / "app.py").write_text("def f(x):\n    return x[0] if x else None\n")
-    return root
+    return guarded_change(tmp_path / "repo")
 
 
 @pytest.fixture

@@ -35,7 +35,7 @@ from review_loop.orchestrator.cli import run as cli_run
 from review_loop.orchestrator.evidence import attest_evidence
 from review_loop.orchestrator.workflows.converge_store import RunPaths, save_ledger
 from tests.fakes import FakeCLIs
-from tests.gitrepo import committed_repo, git
+from tests.gitrepo import git, guarded_change
 from tests.ledgers import completed_ledger
 
 HEADER = (
@@ -57,9 +57,7 @@ def answer(verdict: str, *rows: str) -> dict[str, Any]:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = committed_repo(tmp_path / "repo", {"app.py": "def f(x):\n    return x[0]\n"})
-    (root / "app.py").write_text(GUARDED)
-    return root
+    return guarded_change(tmp_path / "repo")
 
 
 @pytest.fixture

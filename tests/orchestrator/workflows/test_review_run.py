@@ -20,7 +20,7 @@ from review_loop.orchestrator import state_auth
 from review_loop.orchestrator.cli import run as cli_run
 from review_loop.orchestrator.workflows.review_store import STATE_PURPOSE
 from tests.fakes import FakeCLIs
-from tests.gitrepo import committed_repo
+from tests.gitrepo import guarded_change
 
 HEADER = (
     "| ID | 严重度 | 标题 | 证据 | Target files | Required fix | Acceptance check |\n"
@@ -60,9 +60,7 @@ def again(reassess: list[str], verdict: str, new: list[str] | None = None) -> di
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = committed_repo(tmp_path / "repo", {"app.py": "def f(x):\n    return x[0]\n"})
-    (root / "app.py").write_text("def f(x):\n    return x[0] if x else None\n")
-    return root
+    return guarded_change(tmp_path / "repo")
 
 
 @pytest.fixture
