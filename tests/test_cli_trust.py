@@ -31,12 +31,12 @@ from review_loop.agents.converge import (
     Ledger,
 )
 from review_loop.orchestrator import state_auth
-from review_loop.orchestrator.cli import run as cli_run
 from review_loop.orchestrator.evidence import attest_evidence
 from review_loop.orchestrator.workflows.converge_store import RunPaths, save_ledger
 from tests.fakes import FakeCLIs
 from tests.gitrepo import git, guarded_change
 from tests.ledgers import completed_ledger
+from tests.orchestrator.workflows.test_review_run import rl
 
 HEADER = (
     "| ID | 严重度 | 标题 | 证据 | Target files | Required fix | Acceptance check |\n"
@@ -67,13 +67,6 @@ def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeCLIs:
         if os.environ.get(key) != value:
             monkeypatch.setenv(key, value)
     return clis
-
-
-def rl(repo: Path, *argv: str) -> tuple[int, dict[str, Any]]:
-    out: list[str] = []
-    code = cli_run([argv[0], "--repo", str(repo), *argv[1:]], stdout=out.append)
-    assert len(out) == 1
-    return code, json.loads(out[0])
 
 
 def commit_review_state(repo: Path) -> list[str]:
