@@ -680,22 +680,19 @@ async def _ask_reviewer(
     """
     runtime, repo, round_number = ref.runtime, dispatcher.repo, int(state["round"]) + 1
     failures: list[RecordError] = []
+    asking = _Asking(dispatcher, plan, ref, state, prompt, reviewer, product, warnings, failures)
     found = take_answer(runtime, repo, ref.packet_id, round_number, prompt.text)
     if found is not None:
         delivery, text, corrected = _use_kept(*found, repo, round_number, warnings)
         kept_at: Path | None = found[1]
     else:
-        asked = await _ask_first(
-            dispatcher, plan, ref, state, prompt, reviewer, product, warnings, failures
-        )
+        asked = await _ask_first(asking)
         if isinstance(asked, dict):
             return asked
         (delivery, text, kept_at), corrected = asked, False
     outcome = _check_answer(text, round_number, ledger, prompt)
     if isinstance(outcome, str) and not corrected:
-        retried = await _ask_correction(
-            dispatcher, plan, ref, state, prompt, reviewer, delivery, outcome, failures
-        )
+        retried = await _ask_correction(asking, delivery, outcome)
         if isinstance(retried, dict):
             return retried
         delivery, text, kept_at = retried
@@ -725,25 +722,34 @@ def _use_kept(
     return delivery, kept.text, kept.correction
 
 
-async def _ask_first(
-    dispatcher: Dispatcher,
-    plan: RunPlan,
-    ref: PacketRef,
-    state: dict[str, Any],
-    prompt: ReviewPrompt,
-    reviewer: str,
-    product: str,
-    warnings: list[str],
-    failures: list[RecordError],
-) -> tuple[Delivery, str, Path | None] | dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class _Asking:
+    """This round's question: who asks which reviewer about which packet, with what
+    prompt; the warnings and the unwritten records the asking collects (lists it appends
+    to). :func:`_ask_first` and :func:`_ask_correction` share it."""
+
+    dispatcher: Dispatcher
+    plan: RunPlan
+    ref: PacketRef
+    state: dict[str, Any]
+    prompt: ReviewPrompt
+    reviewer: str
+    product: str
+    warnings: list[str]
+    failures: list[RecordError]
+
+
+async def _ask_first(asking: _Asking) -> tuple[Delivery, str, Path | None] | dict[str, Any]:
     """``(delivery, text, kept at)`` of this round's question, or ``DELIVERY_UNKNOWN``.
 
     Round 1 starts a new session; a re-review resumes the stored one when it belongs to
     this product, so the reviewer keeps what it said. ``round_started`` is recorded
     first: when it cannot be, nothing is asked. The answer is kept before anything else.
     """
+    ref, state, prompt, warnings = asking.ref, asking.state, asking.prompt, asking.warnings
+    dispatcher, reviewer = asking.dispatcher, asking.reviewer
     runtime, repo, round_number = ref.runtime, dispatcher.repo, int(state["round"]) + 1
-    resume = _stored_session(runtime, product) if round_number > 1 else None
+    resume = _stored_session(runtime, asking.product) if round_number > 1 else None
     if round_number > 1 and resume is None:
         warnings.append("no stored reviewer session for this product: a new session was started")
     unwritten = append_record(
@@ -763,7 +769,7 @@ async def _ask_first(
             prompt=prompt.text,
             record_dir=runtime,
             resume_session_id=resume,
-            timeout_ms=plan.timeout_ms,
+            timeout_ms=asking.plan.timeout_ms,
             stop_files=(runtime / "STOP",),
         )
     )
@@ -772,38 +778,32 @@ async def _ask_first(
     if delivery.degraded:
         warnings.append(f"reviewer session not resumed ({delivery.degradedReason}): new session")
     text = delivery.reply.text
-    return delivery, text, _keep(ref, repo, round_number, prompt, delivery, text, False, failures)
+    kept_at = _keep(ref, repo, round_number, prompt, delivery, text, False, asking.failures)
+    return delivery, text, kept_at
 
 
 async def _ask_correction(
-    dispatcher: Dispatcher,
-    plan: RunPlan,
-    ref: PacketRef,
-    state: dict[str, Any],
-    prompt: ReviewPrompt,
-    reviewer: str,
-    delivery: Delivery,
-    problem: str,
-    failures: list[RecordError],
+    asking: _Asking, delivery: Delivery, problem: str
 ) -> tuple[Delivery, str, Path | None] | dict[str, Any]:
     """The one correction round: the answering session resumed with what was wrong, its
     answer kept like the first; ``DELIVERY_UNKNOWN`` when it does not arrive."""
+    ref, state, prompt, dispatcher = asking.ref, asking.state, asking.prompt, asking.dispatcher
     runtime, round_number = ref.runtime, int(state["round"]) + 1
     session = delivery.sessionId
     retry = await dispatcher.consult(
         PeerRequest(
-            peer=reviewer,
+            peer=asking.reviewer,
             prompt=correction_prompt(prompt, problem, round_number, resumed=bool(session)),
             record_dir=runtime,
             resume_session_id=session,
-            timeout_ms=plan.timeout_ms,
+            timeout_ms=asking.plan.timeout_ms,
             stop_files=(runtime / "STOP",),
         )
     )
     if not retry.ok or retry.reply is None:
         return _delivery_unknown(ref, state, retry, round_number, correction=True)
     text = retry.reply.text
-    kept_at = _keep(ref, dispatcher.repo, round_number, prompt, retry, text, True, failures)
+    kept_at = _keep(ref, dispatcher.repo, round_number, prompt, retry, text, True, asking.failures)
     return retry, text, kept_at
 
 
