@@ -33,6 +33,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -265,27 +266,31 @@ class ProcessTree:
             subreaper.running(pid) for pid in subreaper.descendants(self.pid)
         )
 
-    def alive(self) -> bool:
+    def alive(self, *, thorough: bool = False) -> bool:
         """Whether any process of this session other than the reaped child still runs.
 
-        Unsupervised, this also scans every process for this run's environment marker,
-        which finds a descendant that left the group with ``setsid``.
+        Unsupervised (or ``thorough``), this also scans every process for this run's
+        environment marker, which finds a descendant that left the group with ``setsid``.
         """
         if self.quick_alive():
             return True
-        if self.supervised:
+        if self.supervised and not thorough:
             return False
         return any(p.status() != psutil.STATUS_ZOMBIE for p in self._members(thorough=True))
 
 
-async def _terminate(process: anyio.abc.Process | None, tree: ProcessTree, grace: float) -> None:
+async def _terminate(
+    process: anyio.abc.Process | None, tree: ProcessTree, grace: float, *, thorough: bool = False
+) -> None:
     """SIGTERM everything in the tree, SIGKILL what is left after ``grace``, reap the child.
 
-    Shielded from cancellation, and it never raises: whatever goes wrong while signalling,
-    the group gets SIGKILL and the child is reaped before this returns.
+    ``thorough`` also finds (and waits for) the session's processes by the marker over the
+    whole machine. Shielded from cancellation, and it never raises: whatever goes wrong
+    while signalling, the group gets SIGKILL and the child is reaped before this returns.
     """
     # Without a child to wait for, something outside the subtree holds the pipe: look wide.
-    thorough = process is None
+    thorough = thorough or process is None
+    alive = partial(tree.alive, thorough=thorough)
     with anyio.CancelScope(shield=True):
         try:
             await anyio.to_thread.run_sync(
@@ -294,9 +299,9 @@ async def _terminate(process: anyio.abc.Process | None, tree: ProcessTree, grace
             with anyio.move_on_after(grace):
                 if process is not None:
                     await process.wait()
-                while await anyio.to_thread.run_sync(tree.alive):
+                while await anyio.to_thread.run_sync(alive):
                     await anyio.sleep(0.05)
-            if await anyio.to_thread.run_sync(tree.alive) or (
+            if await anyio.to_thread.run_sync(alive) or (
                 process is not None and process.returncode is None
             ):
                 tree.escalated = True
@@ -462,8 +467,11 @@ async def run_process(
             with anyio.move_on_after(deadline if deadline is not None else float("inf")) as scope:
                 stopped = await wait_exit_or_stop()
             timed_out = scope.cancelled_caught
-            if timed_out or stopped or await anyio.to_thread.run_sync(tree.quick_alive):
-                await _terminate(process, tree, grace)
+            # A supervisor killed by a signal (kill -9 of its pid) may have ended nothing
+            # and its escapers went to init: find what is left by the marker, machine-wide.
+            lost = tree.supervised and (process.returncode or 0) < 0
+            if timed_out or stopped or lost or await anyio.to_thread.run_sync(tree.quick_alive):
+                await _terminate(process, tree, grace, thorough=lost)
             with anyio.move_on_after(grace):
                 await out_done.wait()
                 await err_done.wait()
