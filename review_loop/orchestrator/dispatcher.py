@@ -80,7 +80,9 @@ from review_loop.orchestrator.isolation import (
     namespace_available,
     protected_paths,
     read_only_argv,
+    remove_orphaned_scratch,
     sandbox_argv,
+    scratch_prefix,
 )
 from review_loop.orchestrator.log import log_event
 from review_loop.orchestrator.masking import hidden_invocation, mask_failed, remove_from_copy
@@ -889,7 +891,7 @@ class Dispatcher:
         if not invocation.isolate_in_copy:
             yield invocation
             return
-        root = Path(tempfile.mkdtemp(prefix="review-loop-isolated-"))
+        root = Path(tempfile.mkdtemp(prefix=scratch_prefix()))
         source_home = Path(invocation.env.get("HOME") or os.environ.get("HOME") or Path.home())
         home_files = invocation.home_files if whole_filesystem else ()
         try:
@@ -990,6 +992,8 @@ async def open_dispatcher(
     dispatcher = Dispatcher(repo=root, prefs=prefs, progress=progress or _stderr_line)
     if reap:
         dispatcher.reaped = await reap_sessions(root, grace=prefs.graceMs / 1000)
+        # the throw-away copies of isolated runs whose review-loop was killed with SIGKILL
+        await anyio.to_thread.run_sync(remove_orphaned_scratch)
         for record in dispatcher.reaped:
             log_event(
                 "reaped",

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import anyio
+import psutil
 
 from review_loop.agents.models import Invocation
 from review_loop.orchestrator.isolation_wrapper import ISOLATION_FAILED_EXIT, MARKER
@@ -43,7 +44,9 @@ __all__ = [
     "namespace_available",
     "protected_paths",
     "read_only_argv",
+    "remove_orphaned_scratch",
     "sandbox_argv",
+    "scratch_prefix",
 ]
 
 WRAPPER = Path(__file__).with_name("isolation_wrapper.py")
@@ -161,6 +164,54 @@ def _not_copied(directory: str, names: list[str]) -> set[str]:
         if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
             skipped.add(name)
     return skipped
+
+
+SCRATCH_PREFIX = "review-loop-isolated-"
+
+
+def scratch_prefix() -> str:
+    """The name prefix of this process's scratch directories: its pid and start time.
+
+    A review-loop killed with SIGKILL cannot remove its scratch directory (a copy of the
+    repository and of the CLI's credential files); the name lets the next one tell that
+    its owner is gone (:func:`remove_orphaned_scratch`).
+    """
+    started = int(psutil.Process().create_time() * 100)
+    return f"{SCRATCH_PREFIX}{os.getpid()}-{started}-"
+
+
+def _owner_gone(name: str) -> bool:
+    try:
+        pid, started = (int(word) for word in name[len(SCRATCH_PREFIX) :].split("-")[:2])
+    except ValueError:
+        return False  # not named by scratch_prefix: not ours to judge
+    try:
+        proc = psutil.Process(pid)
+        running = proc.status() != psutil.STATUS_ZOMBIE
+        return not (running and abs(int(proc.create_time() * 100) - started) <= 1)
+    except psutil.Error:
+        return True
+
+
+def remove_orphaned_scratch(temp: Path | None = None) -> list[Path]:
+    """Remove this user's scratch directories whose review-loop is gone; returns them.
+
+    Only real directories (never a link) owned by this user, named by
+    :func:`scratch_prefix` for a process that no longer runs, are removed.
+    """
+    base = Path(tempfile.gettempdir() if temp is None else temp)
+    removed = []
+    for entry in base.glob(f"{SCRATCH_PREFIX}*"):
+        try:
+            info = entry.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            continue
+        if _owner_gone(entry.name):
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    return removed
 
 
 def make_scratch(

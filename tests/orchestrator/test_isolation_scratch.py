@@ -1,0 +1,81 @@
+"""Process tests: the throw-away copy of an isolated run does not outlive a killed owner.
+
+An isolated reviewer (the npm grok, no read-only mode) runs in a scratch directory under
+the temp dir holding a copy of the repository and the CLI's credential files. review-loop
+removes it when the run ends, however it ends, unless review-loop itself is killed with
+SIGKILL: then the next review-loop that opens a dispatcher removes it. A scratch directory
+whose owner still runs is left alone.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from review_loop.orchestrator import isolation
+from review_loop.orchestrator.dispatcher import open_dispatcher
+from review_loop.prefs import Prefs
+from tests.fakes import FakeCLIs
+from tests.gitrepo import committed_repo
+from tests.orchestrator import ownership
+from tests.orchestrator.ownership import kill_all, wait_until, with_marker
+
+OWNER = """
+import anyio, sys
+from pathlib import Path
+from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
+from review_loop.prefs import Prefs
+async def main():
+    async with open_dispatcher(repo=Path(sys.argv[1]), prefs=Prefs(), reap=False) as d:
+        await d.consult(PeerRequest(peer="grok", prompt="x", record_dir=Path(sys.argv[2])))
+anyio.run(main)
+"""
+
+
+@pytest.mark.anyio
+async def test_the_scratch_of_a_killed_owner_is_removed_by_the_next_dispatcher(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not await isolation.namespace_available():
+        pytest.skip("no isolation namespace on this machine")
+    repo = committed_repo(tmp_path / "repo", {"a.txt": "hello\n"})
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    fakes = FakeCLIs(tmp_path / "fakes")
+    fakes.script(grok=[{"mode": "hang"}])
+    env = {
+        **os.environ,
+        **fakes.env(),
+        "FAKE_GROK_VARIANT": "vibe",
+        "TMPDIR": str(temp),
+        "REVIEW_LOOP_ENV_PASSTHROUGH": ownership.PASSTHROUGH,
+        "PYTHONPATH": str(ownership.ROOT),
+    }
+    record_dir = repo / ".review-handoff" / "runtime" / "t" / "owned"
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(repo), str(record_dir)], env=env)
+    marker = ""
+    try:
+        record = ownership.running_record(record_dir)
+        marker = str(record["marker"])
+        assert [p.name for p in temp.iterdir() if p.name.startswith("review-loop-isolated-")]
+    finally:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+    # the supervisor ends the session once its owner is gone
+    assert wait_until(lambda: not with_marker(marker)), "the session outlived its owner"
+    kill_all(with_marker(marker))
+    alive = tempfile.mkdtemp(prefix=isolation.scratch_prefix(), dir=temp)  # ours: running
+    left = sorted(p.name for p in temp.iterdir())
+    assert len(left) == 2  # the killed owner's scratch is still there ...
+
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    monkeypatch.setenv("FAKE_GROK_VARIANT", "vibe")
+    async with open_dispatcher(repo=repo, prefs=Prefs(), progress=lambda _: None):
+        pass
+    assert [p.name for p in temp.iterdir()] == [Path(alive).name]  # ... until the next run
