@@ -140,13 +140,15 @@ def world() -> Iterator[Path]:
     shutil.rmtree(root)
 
 
-def _probe_writes(prefix: list[str], python: str, world: Path) -> dict[str, Any]:
+def _probe_writes(
+    prefix: list[str], python: str, world: Path, wrapper: Path = isolation.WRAPPER
+) -> dict[str, Any]:
     argv = [
         *prefix,
         python,
         "-I",
         "-S",
-        str(isolation.WRAPPER),
+        str(wrapper),
         "--writable",
         str(world / "scratch"),
         "--",
@@ -161,7 +163,9 @@ def _probe_writes(prefix: list[str], python: str, world: Path) -> dict[str, Any]
         "devnull",
         os.devnull,
     ]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    # cwd in the world tree: the wrapper re-enters its working directory, which nobody could
+    # not do in a private (0700) checkout
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, cwd=world)
     assert done.returncode == 0, done.stderr
     return dict(json.loads(done.stdout))
 
@@ -190,7 +194,12 @@ def test_the_wrapper_works_without_root_in_a_user_namespace_process(world: Path)
         pytest.skip("needs /usr/bin/python3 and setpriv to act as nobody")
     prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
     prefix += ["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private"]
-    results = _probe_writes(prefix, python, world)
+    # nobody cannot read the checkout when it lies under a private (0700) directory, as a
+    # fresh clone in `mktemp -d` does: the wrapper is standalone (stdlib only), so run a copy
+    wrapper = world / isolation.WRAPPER.name
+    shutil.copyfile(isolation.WRAPPER, wrapper)
+    wrapper.chmod(0o644)
+    results = _probe_writes(prefix, python, world, wrapper)
     assert results == {
         "scratch": "ok",
         "outside": "EROFS",
