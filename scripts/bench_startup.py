@@ -4,8 +4,8 @@
         [--ours PATH]
 
 ``--original`` (or ``$REVIEW_LOOP_ORIGINAL``) is the original Node tool's
-``review-loop.mjs`` (``git -C adonis-skills archive e2acfae790e9
-skills/agentic-review-handoff/scripts | tar -x``), run with ``node``. Ours is the installed
+``review-loop.mjs``, run with ``node``; without either, the copy ``scripts/fetch-original``
+puts in ``.bench/original/`` is used when it is there. Ours is the installed
 ``review-loop`` console script. Each round runs every command, ours and the original's
 alternately (the order flips each round), so both see the same machine load; the ratio
 printed is the median of the per-round ratios (ours / original). Without the original the
@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -39,6 +40,8 @@ ROOT = Path(__file__).resolve().parents[1]
 OURS = ROOT / ".venv" / "bin" / "review-loop"
 """Ours by default: this checkout's console script (``--ours`` measures another build)."""
 PYTHON = ROOT / ".venv" / "bin" / "python"
+FETCHED = ROOT / ".bench/original/skills/agentic-review-handoff/scripts/review-loop.mjs"
+"""Where ``scripts/fetch-original`` puts the original."""
 SESSIONS = 2_000
 # ``codex exec --json`` as the real CLI prints it; ``--version`` answers the probe.
 INSTANT_CODEX = r"""#!/bin/sh
@@ -219,15 +222,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rounds", type=int)
-    parser.add_argument("--original", default=os.environ.get("REVIEW_LOOP_ORIGINAL"))
+    fetched = str(FETCHED) if FETCHED.is_file() else None
+    parser.add_argument("--original", default=os.environ.get("REVIEW_LOOP_ORIGINAL", fetched))
     parser.add_argument("--ours", default=str(OURS), help="the review-loop executable to time")
     args, _ = parser.parse_known_args()
     rounds = args.rounds or (7 if args.quick else 21)
     original = Path(args.original).resolve() if args.original else None
     if original is not None and not original.is_file():
         raise SystemExit(f"--original: {original} is not a file (the original review-loop.mjs)")
+    if original is not None and shutil.which("node") is None:
+        print(f"node is not on PATH: {original} cannot run; ratios vs baselines")
+        original = None
     if original is None:
-        print("original not given (--original or REVIEW_LOOP_ORIGINAL): ratios vs baselines")
+        print(
+            "original not given (--original, REVIEW_LOOP_ORIGINAL or scripts/fetch-original):"
+            " ratios vs baselines"
+        )
     with tempfile.TemporaryDirectory() as tmp:
         env, repo, many = world(Path(tmp))
         all_cases = cases(repo, many, original, Path(tmp), Path(args.ours))
