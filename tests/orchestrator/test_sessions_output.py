@@ -1,0 +1,177 @@
+"""Contract test: ``review-loop sessions`` prints exactly the bytes it always printed.
+
+The listing, the record reader and the JSON writer of ``sessions`` were rewritten for
+start-up (``docs/startup.md``): a plain reader stands for the pydantic models, ``os.scandir``
+for globbing, a C-leaf indenting writer for ``json.dumps(indent=2)``. The golden files were
+written by the code before that rewrite; each run of the real process over one hostile,
+varied repository (ours and the original's records, lax values only the model reads,
+foreign and broken files, links, a FIFO, a committed record, ties, non-ASCII text, a CLI's
+own store) must print them byte for byte, the repository path aside.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import review_loop
+from review_loop.adapters.claude import project_dir_name
+
+GOLDEN = Path(__file__).parents[1] / "golden" / "sessions_output"
+UUID = "0c6f1a52-1f5e-4c1e-9d55-{:012d}"
+
+
+def ours(product: str, session: str | None, updated: str, **more: Any) -> dict[str, Any]:
+    """A record as review-loop writes it (``SessionRecord``)."""
+    return {
+        "product": product,
+        "sessionId": session,
+        "updated": updated,
+        "cwd": "<repo>",
+        "peer": product,
+        "command": [product],
+        "status": "finished",
+        "state": "DELIVERED",
+        "reason": None,
+        "pid": 4242,
+        "pgid": 4242,
+        "marker": "m",
+        "procStart": 12.5,
+        "ownerPid": 4000,
+        "ownerStart": 11.0,
+        "startedAt": updated,
+        "finishedAt": updated,
+        "attempt": 1,
+        **more,
+    }
+
+
+def original(product: str, session: Any, updated: str) -> dict[str, Any]:
+    """A record as the original Node tool writes it."""
+    return {"product": product, "sessionId": session, "updated": updated}
+
+
+def at(minute: int) -> str:
+    """A distinct time per record: ties are listed in directory order, which differs
+    between file systems, so a golden file holds none."""
+    return f"2026-11-29T10:{minute:02d}:00.000Z"
+
+
+RECORDS: dict[str, Any] = {
+    "main/p01": ours("claude", UUID.format(1), at(1)),
+    "main/p02": ours("codex", UUID.format(2), at(2), command=["codex", "--profile", "a b"]),
+    "main/p03": ours("codex", UUID.format(3), at(3), status="running", state=None),  # unproven
+    "main/p04": ours(
+        "claude", UUID.format(4), at(4), status="interrupted", state="DELIVERY_UNKNOWN"
+    ),
+    "main/p05": original("codex", UUID.format(5), at(5)),
+    "main/p06": original("claude", UUID.format(6), at(6)),
+    "main/p07": ours("codex", UUID.format(2), at(7), extra={"a": [1, 2]}),  # same session, newer
+    "main/p08": ours("codex", UUID.format(8), at(8), ownerPid="12"),  # lax: the model coerces
+    "main/p09": ours("codex", UUID.format(9), at(9), pid=3.0, attempt=True),  # lax too
+    "main/p10": ours("codex", UUID.format(10), at(10), status="weird"),  # read as the original's
+    "main/p11": ours("codex", None, at(11)),  # no session id: not listed
+    "main/p12": original("codex", 5, at(12)),  # foreign: skipped
+    "main/p13": [1, 2],  # not an object
+    "main/p14": "not json {",
+    "main/p15": ours("gemini", "gemini-sess-é✓\u2028\x01", at(13), cwd="/elsewhere/naïve 'dir'"),
+    "main/p16": ours("codex", UUID.format(16), at(14), peer=None),  # refused: read as original
+    "main/p17": {**original("codex", UUID.format(17), at(15)), "cwd": 3},  # original despite cwd
+    "main/p18": ours("grok", UUID.format(18), "not a time"),
+    "main/p19": ours("codex", UUID.format(19), at(16), command="codex"),  # refused: original
+    "main/p20": ours("codex", UUID.format(20), at(17), state="DELIVERED", status="lost"),
+    "dev/p21": ours("claude", UUID.format(21), at(18), title="ignored"),
+    ".hidden/p22": original("codex", UUID.format(22), at(19)),
+    "dev/.p23": original("codex", UUID.format(23), at(20)),
+    "dev/p24": ours("claude", UUID.format(24), at(21), status="running", state=None),  # in store
+}
+
+
+def build(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """The repository, and an environment whose HOME holds a claude store."""
+    repo = tmp_path / "my repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    runtime = repo / ".review-handoff" / "runtime"
+    for relative, record in RECORDS.items():
+        path = runtime / relative / "reviewer-session.json"
+        path.parent.mkdir(parents=True)
+        if isinstance(record, dict) and record.get("cwd") == "<repo>":
+            record = {**record, "cwd": str(repo)}
+        text = record if isinstance(record, str) else json.dumps(record)
+        path.write_text(text, encoding="utf-8")
+    outside = tmp_path / "outside"
+    (outside / "p1").mkdir(parents=True)
+    (outside / "p1" / "reviewer-session.json").write_text(
+        json.dumps(original("codex", UUID.format(90), at(58)))
+    )
+    (runtime / "linked").symlink_to(outside)  # a branch directory that is a link
+    (runtime / "main" / "p91").symlink_to(outside / "p1")  # a packet directory that is a link
+    (runtime / "main" / "p92").mkdir()
+    (runtime / "main" / "p92" / "reviewer-session.json").symlink_to(
+        outside / "p1" / "reviewer-session.json"
+    )
+    (runtime / "main" / "p93").mkdir()
+    os.mkfifo(runtime / "main" / "p93" / "reviewer-session.json")
+    (runtime / "main" / "p94").mkdir()  # a packet directory without a record
+    (runtime / "main" / "loose.json").write_text("{}")  # a file among packet directories
+    committed = runtime / "main" / "p95" / "reviewer-session.json"
+    committed.parent.mkdir()
+    committed.write_text(json.dumps(original("codex", UUID.format(95), at(59))))
+    subprocess.run([*git, "add", "-f", str(committed)], check=True)
+    subprocess.run([*git, "commit", "-qm", "planted"], check=True)
+    home = tmp_path / "home"
+    store = home / ".claude" / "projects" / project_dir_name(str(repo))
+    store.mkdir(parents=True)
+    for number, when in ((24, 1_800_000_000), (80, 1_800_000_100)):
+        line = {"type": "user", "cwd": str(repo), "message": {"content": f"question {number}"}}
+        session = store / f"{UUID.format(number)}.jsonl"
+        session.write_text(json.dumps(line) + "\n")
+        os.utime(session, (when, when))
+    env = {**os.environ, "HOME": str(home), "PATH": os.environ["PATH"]}
+    env.pop("CLAUDE_CONFIG_DIR", None)
+    env.pop("CODEX_HOME", None)
+    return repo, env
+
+
+def normalised(text: str, repo: Path) -> str:
+    """The output without what differs between checkouts: the repository's path and the
+    package's (gemini's read-only resume names the policy file shipped in it)."""
+    policy = Path(review_loop.__file__).parent / "adapters" / "gemini_read_only.toml"
+    for path, placeholder in ((policy, "<policy>"), (repo, "<repo>")):
+        for form in (shlex.quote(str(path)), str(path)):
+            text = text.replace(json.dumps(form, ensure_ascii=False)[1:-1], placeholder)
+    return text
+
+
+ARGVS = {
+    "all": [],
+    "claude": ["--product=claude"],
+    "codex": ["--product", "codex"],
+    "unknown": ["--product", "nope"],
+}
+
+
+@pytest.mark.parametrize("name", list(ARGVS))
+def test_contract_sessions_prints_the_golden_bytes(tmp_path: Path, name: str) -> None:
+    repo, env = build(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "review_loop", "sessions", "--repo", str(repo), *ARGVS[name]],
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    text = normalised(done.stdout.decode("utf-8"), repo)
+    golden = GOLDEN / f"{name}.json"
+    if os.environ.get("REVIEW_LOOP_UPDATE_GOLDEN") == "1":
+        golden.write_text(text, encoding="utf-8")
+    assert text == golden.read_text(encoding="utf-8")
