@@ -23,6 +23,7 @@ from review_loop.prefs.defaults import (
     TIMEOUT_RANGE,
     is_skill_dir,
 )
+from review_loop.prefs.view import PrefsRules, PrefsView
 
 __all__ = [
     "ALIAS_RE",
@@ -68,8 +69,12 @@ class PeerCommand(BaseModel):
         return value
 
 
-class Prefs(BaseModel):
+class Prefs(BaseModel, PrefsRules):
     """The user's reviewer preferences.
+
+    The rules read from ``order`` and ``skipHost`` (``reviewers_for``, ``standard_peers``,
+    ``default_reviewer``) are :class:`~review_loop.prefs.view.PrefsRules`, shared with the
+    plain :class:`~review_loop.prefs.view.PrefsView` that :meth:`view` returns.
 
     Attributes:
         order: reviewer preference order, most preferred first.
@@ -161,30 +166,10 @@ class Prefs(BaseModel):
                 )
         return self
 
-    def reviewers_for(self, host: str | None, *, skip_host: bool | None = None) -> list[str]:
-        """The order with the host removed when skipping it (``skip_host`` overrides prefs)."""
-        skip = self.skipHost if skip_host is None else skip_host
-        return [p for p in self.order if not (skip and host is not None and p == host)]
+    def view(self) -> PrefsView:
+        """These prefs as the plain runtime value the dispatcher and workflows read.
 
-    def standard_peers(self, host: str | None) -> frozenset[str]:
-        """The products that are Peer A or Peer B for ``host`` (or could be, host unknown).
-
-        The seed's peers are the first two of the order without the host. Without a host,
-        any of the first three may be the host or one of its peers, so all three count:
-        a product that may be the other peer's is never a safe substitute.
+        Built from this model's JSON form, the one conversion the plain reading path shares
+        (:meth:`PrefsView.from_document`), so both give equal views of equal prefs.
         """
-        if host is None:
-            return frozenset(self.order[:3])
-        return frozenset(self.reviewers_for(host, skip_host=True)[:2])
-
-    def default_reviewer(self, host: str | None = None) -> str:
-        """The reviewer ``run`` uses when none is named: the first of the order without the host.
-
-        ``host`` is the product whose work is reviewed; unnamed, it is :data:`DEFAULT_HOST`,
-        the product the review skills run in. A review by the host's own product is no
-        independent review, so the host is dropped whatever ``skipHost`` says (an order
-        naming only the host keeps it). Under the default order this is ``codex``, the
-        original tool's default reviewer.
-        """
-        skipped = host or DEFAULT_HOST
-        return next((p for p in self.order if p != skipped), self.order[0])
+        return PrefsView.from_document(self.model_dump(mode="json"))

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # the pydantic model is imported where a Prefs is built (docs
     from pydantic import ValidationError
 
     from review_loop.prefs.model import Prefs, ProductSet
+    from review_loop.prefs.view import PrefsView
 
 TIMEOUT_ENV = "REVIEW_LOOP_TIMEOUT_MS"
 # How a prefs file that cannot be used is repaired (``prefs reset`` never reads it).
@@ -142,6 +143,23 @@ def load_prefs_document(
     if override is not None and override != "":
         document["timeoutMs"] = timeout_override(override)
     return document
+
+
+def load_prefs_view(
+    known: ProductSet,
+    *,
+    path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> PrefsView:
+    """What ``load_prefs(...).view()`` returns, for commands that run reviewers (``consult``).
+
+    Read as :func:`load_prefs_document` reads: the same file and env overrides, a plainly
+    valid file without pydantic, anything else through :func:`load_prefs`, whose errors
+    name the file and the key. Raises what :func:`load_prefs` raises.
+    """
+    from review_loop.prefs.view import PrefsView
+
+    return PrefsView.from_document(load_prefs_document(known, path=path, env=env))
 
 
 def save_prefs(prefs: Prefs, *, path: Path | None = None) -> Path:
