@@ -96,7 +96,9 @@ def load_command(name: str) -> CommandModule:
 def _dump(document: Mapping[str, Any], output: str) -> str:
     if output == "line":
         return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-    return json.dumps(document, ensure_ascii=False, indent=2)
+    from review_loop.orchestrator.json_text import pretty  # json.dumps(indent=2), faster
+
+    return pretty(document)
 
 
 def _error_text(error: BaseException) -> str:
