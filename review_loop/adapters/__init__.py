@@ -1,8 +1,8 @@
 """Product adapters: pure translators between requests and each CLI (see ``base``).
 
 Names are imported on first use: the registry (``get_adapter``, ``known_products``...) is
-cheap, while ``base`` builds the pydantic vocabulary of :mod:`review_loop.agents.models`,
-which ``help`` and ``prefs`` never need (``docs/startup.md``).
+cheap, while ``base`` loads the vocabulary of :mod:`review_loop.agents.models` and every
+adapter's parsing, which ``help`` and ``prefs`` never need (``docs/startup.md``).
 """
 
 from __future__ import annotations

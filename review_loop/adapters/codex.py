@@ -11,6 +11,7 @@ The thread id (= session id) is only known from the first event, ``thread.starte
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -245,7 +246,7 @@ class CodexAdapter:
         if failure is not None:
             if failure.state is DeliveryState.DELIVERY_UNKNOWN and failure.session_id is None:
                 thread_id = _thread_id(completed.stdout) or invocation.session_id
-                failure = failure.model_copy(update={"session_id": thread_id})
+                failure = dataclasses.replace(failure, session_id=thread_id)
             return failure
         if completed.stdout_truncated:
             stdout = text_of(completed.stdout)  # the cut may split a character

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from review_loop.agents.errors import UnknownProductError
 
-if TYPE_CHECKING:  # base builds pydantic models: imported when an adapter is loaded
+if TYPE_CHECKING:  # base and the vocabulary: imported when an adapter is loaded
     from review_loop.adapters.base import Adapter
 
 ENTRY_POINT_GROUP = "review_loop.adapters"

@@ -1,24 +1,28 @@
 """The vocabulary every layer speaks: requests, invocations, finished processes, outcomes.
 
-These are pure data (pydantic, frozen). Building or reading them performs no I/O, so
-adapters can be tested without spawning anything and the orchestrator can journal them.
+These are pure data: frozen, slotted, keyword-only stdlib dataclasses. Building or reading
+them performs no I/O, so adapters can be tested without spawning anything and the
+orchestrator can journal them.
+
+They are built by this code base alone (the adapters, the process layer, the dispatcher),
+never from untrusted input, so they are not validated at run time: ``mypy --strict`` is
+their check, and importing them costs no pydantic (``docs/startup.md``). pydantic still
+validates and describes them where they are part of a public model (``Reply`` and
+``Usage`` inside ``Delivery``): it validates stdlib dataclasses natively and emits their
+JSON Schemas. A change of value is ``dataclasses.replace``.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Literal
 
 from review_loop.agents.constants import ENV_NAME_PATTERN as ENV_NAME_PATTERN
 
-
-class Frozen(BaseModel):
-    """Base for immutable value objects; unknown fields are a bug, not data."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+_ENV_NAME = re.compile(ENV_NAME_PATTERN)
 
 
 class DeliveryState(StrEnum):
@@ -37,7 +41,8 @@ class DeliveryState(StrEnum):
     DELIVERY_UNKNOWN = "DELIVERY_UNKNOWN"
 
 
-class AgentRequest(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentRequest:
     """One question for one product, independent of how that product is launched.
 
     Attributes:
@@ -54,7 +59,8 @@ class AgentRequest(Frozen):
     session_id: str | None = None
 
 
-class Capabilities(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Capabilities:
     """What an installed CLI can do, as read from its ``--version``/``--help``."""
 
     variant: str = "default"
@@ -65,7 +71,8 @@ class Capabilities(Frozen):
     """Run in a throw-away copy of ``cwd`` because the CLI has no read-only mode."""
 
 
-class EnvPassthrough(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnvPassthrough:
     """Which variables of the caller's environment may reach a CLI; nothing else does.
 
     Attributes:
@@ -73,8 +80,26 @@ class EnvPassthrough(Frozen):
         prefixes: every variable whose name starts with one of these (``LC_``).
     """
 
-    names: tuple[Annotated[str, Field(pattern=ENV_NAME_PATTERN)], ...] = ()
-    prefixes: tuple[Annotated[str, Field(pattern=ENV_NAME_PATTERN)], ...] = ()
+    names: tuple[str, ...] = ()
+    prefixes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        """Refuse a name or prefix that is no variable name (``*``, ``A=B``, ``""``).
+
+        Adapters (code, possibly a third party's) and prefs (already checked) supply
+        these; the check is kept because it is cheap (one precompiled pattern) and a
+        pattern-like word must never widen what reaches a CLI.
+
+        Raises:
+            ValueError: names the field and the offending word.
+        """
+        for label, words in (("names", self.names), ("prefixes", self.prefixes)):
+            for word in words:
+                if not isinstance(word, str) or not _ENV_NAME.fullmatch(word):
+                    raise ValueError(
+                        f"EnvPassthrough.{label}: {word!r} is not a variable name "
+                        f"(accepted: {ENV_NAME_PATTERN})"
+                    )
 
     def allows(self, name: str) -> bool:
         """Whether ``name`` may pass."""
@@ -88,7 +113,8 @@ class EnvPassthrough(Frozen):
         )
 
 
-class Invocation(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Invocation:
     """Everything needed to start one CLI. Building it performs no I/O.
 
     Attributes:
@@ -111,7 +137,7 @@ class Invocation(Frozen):
     """
 
     argv: tuple[str, ...]
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
     unset_env: tuple[str, ...] = ()
     pass_env: EnvPassthrough = EnvPassthrough()
     hidden_paths: tuple[str, ...] = ()
@@ -122,7 +148,8 @@ class Invocation(Frozen):
     home_files: tuple[str, ...] = ()
 
 
-class Completed(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Completed:
     """What a finished (or stopped) process left behind.
 
     ``stdout`` holds the whole output when ``stdout_truncated`` is false. Past the
@@ -145,7 +172,8 @@ class Completed(Frozen):
     spawn_error: str | None = None
 
 
-class Usage(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
     """Token counts where the CLI reports them."""
 
     input_tokens: int | None = None
@@ -153,7 +181,8 @@ class Usage(Frozen):
     cached_input_tokens: int | None = None
 
 
-class Reply(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reply:
     """A parsed answer: the only thing that makes an attempt ``DELIVERED``."""
 
     kind: Literal["reply"] = "reply"
@@ -163,7 +192,8 @@ class Reply(Frozen):
     usage: Usage | None = None
 
 
-class Failure(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Failure:
     """A classified failure. ``state`` is never ``DELIVERED``.
 
     Attributes:
@@ -182,10 +212,12 @@ class Failure(Frozen):
     session_not_found: bool = False
 
 
-Outcome = Annotated[Reply | Failure, Field(discriminator="kind")]
+Outcome = Reply | Failure
+"""What an attempt ended with, told apart by ``kind`` (or ``isinstance``)."""
 
 
-class StoredSession(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredSession:
     """A resumable session found in a CLI's own store or in our records."""
 
     product: str
@@ -197,7 +229,8 @@ class StoredSession(Frozen):
     source: str
 
 
-class ReadOnlyResume(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReadOnlyResume:
     """Resume commands that keep the read-only flags review-loop ran the session with.
 
     ``unavailable`` says why there is none (the CLI has no read-only mode, or the adapter
@@ -209,7 +242,8 @@ class ReadOnlyResume(Frozen):
     unavailable: str | None = None
 
 
-class ResumeCommands(Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResumeCommands:
     """Copy-ready commands that resume a session: interactively and headless.
 
     ``interactive``/``headless`` are the bare commands the original tool printed (no

@@ -649,14 +649,15 @@ class Dispatcher:
             agent_request = AgentRequest(
                 prompt=request.prompt, cwd=self.repo, resume_session_id=resume
             )
-            invocation = peer.adapter.build(
+            built = peer.adapter.build(
                 agent_request, command=peer.command, capabilities=capabilities
-            ).model_copy(update={"pass_env": self._env(peer)})
+            )
+            invocation = dataclasses.replace(built, pass_env=self._env(peer))
         except AdapterRefusalError as refusal:
             current.write()
             return Failure(state=DeliveryState.NOT_SUBMITTED, reason="refused", detail=str(refusal))
         if request.isolate:
-            invocation = invocation.model_copy(update={"isolate_in_copy": True})
+            invocation = dataclasses.replace(invocation, isolate_in_copy=True)
         return invocation, capabilities
 
     def _record_before_launch(
@@ -692,7 +693,7 @@ class Dispatcher:
                     reason="spawn failed",
                     detail=f"executable not found: {invocation.argv[0]}",
                 )
-            invocation = invocation.model_copy(update={"argv": (executable, *invocation.argv[1:])})
+            invocation = dataclasses.replace(invocation, argv=(executable, *invocation.argv[1:]))
         if invocation.isolate_in_copy and not await namespace_available():
             return Failure(
                 state=DeliveryState.NOT_SUBMITTED,
@@ -822,7 +823,7 @@ class Dispatcher:
         if isinstance(outcome, Failure) and outcome.reason == "timeout" and completed:
             # The deadline the user set, not deadline + the grace it took to end.
             detail = timeout_detail(current.deadline_ms, completed.elapsed_ms)
-            outcome = outcome.model_copy(update={"detail": detail})
+            outcome = dataclasses.replace(outcome, detail=detail)
         self.progress(_end_line(peer.name, outcome, completed))
         session_id = outcome.session_id or record.sessionId
         state = DeliveryState.DELIVERED if isinstance(outcome, Reply) else outcome.state
@@ -906,17 +907,16 @@ class Dispatcher:
                 for word in invocation.argv
             )
             if whole_filesystem:
-                yield invocation.model_copy(
-                    update={
-                        "cwd": scratch.copy,
-                        "argv": sandbox_argv([root], argv),
-                        "env": {**invocation.env, **scratch.env()},
-                    }
+                yield dataclasses.replace(
+                    invocation,
+                    cwd=scratch.copy,
+                    argv=sandbox_argv([root], argv),
+                    env={**invocation.env, **scratch.env()},
                 )
             else:
                 protected = await protected_paths(self.repo)
-                yield invocation.model_copy(
-                    update={"cwd": scratch.copy, "argv": read_only_argv(protected, argv)}
+                yield dataclasses.replace(
+                    invocation, cwd=scratch.copy, argv=read_only_argv(protected, argv)
                 )
         finally:
             with anyio.CancelScope(shield=True):
@@ -943,8 +943,11 @@ def _unrecorded_launch(invocation: Invocation, failed: RecordingFailed) -> Failu
     It was ended before its stdin was written: with the prompt on stdin nothing was sent
     (``NOT_SUBMITTED``); with the prompt in argv the CLI may already have sent it.
     """
-    state = DeliveryState.NOT_SUBMITTED if invocation.stdin else DeliveryState.DELIVERY_UNKNOWN
-    return Failure(state=state, reason="record failed", detail=failed.error.message)
+    return Failure(
+        state=DeliveryState.NOT_SUBMITTED if invocation.stdin else DeliveryState.DELIVERY_UNKNOWN,
+        reason="record failed",
+        detail=failed.error.message,
+    )
 
 
 def _end_line(name: str, outcome: Reply | Failure, completed: Completed | None) -> str:

@@ -16,6 +16,7 @@ Paths and the command reach ``sh`` as arguments, never as shell text.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -111,7 +112,7 @@ async def hidden_invocation(invocation: Invocation) -> Invocation | str:
     """
     paths = checked_paths(invocation.cwd, invocation.hidden_paths)
     if await masking_available():
-        return invocation.model_copy(update={"argv": masked_argv(paths, invocation.argv)})
+        return dataclasses.replace(invocation, argv=masked_argv(paths, invocation.argv))
     found = present(paths)
     if not found:
         return invocation

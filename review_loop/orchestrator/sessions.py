@@ -6,6 +6,7 @@ sessions and how to parse one file, so this module never names a product.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -179,7 +180,7 @@ def list_sessions(
         newest = max(current.session.updated, item.session.updated)
         keep = current if current.packet_id is not None else item
         best[key] = Listed(
-            keep.session.model_copy(update={"updated": newest}),
+            dataclasses.replace(keep.session, updated=newest),
             keep.packet_id,
             keep.command,
             keep.status,
@@ -235,7 +236,7 @@ def read_only_resume(product: str, commands: ResumeCommands) -> dict[str, str | 
             unavailable=f"the {product} adapter gives no read-only resume command; "
             "the commands under resume run without review-loop's read-only flags",
         )
-    return read_only.model_dump()
+    return dataclasses.asdict(read_only)
 
 
 def session_document(item: Listed) -> dict[str, Any]:

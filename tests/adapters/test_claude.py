@@ -98,7 +98,7 @@ def test_environment_disables_traffic_and_nested_launch_guard() -> None:
     ids=["preassigned-not-uuid", "flag-like-resume", "blank-prompt", "surrogate"],
 )
 def test_unsafe_or_unusable_requests_are_refused(fields: dict[str, object]) -> None:
-    request = AgentRequest.model_validate({"prompt": PROMPT, "cwd": REPO, **fields})
+    request = AgentRequest(**{"prompt": PROMPT, "cwd": REPO, **fields})  # type: ignore[arg-type]
     with pytest.raises(AdapterRefusalError):
         ADAPTER.build(request, command=("claude",), capabilities=CAPS)
 

@@ -33,7 +33,7 @@ HEAD = (
 
 
 def build(**fields: object) -> Invocation:
-    request = AgentRequest.model_validate({"prompt": PROMPT, "cwd": REPO, **fields})
+    request = AgentRequest(**{"prompt": PROMPT, "cwd": REPO, **fields})  # type: ignore[arg-type]
     return ADAPTER.build(request, command=("gemini",), capabilities=CAPS)
 
 

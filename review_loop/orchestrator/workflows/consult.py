@@ -9,6 +9,7 @@ of NAME's product through that alias or executable. Each peer's session is recor
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -244,7 +245,7 @@ def consult_result(delivery: Delivery, record_path: Path | None) -> dict[str, An
             "recordPath": str(record_path) if record_path else None,
             "text": delivery.reply.text,
             "cost": delivery.cost,
-            "usage": delivery.usage.model_dump() if delivery.usage else None,
+            "usage": dataclasses.asdict(delivery.usage) if delivery.usage else None,
             "message": ADVISORY_MESSAGE,
             **_read_only_resume(delivery),
         }
