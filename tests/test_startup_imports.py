@@ -54,7 +54,13 @@ FORBIDDEN: dict[str, set[str]] = {
     "sessions": RUNTIME | DISPATCH,
     # the fields it computed are printed as they are: no model built (and no adapters)
     "evidence": RUNTIME | DISPATCH | PYDANTIC | {"review_loop.adapters.base"},
-    "ledger show": (RUNTIME - {"anyio"}) | DISPATCH,  # anyio's import alone is cheap
+    # a signed ledger is shown without the models; git runs, hence subprocess
+    "ledger show": RUNTIME
+    | DISPATCH
+    | PYDANTIC
+    | OTHER_WORKFLOWS
+    | (PLAIN - {"subprocess"})
+    | {"secrets", "review_loop.agents.records"},
     "consult": {"trio", "httpx"} | OTHER_WORKFLOWS,
 }
 

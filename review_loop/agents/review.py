@@ -19,7 +19,6 @@ written ``&#124;``).
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
@@ -27,33 +26,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from review_loop.agents.branch import branch_identity as branch_identity
+from review_loop.agents.branch import branch_slug as branch_slug
 from review_loop.agents.constants import DEFAULT_ROUNDS as DEFAULT_ROUNDS
 
 # -- branch slug (origins §3.3) ---------------------------------------------------------
 
-_READABLE_MAX = 48
-
-
-def branch_identity(branch: str | None, head_sha: str) -> str:
-    """The branch name, or ``detached:<full sha>`` for a detached HEAD."""
-    return branch if branch else f"detached:{head_sha}"
-
-
-def branch_slug(identity: str) -> str:
-    """``readable--sha256(identity)[:12]`` (v2 slug).
-
-    ``readable`` is the identity lowercased, ``/`` and ``\\`` and every other character
-    outside ``[a-z0-9._-]`` turned into ``-``, leading/trailing ``-``/``.`` trimmed, cut to
-    48 characters, ``branch`` when empty; a detached HEAD reads ``detached-<sha12>``.
-    """
-    digest = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:12]
-    if identity.startswith("detached:"):
-        readable = f"detached-{identity.removeprefix('detached:')[:12]}"
-    else:
-        readable = identity.lower().replace("/", "-").replace("\\", "-")
-        readable = re.sub(r"[^a-z0-9._-]", "-", readable).strip("-.")[:_READABLE_MAX]
-        readable = readable or "branch"
-    return f"{readable}--{digest}"
+# ``branch_identity`` and ``branch_slug`` (imported above) live in agents/branch.py: plain,
+# so ``ledger show`` names its run without the review models (docs/startup.md).
 
 
 def legacy_branch_slug(branch: str) -> str:

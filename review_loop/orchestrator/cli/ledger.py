@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 ACTIONS = ("show", "set", "gate", "meta", "result")
@@ -78,9 +79,7 @@ def _required(value: str | None, field: str, accepted: str) -> str:
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Dispatch the action."""
     from review_loop.agents.errors import InputError
-    from review_loop.orchestrator.cli.common import load_user_prefs, repo_from
-    from review_loop.orchestrator.git import rev_parse
-    from review_loop.orchestrator.workflows import converge_gates as gates
+    from review_loop.orchestrator.cli.common import repo_from
     from review_loop.orchestrator.workflows.converge_store import check_run, default_run
 
     if args.action not in ACTIONS:
@@ -88,7 +87,21 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     repo = repo_from(args)
     run = check_run(args.run) if args.run else default_run(repo)
     if args.action == "show":
-        return gates.ledger_show(repo, run)
+        # read-only: a signed ledger is shown without pydantic; anything unusual goes to
+        # the model (workflows/ledger_view.py, docs/startup.md)
+        from review_loop.orchestrator.workflows.ledger_view import ledger_show
+
+        return ledger_show(repo, run)
+    return _change(args, repo, run)
+
+
+def _change(args: argparse.Namespace, repo: Path, run: str) -> Mapping[str, Any]:
+    """The actions that write the ledger: always through the models."""
+    from review_loop.agents.errors import InputError
+    from review_loop.orchestrator.cli.common import load_user_prefs
+    from review_loop.orchestrator.git import rev_parse
+    from review_loop.orchestrator.workflows import converge_gates as gates
+
     if args.base is not None:
         rev_parse(repo, args.base)
     if args.action == "set":

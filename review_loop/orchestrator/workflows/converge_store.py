@@ -34,20 +34,17 @@ import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pydantic import ValidationError
-
-from review_loop.agents.converge import Ledger
 from review_loop.agents.errors import InputError, StateError
-from review_loop.agents.records import SESSION_FILE, Delivery
 from review_loop.orchestrator import state_auth
 from review_loop.orchestrator.files import append_line, atomic_write_json, read_bytes, utc_now
 from review_loop.orchestrator.trust import note_repo, note_untrusted
 
 if TYPE_CHECKING:  # ``ledger`` reads and writes the store without the dispatcher's imports
+    from review_loop.agents.converge import Ledger
+    from review_loop.agents.records import Delivery
     from review_loop.orchestrator.dispatcher import Dispatcher
 
 # MAC purposes: a MAC made for one kind of document never authenticates another.
@@ -69,7 +66,7 @@ def sha256_text(text: str) -> str:
 
 def default_run(repo: Path) -> str:
     """One converge run per branch: the branch slug, as the review packets use."""
-    from review_loop.agents.review import branch_identity, branch_slug
+    from review_loop.agents.branch import branch_identity, branch_slug
     from review_loop.orchestrator.git import current_branch, rev_parse
 
     return branch_slug(branch_identity(current_branch(repo), rev_parse(repo, "HEAD")))
@@ -82,8 +79,9 @@ def check_run(name: str) -> str:
     return name
 
 
-@dataclass(frozen=True, slots=True)
-class RunPaths:
+# NamedTuples, not dataclasses: ``ledger show`` reads this module, and dataclasses costs it
+# about 4 ms (it imports ``inspect``; docs/startup.md)
+class RunPaths(NamedTuple):
     """Where one converge run keeps its files."""
 
     repo: Path
@@ -134,6 +132,11 @@ def load_ledger(paths: RunPaths) -> Ledger:
         StateError: ``LEDGER_INVALID`` — a ledger this user's review-loop signed does not
             have the ledger's shape (names the file and the key).
     """
+    # the models here, not at import: ``ledger show`` reads this module without pydantic
+    from pydantic import ValidationError
+
+    from review_loop.agents.converge import Ledger
+
     note_repo(paths.repo)
     try:
         data = read_bytes(paths.ledger)
@@ -164,8 +167,7 @@ def save_ledger(paths: RunPaths, ledger: Ledger) -> Ledger:
     return stamped
 
 
-@dataclass(frozen=True, slots=True)
-class Handle:
+class Handle(NamedTuple):
     """A resumable session left by an earlier call of a side."""
 
     peer: str
@@ -257,6 +259,8 @@ class Journal:
 
 
 def _read_record(record_dir: Path) -> tuple[str, str] | None:
+    from review_loop.agents.records import SESSION_FILE
+
     try:
         record = json.loads(read_bytes(record_dir / SESSION_FILE))
     except (OSError, ValueError):
