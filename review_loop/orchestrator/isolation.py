@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import anyio
-import psutil
 
 from review_loop.agents.models import Invocation
+from review_loop.orchestrator import procfs
 from review_loop.orchestrator.isolation_wrapper import ISOLATION_FAILED_EXIT, MARKER
 
 __all__ = [
@@ -176,8 +176,10 @@ def scratch_prefix() -> str:
     repository and of the CLI's credential files); the name lets the next one tell that
     its owner is gone (:func:`remove_orphaned_scratch`).
     """
-    started = int(psutil.Process().create_time() * 100)
-    return f"{SCRATCH_PREFIX}{os.getpid()}-{started}-"
+    started = procfs.start_time(os.getpid())
+    if started is None:  # this process runs: only a /proc that cannot be read says otherwise
+        raise OSError(f"cannot read the start time of this process ({os.getpid()})")
+    return f"{SCRATCH_PREFIX}{os.getpid()}-{int(started * 100)}-"
 
 
 def _owner_gone(name: str) -> bool:
@@ -185,12 +187,10 @@ def _owner_gone(name: str) -> bool:
         pid, started = (int(word) for word in name[len(SCRATCH_PREFIX) :].split("-")[:2])
     except ValueError:
         return False  # not named by scratch_prefix: not ours to judge
-    try:
-        proc = psutil.Process(pid)
-        running = proc.status() != psutil.STATUS_ZOMBIE
-        return not (running and abs(int(proc.create_time() * 100) - started) <= 1)
-    except psutil.Error:
+    proc = procfs.Proc.of(pid)  # None: gone, or unreadable (as psutil.Error before)
+    if proc is None or not proc.alive():
         return True
+    return abs(int(proc.create_time() * 100) - started) > 1
 
 
 def remove_orphaned_scratch(temp: Path | None = None) -> list[Path]:

@@ -257,6 +257,38 @@ def children(pid: int, *, recursive: bool = False) -> list[int]:
     return _descendant_pids(pid) if recursive else _child_pids(pid)
 
 
+def ppid_map() -> dict[int, int]:
+    """``{pid: parent pid}`` for every process, from one read of each ``/proc/<pid>/stat``."""
+    found: dict[int, int] = {}
+    for pid in pids():
+        info = _stat_or_none(pid)
+        if info is not None:
+            found[pid] = info.ppid
+    return found
+
+
+def descendants_by_scan(pid: int) -> list[int]:
+    """Every descendant of ``pid`` by its parent pid, over the whole machine.
+
+    psutil's ``children(recursive=True)``: a second view, independent of the ``children``
+    files :func:`children` reads (which the kernel documents as a snapshot that may miss a
+    process while the tree changes).
+    """
+    below: dict[int, list[int]] = {}
+    for child, parent in ppid_map().items():
+        below.setdefault(parent, []).append(child)
+    found: list[int] = []
+    seen = {pid}
+    queue = [pid]
+    while queue:
+        for child in below.get(queue.pop(0), []):
+            if child not in seen:  # pids reused during the scan may form a cycle
+                seen.add(child)
+                found.append(child)
+                queue.append(child)
+    return found
+
+
 class Proc:
     """A process pinned by its pid and start: what ``psutil.Process`` guards against reuse.
 
@@ -324,12 +356,17 @@ class Proc:
         """
         if not self.is_running():
             return []
-        found = []
-        for pid in children(self.pid, recursive=recursive):
-            proc = Proc.of(pid)
-            if proc is not None and proc._start >= self._start:
-                found.append(proc)
-        return found
+        pinned = (self.pin_later(pid) for pid in children(self.pid, recursive=recursive))
+        return [proc for proc in pinned if proc is not None]
+
+    def pin_later(self, pid: int) -> Proc | None:
+        """``pid`` pinned, if it runs and did not start before this process.
+
+        A process found as this one's descendant (or group member) that is older than this
+        one cannot be what was found: its pid was reused. ``None`` then, or if it is gone.
+        """
+        proc = Proc.of(pid)
+        return proc if proc is not None and proc._start >= self._start else None
 
     def send_signal(self, sig: int) -> bool:
         """Send ``sig`` if the pid still has this start; whether it was sent.

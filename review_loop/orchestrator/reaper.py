@@ -15,7 +15,8 @@ What is proven before anything is signalled (``docs/process-ownership.md``):
 - the processes ended are those carrying the marker in their own environment, and, when
   the leader is proven, its descendants and the members of its group;
 - never this process, its ancestors, or a member of its own process group; never a whole
-  group (each process is signalled by pid, with psutil's start-time check against reuse).
+  group; never a pid <= 1 (each process is signalled by pid, and only while that pid still
+  has the start time it had when found: :class:`.procfs.Proc`, against pid reuse).
 
 They get SIGTERM, then SIGKILL after ``grace``; what they started meanwhile is looked for
 again. The record then says what happened: ``orphaned`` (its process had started) with
@@ -38,12 +39,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
-import psutil
 
 from review_loop.agents.models import DeliveryState
 from review_loop.agents.records import SESSION_FILE as SESSION_FILE
 from review_loop.agents.records import SessionRecord
-from review_loop.orchestrator import subreaper
+from review_loop.orchestrator import procfs, subreaper
 from review_loop.orchestrator.files import atomic_write_json, read_bytes, utc_now
 from review_loop.orchestrator.process import MARKER_ENV
 
@@ -63,7 +63,7 @@ class _Case:
     path: Path
     record: SessionRecord
     untrusted: str | None = None
-    leader: psutil.Process | None = None
+    leader: procfs.Proc | None = None
     ended: list[int] = field(default_factory=list)
     survivors: list[int] = field(default_factory=list)
 
@@ -80,15 +80,12 @@ def find_records(repo: Path) -> list[tuple[Path, SessionRecord]]:
     return found
 
 
-def _running_since(pid: int, started: float) -> psutil.Process | None:
+def _running_since(pid: int, started: float) -> procfs.Proc | None:
     """The process ``pid`` if it runs (not a zombie) and was started at ``started``."""
-    try:
-        proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return None
-        return proc if abs(proc.create_time() - started) < START_TOLERANCE_S else None
-    except psutil.Error:
+    proc = procfs.Proc.of(pid)
+    if proc is None or not proc.alive():
         return None
+    return proc if abs(proc.create_time() - started) < START_TOLERANCE_S else None
 
 
 def _owner_alive(record: SessionRecord) -> bool:
@@ -99,8 +96,8 @@ def _owner_alive(record: SessionRecord) -> bool:
 
 def _protected() -> tuple[set[int], int]:
     """This process and its ancestors, and this process's group: never signalled."""
-    me = psutil.Process()
-    return {me.pid, *(p.pid for p in me.parents())}, os.getpgrp()
+    me = os.getpid()
+    return {me, *procfs.parents(me)}, os.getpgrp()
 
 
 def _malformed(record: SessionRecord, protected: set[int], own_group: int) -> str | None:
@@ -122,11 +119,10 @@ def _malformed(record: SessionRecord, protected: set[int], own_group: int) -> st
     return None
 
 
-def _environ_marker(proc: psutil.Process) -> str | None:
-    try:
-        return proc.environ().get(MARKER_ENV)
-    except (psutil.Error, OSError):
-        return None
+def _environ_marker(proc: procfs.Proc) -> str | None:
+    """The marker in ``proc``'s own environment (read while its pid has its start time)."""
+    environ = proc.environ()
+    return None if environ is None else environ.get(MARKER_ENV)
 
 
 def _judge(case: _Case, protected: set[int], own_group: int) -> None:
@@ -150,17 +146,18 @@ def _judge(case: _Case, protected: set[int], own_group: int) -> None:
 
 def _marker_scan(
     markers: set[str], protected: set[int], own_group: int
-) -> dict[str, dict[int, psutil.Process]]:
+) -> dict[str, dict[int, procfs.Proc]]:
     """Every live process carrying one of ``markers`` in its own environment (one pass)."""
-    found: dict[str, dict[int, psutil.Process]] = {m: {} for m in markers}
+    found: dict[str, dict[int, procfs.Proc]] = {m: {} for m in markers}
     if not markers:
         return found
-    for proc in psutil.process_iter(["pid", "status"]):
-        if proc.pid in protected or proc.info["status"] == psutil.STATUS_ZOMBIE:
+    for pid in procfs.pids():
+        proc = None if pid in protected else procfs.Proc.of(pid)
+        if proc is None or not proc.alive():
             continue
         marker = _environ_marker(proc)
-        if marker in found and _outside(proc.pid, own_group):
-            found[marker][proc.pid] = proc
+        if marker in found and _outside(pid, own_group):
+            found[marker][pid] = proc
     return found
 
 
@@ -172,27 +169,29 @@ def _outside(pid: int, own_group: int) -> bool:
 
 
 def _leader_family(
-    leader: psutil.Process, protected: set[int], own_group: int
-) -> dict[int, psutil.Process]:
-    """A proven leader, its descendants (also those adopted by the supervisor), its group."""
-    found: dict[int, psutil.Process] = {leader.pid: leader}
+    leader: procfs.Proc, protected: set[int], own_group: int
+) -> dict[int, procfs.Proc]:
+    """A proven leader, its descendants (also those adopted by the supervisor), its group.
+
+    Descendants are read two ways, as before: the leader's ``children`` files and every
+    process's parent pid; each is pinned only if it did not start before the leader.
+    """
+    found: dict[int, procfs.Proc] = {leader.pid: leader}
     pids = set(subreaper.descendants(leader.pid))
-    with suppress(psutil.Error):
-        pids.update(child.pid for child in leader.children(recursive=True))
-    for proc in psutil.process_iter(["pid"]):
+    pids.update(procfs.descendants_by_scan(leader.pid))
+    for pid in procfs.pids():
         with suppress(OSError):
-            if os.getpgid(proc.pid) == leader.pid:
-                pids.add(proc.pid)
+            if os.getpgid(pid) == leader.pid:
+                pids.add(pid)
     for pid in pids - protected:
         if subreaper.running(pid) and _outside(pid, own_group):
-            with suppress(psutil.Error):
-                found[pid] = psutil.Process(pid)
+            proc = leader.pin_later(pid)
+            if proc is not None:
+                found[pid] = proc
     return found
 
 
-def _session_processes(
-    case: _Case, protected: set[int], own_group: int
-) -> dict[int, psutil.Process]:
+def _session_processes(case: _Case, protected: set[int], own_group: int) -> dict[int, procfs.Proc]:
     assert case.record.marker is not None
     found = dict(_marker_scan({case.record.marker}, protected, own_group)[case.record.marker])
     if case.leader is not None and case.leader.is_running():
@@ -200,26 +199,16 @@ def _session_processes(
     return found
 
 
-def _live(procs: Iterable[psutil.Process]) -> list[psutil.Process]:
-    alive = []
-    for proc in procs:
-        with suppress(psutil.Error):
-            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
-                alive.append(proc)
-    return alive
+def _live(procs: Iterable[procfs.Proc]) -> list[procfs.Proc]:
+    return [proc for proc in procs if proc.alive()]
 
 
-def _send(procs: Iterable[psutil.Process], sig: signal.Signals) -> list[int]:
-    """Signal each (psutil refuses a pid reused since it was found); the pids reached."""
-    reached = []
-    for proc in procs:
-        with suppress(psutil.Error):
-            proc.send_signal(sig)
-            reached.append(proc.pid)
-    return reached
+def _send(procs: Iterable[procfs.Proc], sig: signal.Signals) -> list[int]:
+    """Signal each by pid (refused for a pid reused since it was found); the pids reached."""
+    return [proc.pid for proc in procs if proc.pid > 1 and proc.send_signal(sig)]
 
 
-def _wait_gone(procs: list[psutil.Process], seconds: float) -> list[psutil.Process]:
+def _wait_gone(procs: list[procfs.Proc], seconds: float) -> list[procfs.Proc]:
     deadline = time.monotonic() + seconds
     alive = _live(procs)
     while alive and time.monotonic() < deadline:
@@ -231,7 +220,7 @@ def _wait_gone(procs: list[psutil.Process], seconds: float) -> list[psutil.Proce
 def _end(case: _Case, grace: float, protected: set[int], own_group: int) -> None:
     """SIGTERM, grace, SIGKILL every proven process of the session; look again; record."""
     ended: set[int] = set()
-    last: list[psutil.Process] = []
+    last: list[procfs.Proc] = []
     for _ in range(ROUNDS):
         procs = _live(_session_processes(case, protected, own_group).values())
         if not procs:

@@ -184,6 +184,8 @@ def test_contract_children_of_a_process_tree(started: list[subprocess.Popen[byte
     every = procfs.children(root.pid, recursive=True)
     assert sorted(every) == sorted(p.pid for p in ps.children(recursive=True))
     assert len(every) == 4 and great in every
+    assert sorted(procfs.descendants_by_scan(root.pid)) == sorted(every)
+    assert procfs.ppid_map()[great] in direct
     for child in direct:  # parents before their children
         assert all(every.index(child) < every.index(g) for g in procfs.children(child))
     pinned = procfs.Proc.of(root.pid)
@@ -208,6 +210,9 @@ def test_process_pinned_handle_refuses_a_reused_pid(
     assert child.poll() is None and procfs.running(child.pid)
     assert live.alive() and live.environ() == {"MARK": "m"}
     assert live == procfs.Proc.of(child.pid) and live != stale
+    parent = procfs.Proc.of(os.getpid())
+    assert parent is not None and parent.pin_later(child.pid) == live
+    assert live.pin_later(os.getpid()) is None  # older than live: not its descendant
     assert live.send_signal(signal.SIGTERM)
     assert child.wait(timeout=20) == -signal.SIGTERM
     assert not live.is_running() and not live.send_signal(signal.SIGKILL)
@@ -219,6 +224,7 @@ def test_contract_psutil_fallback_agrees(
     """Without /proc the same functions answer through psutil, with the same values."""
     child = _sleeper({"K": "v"})
     started.append(child)
+    _wait_status(child.pid, "sleeping")  # stays so: the two reads see the same state
     pids = (os.getpid(), child.pid)
     read = {pid: _answers(pid) for pid in pids}
     monkeypatch.setattr(procfs, "LINUX", False)

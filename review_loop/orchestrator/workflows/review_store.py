@@ -36,13 +36,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import psutil
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from review_loop.agents.errors import InputError, StateError
 from review_loop.agents.review import Finding, Ledger, branch_slug, legacy_branch_slug
 from review_loop.agents.review_packet import PACKET_NAME_RE, h1_sections, split_packet
-from review_loop.orchestrator import state_auth
+from review_loop.orchestrator import procfs, state_auth
 from review_loop.orchestrator.files import (
     HandoffPathError,
     atomic_write_json,
@@ -260,12 +259,8 @@ def read_packet(ref: PacketRef, identity: str) -> tuple[bytes, dict[str, str], s
 def _pid_alive(pid: int) -> bool:
     if pid <= 0:
         return False
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-    except psutil.Error:
-        return True
+    # A process that exists but cannot be read (psutil's AccessDenied) holds its lock.
+    return procfs.status(pid) not in (None, procfs.ZOMBIE)
 
 
 def _publish(lock: Path, token: str) -> None:
