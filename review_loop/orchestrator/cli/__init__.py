@@ -55,6 +55,10 @@ COMMANDS: dict[str, str] = {
 REVIEWER_COMMANDS = frozenset(
     {"consult", "run", "verify-diff", "converge", "blind-review", "preflight", "audit", "mcp"}
 )
+# The words that ask for a person's help or the version. Here, not in .manual: a command
+# line without one never imports the help pages (docs/startup.md).
+HELP_FLAGS = ("-h", "--help")
+VERSION_FLAGS = ("-V", "--version")
 
 
 class CommandModule(Protocol):
@@ -124,12 +128,14 @@ def run(argv: Sequence[str], *, stdout: Callable[[str], None] | None = None) -> 
     """Run one command line; returns the exit code. ``stdout`` receives the document."""
     write = stdout or (lambda text: print(text, flush=True))
     args = _leading_directory(list(argv))
-    from review_loop.orchestrator.cli import manual
+    if not args or args[0] in HELP_FLAGS:
+        from review_loop.orchestrator.cli import manual
 
-    if not args or args[0] in manual.HELP_FLAGS:
         write(manual.overview(list(COMMANDS)))
         return 0
-    if args[0] in manual.VERSION_FLAGS:
+    if args[0] in VERSION_FLAGS:
+        from review_loop.orchestrator.cli import manual
+
         write(manual.version_text())
         return 0
     name = args[0]
@@ -147,7 +153,9 @@ def run(argv: Sequence[str], *, stdout: Callable[[str], None] | None = None) -> 
     module = load_command(name)
     if name == "help":  # the agents' JSON document, whatever follows it
         args = ["help"]
-    else:
+    elif any(word in HELP_FLAGS for word in args[1:]):  # else nothing to rewrite: no manual
+        from review_loop.orchestrator.cli import manual
+
         parser = new_parser(f"review-loop {name}")
         module.configure(parser)
         wants_help, words = manual.help_requested(parser, args[1:])

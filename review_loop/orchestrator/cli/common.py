@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from review_loop.agents.errors import InputError
 
 if TYPE_CHECKING:
-    from review_loop.prefs import Prefs
+    from review_loop.prefs import Prefs, PrefsView
 
 
 def add_repo_option(parser: argparse.ArgumentParser) -> None:
@@ -30,6 +30,18 @@ def load_user_prefs() -> Prefs:
     from review_loop.prefs import load_prefs
 
     return load_prefs(known_products())
+
+
+def load_user_prefs_view() -> PrefsView:
+    """The user's prefs as the plain runtime value, for commands that run reviewers.
+
+    Equal to ``load_user_prefs().view()`` and refused with the same errors; a plainly valid
+    prefs file is read without pydantic (``review_loop.prefs.store.load_prefs_view``).
+    """
+    from review_loop.adapters import known_products
+    from review_loop.prefs.store import load_prefs_view
+
+    return load_prefs_view(known_products())
 
 
 def read_text_file(path_text: str, field: str) -> str:
@@ -63,7 +75,8 @@ def positive_seconds(value: str, field: str) -> int:
     Raises:
         InputError: naming ``field``, the value, and the accepted range.
     """
-    from review_loop.prefs.model import MAX_TIMEOUT_MS, MIN_TIMEOUT_MS
+    # the plain bounds, not prefs.model's re-export: that would build pydantic (docs/startup.md)
+    from review_loop.prefs.defaults import MAX_TIMEOUT_MS, MIN_TIMEOUT_MS
 
     accepted = (
         f"a number of seconds from {MIN_TIMEOUT_MS // 1000} to {MAX_TIMEOUT_MS // 1000} "

@@ -17,12 +17,13 @@ import argparse
 from collections.abc import Sequence
 from typing import NamedTuple
 
-HELP_FLAGS = ("-h", "--help")
-VERSION_FLAGS = ("-V", "--version")
+# The help words live with the entry (:mod:`review_loop.orchestrator.cli`), which imports
+# this module only when a command line holds one of them (or is empty).
+from review_loop.orchestrator.cli import HELP_FLAGS
 
 
-# NamedTuple, not a dataclass: every command imports this module, and dataclasses (with
-# inspect) would cost each of them a few ms (docs/startup.md).
+# NamedTuple, not a dataclass: a bare ``review-loop``, ``-h`` and ``--version`` import this
+# module, and dataclasses (with inspect) would cost them a few ms (docs/startup.md).
 class Flag(NamedTuple):
     """One flag or positional argument: how it is written, what it means, its default."""
 

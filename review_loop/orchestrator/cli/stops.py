@@ -32,7 +32,6 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -55,9 +54,12 @@ def _progress(line: str) -> None:
     emit_progress(line)
 
 
-@dataclass
 class Stop:
     """One command's stop state: which signals it listens to and what arrived.
+
+    A plain class, not a dataclass: every command that runs reviewers builds one before
+    its arguments are checked, and the dataclass machinery is start-up it does not need
+    (docs/startup.md).
 
     Attributes:
         signals: the signals handled (those not ignored when review-loop started).
@@ -69,12 +71,15 @@ class Stop:
             document when the workflow handed over none.
     """
 
-    signals: tuple[signal.Signals, ...] = ()
-    received: signal.Signals | None = None
-    cancelled: bool = False
-    partial: dict[str, Any] | None = None
-    dispatchers: list[Dispatcher] = field(default_factory=list)
-    _previous: dict[signal.Signals, Any] = field(default_factory=dict)
+    __slots__ = ("_previous", "cancelled", "dispatchers", "partial", "received", "signals")
+
+    def __init__(self) -> None:
+        self.signals: tuple[signal.Signals, ...] = ()
+        self.received: signal.Signals | None = None
+        self.cancelled = False
+        self.partial: dict[str, Any] | None = None
+        self.dispatchers: list[Dispatcher] = []
+        self._previous: dict[signal.Signals, Any] = {}
 
     def note(self, signum: int, frame: FrameType | None = None) -> None:
         """The Python-level handler: remember the first signal (the loop acts on it)."""
