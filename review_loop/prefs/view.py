@@ -13,7 +13,7 @@ one conversion both paths share: the plain reader's document
 the view of a plainly valid file equals the view of the model that validates it exactly when
 their JSON forms are equal, which ``tests/prefs/`` checks. The reading rules (who reviews for
 a host, the standard peers, the default reviewer) live once, in :class:`PrefsRules`, which
-both the model and the view inherit.
+both the model and the view inherit (``docs/prefs-runtime.md``).
 """
 
 from __future__ import annotations
