@@ -49,7 +49,7 @@ from review_loop.orchestrator.workflows.converge_store import (
     RunPaths,
     save_ledger,
 )
-from tests.gitrepo import committed_repo
+from tests.gitrepo import committed_repo, git
 from tests.ledgers import completed_ledger
 from tests.orchestrator.workflows.test_review_run import rl
 from tests.test_startup_imports import FORBIDDEN, imported_modules
@@ -297,6 +297,18 @@ def test_contract_untrusted_ledgers_are_reported_by_the_model_path(
     path.write_text(json.dumps(foreign))
     assert ledger_view.verified_ledger(path) is None
     assert assert_same_as_model(repo)["untrusted"][0]["reason"] == "no valid MAC"
+
+
+def test_contract_a_committed_ledger_is_named_once_as_tracked_and_untrusted(repo: Path) -> None:
+    path = save_ledger_file(repo)
+    git(repo, "add", "-f", ".review-handoff")  # committed with the code: another user's state
+    git(repo, "commit", "-qm", "review state")
+    shown = rl(repo, "ledger", "show", "--run", RUN)[1]
+    assert shown["tracked"] == [str(path.relative_to(repo))]  # the plain path reports it
+    path.write_text(json.dumps({**json.loads(path.read_text()), "mac": "0" * 64}))
+    shown = assert_same_as_model(repo)  # the model path, within the same report
+    assert shown["tracked"] == [str(path.relative_to(repo))]
+    assert shown["untrusted"] == [{"path": str(path), "reason": "no valid MAC"}]
 
 
 @pytest.mark.parametrize("case", list(signed_cases({"items": [{}]})))
