@@ -10,10 +10,13 @@ ends.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -246,3 +249,70 @@ def _answers(pid: int) -> tuple[object, ...]:
         proc.create_time(),
         proc.alive(),
     )
+
+
+AS_NOBODY = """
+import json, os, sys
+sys.path.insert(0, ".")  # the copy, entered as root before the switch to nobody
+from review_loop.orchestrator import procfs
+owner = int(sys.argv[1])
+print(json.dumps([procfs.environ(owner), procfs.status(owner), procfs.start_time(owner)]))
+"""
+
+
+@pytest.fixture
+def world_readable() -> Iterator[Path]:
+    """A directory nobody can read (pytest's ``tmp_path`` lies under a private one)."""
+    path = Path(tempfile.mkdtemp(prefix="procfs-test-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a child as nobody")
+def test_process_another_users_environment_is_unreadable(world_readable: Path) -> None:
+    """Run as nobody, procfs reads root's start time and state but not its environment:
+    ``None``, where psutil raises AccessDenied (which every caller caught)."""
+    python = shutil.which("python3", path="/usr/bin:/bin")  # the venv's may be under /root
+    if python is None:
+        pytest.skip("needs /usr/bin/python3 (procfs is stdlib only) to act as nobody")
+    package = world_readable / "review_loop"
+    (package / "orchestrator").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "orchestrator" / "__init__.py").write_text("")
+    for name in ("procfs.py", "subreaper.py"):
+        source = Path(procfs.__file__).with_name(name)
+        (package / "orchestrator" / name).write_text(source.read_text())
+    for path in world_readable.rglob("*"):
+        path.chmod(0o755)
+    reply = subprocess.run(
+        [python, "-I", "-S", "-c", AS_NOBODY, str(os.getpid())],
+        cwd=world_readable,
+        env={},
+        user=65534,
+        group=65534,
+        extra_groups=[],
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
+    assert reply.returncode == 0, reply.stderr
+    environ, state, started = json.loads(reply.stdout)
+    assert environ is None
+    assert state == "sleeping"  # this process, waiting for the child
+    assert started == psutil.Process().create_time()
+
+
+def test_contract_unreadable_is_not_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process whose stat cannot be read (``/proc`` mounted ``hidepid=1``; a mount no test
+    can make) exists: :func:`status` says so, and the review lock stays its owner's."""
+    from review_loop.orchestrator.workflows import review_store
+
+    def denied(pid: int) -> procfs._Stat | None:
+        raise PermissionError(13, "Permission denied", f"/proc/{pid}/stat")
+
+    monkeypatch.setattr(procfs, "_stat", denied)
+    assert procfs.status(os.getpid()) == procfs.UNREADABLE
+    assert not procfs.running(os.getpid()) and procfs.start_time(os.getpid()) is None
+    assert procfs.Proc.of(os.getpid()) is None
+    assert review_store._pid_alive(os.getpid())
