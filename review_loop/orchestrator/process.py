@@ -30,8 +30,8 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
-from contextlib import suppress
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -357,18 +357,217 @@ def child_env(invocation: Invocation, marker: str) -> dict[str, str]:
     return child_environment(invocation, {MARKER_ENV: marker})
 
 
+SEND_SESSION_S = 30.0
+"""How long a supervisor may take to accept its session frame (a frame larger than the
+pipe's buffer waits for it to read) before it counts as dead and is replaced."""
+CLOSE_SPARE_S = 5.0
+"""How long an idle supervisor may take to exit once its control pipe is closed."""
+
+
+@dataclass(slots=True)
+class _Supervisor:
+    """A started supervisor that has not been handed its session yet."""
+
+    process: anyio.abc.Process
+    control: int
+    """The write end of its control pipe (non-blocking)."""
+    marker: str
+    """Its own environment carries it: the session it runs gets this marker."""
+
+
+async def _start_supervisor(marker: str) -> _Supervisor:
+    """Start a supervisor (its own session and group) that waits for its session frame.
+
+    It gets the session's three pipes now, and as its own environment only the marker (the
+    CLI's comes with the frame); its working directory is ``/`` until then. Raises
+    ``OSError`` when it cannot be started. Shielded: a process that exists is returned.
+    """
+    read, write = os.pipe()  # both close-on-exec: no other child inherits either end
+    try:
+        with anyio.CancelScope(shield=True):
+            process = await anyio.open_process(
+                subreaper.supervisor_argv(owner=os.getpid(), control=read),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd="/",
+                env={MARKER_ENV: marker},
+                start_new_session=True,
+                pass_fds=(read,),
+            )
+    except BaseException:
+        os.close(write)
+        raise
+    finally:
+        os.close(read)
+    os.set_blocking(write, False)
+    return _Supervisor(process, write, marker)
+
+
+async def _send_session(supervisor: _Supervisor, frame: bytes) -> bool:
+    """Write ``frame`` to the supervisor's control pipe, then close it; whether it was taken.
+
+    ``False`` when the supervisor is gone (the pipe has no reader: it exited or was killed
+    while idle) or did not accept the frame within ``SEND_SESSION_S``.
+    """
+    view = memoryview(frame)
+    try:
+        with anyio.move_on_after(SEND_SESSION_S):
+            while view:
+                try:
+                    view = view[os.write(supervisor.control, view) :]
+                except BlockingIOError:
+                    await anyio.wait_writable(supervisor.control)
+        return not view
+    except OSError:  # BrokenPipeError: no reader any more
+        return False
+    finally:
+        os.close(supervisor.control)
+
+
+async def _discard(supervisor: _Supervisor) -> None:
+    """End a supervisor that has no session (or lost it) and reap it. Never raises.
+
+    With its control pipe closed an idle supervisor exits at once; one that does not
+    (stopped, or too slow) is killed by pid: it is this process's unreaped child, so the
+    pid cannot have been reused. Its group and subtree are empty: it started nothing.
+    """
+    process = supervisor.process
+    with anyio.CancelScope(shield=True):
+        with suppress(OSError):
+            os.close(supervisor.control)
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream is not None:
+                with suppress(Exception):
+                    await stream.aclose()
+        with anyio.move_on_after(CLOSE_SPARE_S):
+            with suppress(Exception):
+                await process.wait()
+        if process.returncode is None:
+            with suppress(Exception):
+                process.kill()
+            with suppress(Exception):
+                await process.wait()
+
+
+class Supervisors:
+    """Session supervisors started ahead of their sessions: one warm spare at a time.
+
+    A supervisor's own start (a Python interpreter, 10–20 ms) would otherwise sit on every
+    session's path. Open one with :func:`open_supervisors` and pass it to
+    :func:`run_process`: a session takes the spare (its interpreter is already up, idle on
+    its control pipe) and hands it its CLI's argv, environment and directory; a new spare
+    is started while that session runs. The spare is this process's direct child, in a
+    session of its own, with only its marker as environment; it never outlives its owner
+    (it exits on end-of-file on its control pipe, when closed here or when this process
+    exits, and when its owner is gone) and :meth:`aclose` ends it. A spare that died
+    while idle is noticed when its session is handed over (the pipe has no reader) and
+    replaced by a supervisor started on the spot. After ``fork()`` the child never uses
+    its parent's spare: the spare belongs to the pid that started it.
+    """
+
+    def __init__(self) -> None:
+        self._owner = os.getpid()
+        self._spare: _Supervisor | None = None
+        self._starting = False
+        self._closed = False
+
+    @property
+    def spare_pid(self) -> int | None:
+        """The idle spare's pid, if one is ready (for diagnostics and tests)."""
+        return None if self._spare is None else self._spare.process.pid
+
+    def _usable(self) -> bool:
+        return not self._closed and self._owner == os.getpid() and subreaper.available()
+
+    async def prestart(self) -> None:
+        """Start a spare now unless one is ready (or starting). Cheap for the caller: it
+        returns once the process exists (~1 ms); its interpreter starts meanwhile.
+        Failing to start one is not an error: the next session starts its own."""
+        if not self._usable() or self._spare is not None or self._starting:
+            return
+        self._starting = True
+        try:
+            spare = await _start_supervisor(uuid.uuid4().hex)
+        except OSError:
+            return
+        finally:
+            self._starting = False
+        if self._usable() and self._spare is None:
+            self._spare = spare
+        else:  # closed meanwhile, or another spare won
+            await _discard(spare)
+
+    def take(self) -> _Supervisor | None:
+        """The spare, now this caller's (``None`` if there is none for this process)."""
+        if not self._usable():
+            return None
+        spare, self._spare = self._spare, None
+        return spare
+
+    async def aclose(self) -> None:
+        """End the spare (if any) and start no other. Never raises."""
+        self._closed = True
+        spare, self._spare = self._spare, None
+        if spare is not None and self._owner == os.getpid():
+            await _discard(spare)
+
+
+@asynccontextmanager
+async def open_supervisors() -> AsyncIterator[Supervisors]:
+    """:class:`Supervisors` whose spare starts now (overlapping the caller's own set-up)
+    and is ended when the block exits, however it exits."""
+    supervisors = Supervisors()
+    try:
+        await supervisors.prestart()
+        yield supervisors
+    finally:
+        await supervisors.aclose()
+
+
+async def _supervise(
+    invocation: Invocation,
+    argv: list[str],
+    env: dict[str, str],
+    grace: float,
+    supervisor: _Supervisor | None,
+) -> anyio.abc.Process | Completed:
+    """Hand the session to ``supervisor`` (or to one started now if there is none, or it
+    is dead), or a ``Completed`` with the spawn error. Shielded from cancellation: once a
+    supervisor has the session, the caller gets it, to end it."""
+    frame = subreaper.session_frame(
+        argv, env, cwd=str(invocation.cwd), grace=grace, stdin=invocation.stdin is not None
+    )
+    with anyio.CancelScope(shield=True):
+        for _ in range(2):  # a dead spare is replaced once; a fresh one must take it
+            if supervisor is None:
+                try:
+                    supervisor = await _start_supervisor(env[MARKER_ENV])
+                except OSError as error:
+                    return Completed(returncode=None, spawn_error=f"spawn failed: {error}")
+            if await _send_session(supervisor, frame):
+                return supervisor.process
+            await _discard(supervisor)
+            supervisor = None
+    return Completed(returncode=None, spawn_error="spawn failed: the session supervisor exited")
+
+
 async def _spawn(
-    invocation: Invocation, argv: list[str], env: dict[str, str], grace: float
+    invocation: Invocation,
+    argv: list[str],
+    env: dict[str, str],
+    grace: float,
+    supervisor: _Supervisor | None,
 ) -> tuple[anyio.abc.Process, bool] | Completed:
-    """Start ``argv`` in a session of its own, under the supervisor where there is one.
+    """Start ``argv`` in a session of its own, under a supervisor where there is one.
 
     Returns the process and whether it is supervised, or a ``Completed`` with the spawn
     error. The spawn is shielded from cancellation: once a process exists, the caller must
     get it, to end it.
     """
-    supervised = subreaper.available()
-    if supervised:
-        argv = subreaper.supervised_argv(argv, grace=grace, env=env)
+    if subreaper.available():
+        supervised = await _supervise(invocation, argv, env, grace, supervisor)
+        return supervised if isinstance(supervised, Completed) else (supervised, True)
     try:
         with anyio.CancelScope(shield=True):
             process = await anyio.open_process(
@@ -382,7 +581,7 @@ async def _spawn(
             )
     except OSError as error:
         return Completed(returncode=None, spawn_error=f"spawn failed: {error}")
-    return process, supervised
+    return process, False
 
 
 async def run_process(
@@ -395,6 +594,7 @@ async def run_process(
     spill_dir: Path | None = None,
     head_cap: int = DEFAULT_HEAD_CAP,
     tail_cap: int = DEFAULT_TAIL_CAP,
+    supervisors: Supervisors | None = None,
 ) -> Completed:
     """Run ``invocation`` to completion under a deadline and return what it left.
 
@@ -407,6 +607,8 @@ async def run_process(
         on_started: awaited with the pid and group once the child runs, before any byte
             of stdin is written (the session record is written here).
         spill_dir: where output past the in-memory cap is spilled.
+        supervisors: where a supervisor started ahead is taken from (and a new one started
+            while this session runs); without it, the session's supervisor is started now.
 
     Never raises for the child's own failures (they are in the result). Cancellation is
     re-raised after the tree has been ended and the child reaped.
@@ -417,7 +619,10 @@ async def run_process(
     executable = resolve_executable(invocation.argv[0], env)
     if executable is None:
         return Completed(returncode=None, spawn_error=f"executable not found: {invocation.argv[0]}")
-    spawned = await _spawn(invocation, [executable, *invocation.argv[1:]], env, grace)
+    spare = supervisors.take() if supervisors is not None else None
+    if spare is not None:  # a supervisor carries its session's marker from its own start
+        marker = env[MARKER_ENV] = spare.marker
+    spawned = await _spawn(invocation, [executable, *invocation.argv[1:]], env, grace, spare)
     if isinstance(spawned, Completed):
         return spawned
     process, tree = spawned[0], ProcessTree(spawned[0].pid, marker, supervised=spawned[1])
@@ -459,6 +664,8 @@ async def run_process(
         if on_started is not None:
             await on_started(Started(process.pid, process.pid, marker, invocation.argv))
         async with anyio.create_task_group() as group:
+            if supervisors is not None and tree.supervised:  # the next session's, meanwhile
+                group.start_soon(supervisors.prestart)
             group.start_soon(_drain, process.stdout, out, out_done)
             group.start_soon(_drain, process.stderr, err, err_done)
             group.start_soon(_feed, process.stdin, invocation.stdin)

@@ -1,8 +1,13 @@
 """The session supervisor: a child subreaper that owns every process of one session.
 
-Each reviewer session runs as ``<python> -I -S subreaper.py --grace S ... -- <argv...>``
-(see ``docs/process-ownership.md``). The supervisor
+Each reviewer session runs under ``<python> -I -S subreaper.py --owner=PID --control=FD``
+(see ``docs/process-ownership.md``). The supervisor is started *before* its session (a
+warm spare, so that its interpreter's start is not on the session's path) and
 
+0. waits, idle, for its session on the control pipe ``FD``: one frame (:func:`session_frame`:
+   the CLI's argv, environment, working directory, grace, whether it gets stdin). It
+   exits at once, having started nothing, on end-of-file there (its owner closed the pipe,
+   or died), when its owner is gone, or on SIGTERM/SIGINT/SIGHUP;
 1. marks itself a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER, 1)``), so that every
    process of the session whose parent dies is re-parented to it instead of to init — a
    helper that called ``setsid``, closed its stdio and dropped the environment marker, a
@@ -23,14 +28,16 @@ process itself does not become a subreaper, so it never adopts (or reaps) anyone
 orphans.
 
 The module is also imported by :mod:`review_loop.orchestrator.process` for
-:func:`available`, :func:`supervised_argv` and :func:`descendants`. As a script it imports
-only the standard library and runs with ``-I -S``: nothing from the working directory (an
-untrusted repository) or the environment can shadow a module or change the interpreter.
+:func:`available`, :func:`supervisor_argv`, :func:`session_frame` and :func:`descendants`.
+As a script it imports only the standard library and runs with ``-I -S``: nothing from the
+working directory (an untrusted repository) or the environment can shadow a module or
+change the interpreter.
 """
 
 from __future__ import annotations
 
 import os
+import select
 import sys
 import time
 from collections.abc import Iterable, Sequence  # loaded at interpreter start-up anyway
@@ -56,6 +63,10 @@ STOPPED_MARGIN_S = 1.0
 own SIGKILL: the sender (``run_process``, the reaper) escalates first and knows it did."""
 REAP_AFTER_KILL_S = 5.0
 """How long SIGKILLed children are waited for (a process in uninterruptible sleep)."""
+FRAME_LENGTH_BYTES = 4
+"""A session frame starts with its payload's length, big-endian, in this many bytes."""
+MAX_FRAME = 64 * 1024 * 1024
+"""A larger frame is refused (argv and environment are far below Linux's own limits)."""
 
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
@@ -178,18 +189,83 @@ def available() -> bool:
     return _available
 
 
-def supervised_argv(argv: Sequence[str], *, grace: float, env: dict[str, str]) -> list[str]:
-    """The command that runs ``argv`` (``argv[0]`` a resolved path) under the supervisor.
+def supervisor_argv(*, owner: int, control: int) -> list[str]:
+    """The command of a supervisor owned by ``owner`` that reads its session from ``control``.
 
-    The owner is this process: its pid travels as an argument, so that a supervisor
-    whose owner died before it even started (``getppid()`` is no longer the owner) knows.
-    ``env`` is the environment the CLI must get; the supervisor's interpreter may add
-    ``LC_CTYPE`` to its own (PEP 538 locale coercion), so the CLI's value (or its absence)
-    travels as an argument and is restored before the CLI starts.
+    The owner's pid travels as an argument, so that a supervisor whose owner died before
+    it even started (``getppid()`` is no longer the owner) knows. ``control`` is the read
+    end of a pipe passed to it (``pass_fds``); the owner keeps the write end.
     """
-    lc_ctype = f"--lc-ctype={env['LC_CTYPE']}" if "LC_CTYPE" in env else "--no-lc-ctype"
-    owner = f"--owner={os.getpid()}"
-    return [sys.executable, "-I", "-S", SCRIPT, f"--grace={grace!r}", owner, lc_ctype, "--", *argv]
+    return [sys.executable, "-I", "-S", SCRIPT, f"--owner={owner}", f"--control={control}"]
+
+
+def session_frame(
+    argv: Sequence[str], env: dict[str, str], *, cwd: str, grace: float, stdin: bool
+) -> bytes:
+    """The frame that hands a waiting supervisor its session (see :func:`read_session`).
+
+    ``argv[0]`` is a resolved path; ``env`` is exactly the CLI's environment (the
+    supervisor's own is not used, so nothing its interpreter sets, such as PEP 538's
+    ``LC_CTYPE``, reaches the CLI); without ``stdin`` the CLI's stdin is ``/dev/null``.
+    Fields are NUL-separated (no argument, name or value can hold a NUL: ``exec`` refuses
+    them, and so does this) and counted, so an empty argument survives.
+
+    Raises:
+        ValueError: a NUL in any field, an ``=`` in or an empty variable name, or no argv
+            (what ``posix_spawn`` would refuse).
+    """
+    if not argv:
+        raise ValueError("no command to run")
+    for name in env:
+        if not name or "=" in name:
+            raise ValueError(f"illegal environment variable name: {name!r}")
+    words = [repr(float(grace)), "1" if stdin else "0", cwd, str(len(argv)), *argv]
+    words += [str(len(env)), *(f"{name}={value}" for name, value in env.items())]
+    encoded = [os.fsencode(word) for word in words]
+    if any(b"\0" in word for word in encoded):
+        raise ValueError("embedded null byte")
+    payload = b"\0".join(encoded)
+    return len(payload).to_bytes(FRAME_LENGTH_BYTES, "big") + payload
+
+
+class Session:
+    """One session as its frame gave it: what to run, where, and how long to wait."""
+
+    __slots__ = ("argv", "cwd", "env", "grace", "stdin")
+
+    def __init__(
+        self, argv: list[str], env: dict[str, str], cwd: str, grace: float, stdin: bool
+    ) -> None:
+        self.argv = argv
+        self.env = env
+        self.cwd = cwd
+        self.grace = grace
+        self.stdin = stdin
+
+
+def parse_session(payload: bytes) -> Session:
+    """The session a frame's payload (its bytes after the length) describes.
+
+    Raises:
+        ValueError: the payload is not one :func:`session_frame` writes.
+    """
+    words = [os.fsdecode(word) for word in payload.split(b"\0")]
+    try:
+        grace, stdin, cwd, argc = float(words[0]), words[1], words[2], int(words[3])
+        argv = words[4 : 4 + argc]
+        envc = int(words[4 + argc])
+    except (IndexError, ValueError) as error:
+        raise ValueError(f"malformed session frame: {error}") from None
+    entries = words[5 + argc :]
+    if stdin not in ("0", "1") or argc < 1 or len(argv) != argc or len(entries) != envc:
+        raise ValueError("malformed session frame: counts or flags do not match")
+    env: dict[str, str] = {}
+    for entry in entries:
+        name, equals, value = entry.partition("=")
+        if not equals or not name:
+            raise ValueError(f"malformed session frame: environment entry {entry!r}")
+        env[name] = value
+    return Session(argv, env, cwd, grace, stdin == "1")
 
 
 def spawn_failure(returncode: int | None, stderr: bytes) -> str | None:
@@ -210,6 +286,39 @@ def _say(text: str) -> None:
         os.write(2, f"{FAILURE_PREFIX} {text}\n".encode())
     except OSError:
         pass  # nobody reads our stderr any more
+
+
+def _read_exact(fd: int, size: int, owner: int) -> bytes | None:
+    """Exactly ``size`` bytes from ``fd``, never one more; ``None`` at end-of-file or once
+    the owner is gone (checked every ``OWNER_POLL_S`` while nothing arrives)."""
+    data = bytearray()
+    while len(data) < size:
+        ready, _, _ = select.select([fd], [], [], OWNER_POLL_S)
+        if not ready:
+            if os.getppid() != owner:
+                return None
+            continue
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return bytes(data)
+
+
+def read_session(fd: int, owner: int) -> Session | None:
+    """Wait, idle, for this supervisor's session on the control pipe ``fd``.
+
+    ``None`` when there will be none: end-of-file (the owner closed the pipe, or exited)
+    or the owner is gone. Raises ``ValueError`` for a frame that is not a session's.
+    """
+    head = _read_exact(fd, FRAME_LENGTH_BYTES, owner)
+    if head is None:
+        return None
+    size = int.from_bytes(head, "big")
+    if size > MAX_FRAME:
+        raise ValueError(f"session frame of {size} bytes (at most {MAX_FRAME})")
+    payload = _read_exact(fd, size, owner)
+    return None if payload is None else parse_session(payload)
 
 
 def _become_subreaper() -> bool:
@@ -360,58 +469,75 @@ def _exit_as(status: int | None) -> int:
     return 128 + sig  # a signal whose default action is not to terminate
 
 
-def _parse(args: Sequence[str]) -> tuple[float, int, str | None, list[str]]:
-    if "--" not in args:
-        raise ValueError("expected: --grace=S --owner=PID --lc-ctype=V|--no-lc-ctype -- argv...")
-    split = list(args).index("--")
-    grace, owner, lc_ctype = 1.0, os.getppid(), None
-    for option in args[:split]:
-        if option.startswith("--grace="):
-            grace = float(option.split("=", 1)[1])
-        elif option.startswith("--owner="):
+def _parse(args: Sequence[str]) -> tuple[int, int]:
+    owner = control = -1
+    for option in args:
+        if option.startswith("--owner="):
             owner = int(option.split("=", 1)[1])
-        elif option.startswith("--lc-ctype="):
-            lc_ctype = option.split("=", 1)[1]
-        elif option != "--no-lc-ctype":
+        elif option.startswith("--control="):
+            control = int(option.split("=", 1)[1])
+        else:
             raise ValueError(f"unknown option {option!r}")
-    argv = list(args[split + 1 :])
-    if not argv:
-        raise ValueError("no command after --")
-    return grace, owner, lc_ctype, argv
+    if owner < 1 or control < 0:
+        raise ValueError("expected: --owner=PID --control=FD")
+    return owner, control
 
 
-def _cli_env(lc_ctype: str | None) -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("LC_CTYPE", None)
-    if lc_ctype is not None:
-        env["LC_CTYPE"] = lc_ctype
-    return env
+def _idle(owner: int, control: int) -> Session | None:
+    """Before the session: any stop signal ends this process at once (it started nothing
+    yet); its session, or ``None`` when there will be none."""
+    for sig in _STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)  # SIGINT too: no KeyboardInterrupt traceback
+    try:
+        return read_session(control, owner)
+    finally:
+        os.close(control)  # never inherited by the CLI
+
+
+def _start_cli(supervisor: Supervisor, session: Session) -> None:
+    """chdir to the session's directory and ``posix_spawn`` the CLI (raises ``OSError``)."""
+    os.chdir(session.cwd)
+    actions = [] if session.stdin else [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
+    supervisor.cli = os.posix_spawn(
+        session.argv[0],
+        session.argv,
+        session.env,
+        file_actions=actions,
+        setsigmask=(),
+        setsigdef=_DEFAULTED_IN_CLI,
+    )
 
 
 def main(args: Sequence[str]) -> int:
-    """Run one session (see the module docstring); returns the exit code to use."""
+    """Wait for a session, run it (see the module docstring); returns the exit code to use."""
     try:
-        grace, owner, lc_ctype, argv = _parse(args)
+        owner, control = _parse(args)
     except ValueError as error:
         _say(f"usage: {error}")
         return 2
-    if not _become_subreaper():
-        _say("prctl(PR_SET_CHILD_SUBREAPER) failed; orphans of this session are not adopted")
-    signal.pthread_sigmask(signal.SIG_BLOCK, _WATCHED)
-    if os.getppid() != owner:
-        return 128 + signal.SIGHUP  # the owner died before we started: start nothing
-    supervisor = Supervisor(grace, owner)
+    subreaper = _become_subreaper()  # while idle: off the session's path
     try:
-        supervisor.cli = os.posix_spawn(
-            argv[0], argv, _cli_env(lc_ctype), setsigmask=(), setsigdef=_DEFAULTED_IN_CLI
-        )
+        session = _idle(owner, control)
+    except (OSError, ValueError) as error:
+        _say(f"no session: {error}")
+        return 2
+    if session is None:
+        return 0  # closed before a session was handed over: nothing was started
+    signal.pthread_sigmask(signal.SIG_BLOCK, _WATCHED)
+    if not subreaper:
+        _say("prctl(PR_SET_CHILD_SUBREAPER) failed; orphans of this session are not adopted")
+    if os.getppid() != owner:
+        return 128 + signal.SIGHUP  # the owner died before the session started: start nothing
+    supervisor = Supervisor(session.grace, owner)
+    try:
+        _start_cli(supervisor, session)
     except OSError as error:
         _say(f"cannot run: {error}")
         return SPAWN_FAILED_EXIT
     _release_stdio()
     why = supervisor.wait()
     stopped = why.startswith("signal")
-    supervisor.end_all(grace + STOPPED_MARGIN_S if stopped else grace)
+    supervisor.end_all(session.grace + STOPPED_MARGIN_S if stopped else session.grace)
     return _exit_as(supervisor.cli_status)
 
 

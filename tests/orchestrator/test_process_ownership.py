@@ -261,7 +261,18 @@ async def test_without_a_subreaper_escapers_are_still_ended(
 def test_the_supervisor_dies_as_the_cli_did(tmp_path: Path) -> None:
     """Exit code and fatal signal are passed on, so callers see the CLI's own status."""
     for code, expected in (("raise SystemExit(3)", 3), ("import os; os.kill(os.getpid(), 9)", -9)):
-        argv = subreaper.supervised_argv(
-            [sys.executable, "-c", code], grace=0.5, env=dict(os.environ)
+        assert run_supervised([sys.executable, "-c", code], tmp_path) == expected
+
+
+def run_supervised(argv: list[str], cwd: Path) -> int:
+    """A supervisor started by hand and handed ``argv`` on its control pipe; its exit."""
+    read, write = os.pipe()
+    supervisor = subreaper.supervisor_argv(owner=os.getpid(), control=read)
+    with subprocess.Popen(supervisor, pass_fds=(read,)) as proc:
+        os.close(read)
+        frame = subreaper.session_frame(
+            argv, dict(os.environ), cwd=str(cwd), grace=0.5, stdin=False
         )
-        assert subprocess.run(argv, check=False).returncode == expected
+        os.write(write, frame)
+        os.close(write)
+    return proc.returncode
