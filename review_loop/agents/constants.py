@@ -11,3 +11,6 @@ ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 DEFAULT_ROUNDS = 3
 """Review rounds a ``run`` may use unless ``--rounds`` says otherwise (as the original)."""
+
+SESSION_FILE = "reviewer-session.json"
+"""The file name of a session record (``SessionRecord``) in its record directory."""

@@ -263,19 +263,79 @@ def _read_below(top: int, rel: str, first: dict[str, int]) -> bytes | None:
                 first[part] = fd
             else:
                 opened.append(fd)
-        file_fd = os.open(
-            name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd
-        )
+        return _read_regular(fd, name)
     except OSError:
         return None
     finally:
         for fd in opened:
             os.close(fd)
-    with os.fdopen(file_fd, "rb") as handle:
-        try:
-            return handle.read() if stat.S_ISREG(os.fstat(file_fd).st_mode) else None
-        except OSError:
+
+
+def _read_regular(dir_fd: int, name: str) -> bytes | None:
+    """File ``name`` of ``dir_fd``, opened without following a link and non-blocking; its
+    whole content when it is a regular file, else ``None`` (so is any error)."""
+    try:
+        fd = os.open(
+            name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd
+        )
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             return None
+        data = os.read(fd, info.st_size + 1)
+        if len(data) <= info.st_size:  # a short read of a regular file: its end
+            return data
+        chunks = [data]
+        while chunks[-1]:  # it grew meanwhile: to the end, as read() does
+            chunks.append(os.read(fd, 65536))
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_found(directory: Path, levels: int, name: str) -> Iterator[tuple[str, bytes]]:
+    """Each regular file ``<d1>/…/<d{levels}>/<name>`` below ``directory``, with its content.
+
+    What ``directory.glob("*/…/*/" + name)`` lists and :func:`read_each` then reads, minus
+    what it cannot read, in the same order (each directory in ``os.scandir`` order), for
+    scans that skip failures (``sessions``). No stat per path: each directory below
+    ``directory`` is opened once without following a link and listed through its handle,
+    and the file is opened with ``O_NOFOLLOW``, non-blocking, and read only when it is a
+    regular file. A link at any level, a FIFO, a file where a directory belongs, a
+    directory that vanished meanwhile, or ``directory`` itself unreachable (the no-follow
+    walk to it) yields nothing for that path.
+    """
+    with ExitStack() as stack:
+        try:
+            top, _ = stack.enter_context(_walk(directory, create=False, whole=True))
+        except OSError:
+            return
+        yield from _found_below(top, "", levels, name)
+
+
+def _found_below(dir_fd: int, prefix: str, levels: int, name: str) -> Iterator[tuple[str, bytes]]:
+    try:
+        with os.scandir(dir_fd) as entries:
+            # d_type, no stat; a link is not a directory here (and is refused below anyway)
+            children = [entry.name for entry in entries if entry.is_dir(follow_symlinks=False)]
+    except OSError:
+        return
+    for child in children:
+        try:
+            child_fd = os.open(child, _DIR_FLAGS, dir_fd=dir_fd)  # a link swapped in: ELOOP
+        except OSError:
+            continue
+        try:
+            if levels > 1:
+                yield from _found_below(child_fd, f"{prefix}{child}/", levels - 1, name)
+            elif (data := _read_regular(child_fd, name)) is not None:
+                yield f"{prefix}{child}/{name}", data
+        finally:
+            os.close(child_fd)
 
 
 def make_dirs(path: Path, *, anchor: Path | None = None) -> None:

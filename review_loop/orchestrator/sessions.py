@@ -11,30 +11,28 @@ import json
 import os
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from review_loop.adapters import get_adapter, product_names
+from review_loop.agents.constants import SESSION_FILE
+from review_loop.agents.models import StoredSession
+from review_loop.orchestrator.files import HANDOFF_DIR, read_found
+from review_loop.orchestrator.session_read import Record, read_record
 
-from review_loop.adapters import Adapter, SessionFile, get_adapter, product_names
-from review_loop.agents.models import (
-    DeliveryState,
-    ReadOnlyResume,
-    ResumeCommands,
-    StoredSession,
-)
-from review_loop.agents.records import SESSION_FILE, SessionRecord
-from review_loop.orchestrator.files import read_each
+if TYPE_CHECKING:
+    from review_loop.adapters import Adapter
+    from review_loop.agents.models import ResumeCommands
 
 NOTE = (
     "Resume a session with the same product from its cwd (Claude looks sessions up per "
     "directory). Sessions under consult-sessions/ are advisory consults."
 )
+RUNTIME = f"{HANDOFF_DIR}/runtime"
+"""Where the records are, relative to the repository: ``<branch>/<packet>/`` + SESSION_FILE."""
 
 
-@dataclass(frozen=True, slots=True)
-class Listed:
+class Listed(NamedTuple):
     """One session ready for output."""
 
     session: StoredSession
@@ -43,90 +41,34 @@ class Listed:
     status: str | None
 
 
-class OriginalRecord(BaseModel):
-    """``reviewer-session.json`` as the original ``review-loop`` writes it.
-
-    The original writes a record only after a call succeeded, so one is resumable.
-    """
-
-    model_config = ConfigDict(extra="ignore", defer_build=True)
-
-    product: str
-    sessionId: str
-    updated: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Record:
-    """A session record of the repository: ours (with its delivery) or the original's."""
-
-    packet_id: str
-    product: str
-    session_id: str | None
-    updated: str
-    cwd: str | None
-    command: tuple[str, ...]
-    status: str | None
-    delivered: bool
-
-
-def _records(repo: Path) -> list[_Record]:
+def _records(repo: Path) -> list[Record]:
     """Every readable session record under ``.review-handoff/runtime/*/*/``.
 
-    A record git tracks came from the repository, not from this user's reviewer: it is
-    skipped, so a committed record cannot put a program of its choosing in a resume command.
+    Read by :func:`files.read_found` (no link followed below ``.review-handoff/``, regular
+    files only) and :func:`session_read.read_record` (the models' reading, plainly when the
+    record is plainly valid). Unreadable, non-JSON and foreign files are skipped, as the
+    original tool does. A record git tracks came from the repository, not from this user's
+    reviewer: it is skipped, so a committed record cannot put a program of its choosing in
+    a resume command.
     """
-    runtime = repo / ".review-handoff" / "runtime"
-    found: list[_Record] = []
-    listed = [path.relative_to(runtime).as_posix() for path in runtime.glob(f"*/*/{SESSION_FILE}")]
-    if listed:
-        from review_loop.orchestrator.trust import tracked_handoff_files
+    found = list(read_found(repo / RUNTIME, 2, SESSION_FILE))
+    if not found:
+        return []
+    from review_loop.orchestrator.trust import tracked_handoff_files
 
-        tracked = set(tracked_handoff_files(repo))
-        prefix = runtime.relative_to(repo).as_posix()
-        listed = [rel for rel in listed if f"{prefix}/{rel}" not in tracked]
-    # read_each: the no-follow walk to runtime/ done once, not once per record
-    for relative, data in read_each(runtime, listed) if listed else ():
-        packet_id = relative.rsplit("/", 1)[0]
-        if data is None:  # unreadable, a link under .review-handoff/ too (not followed)
-            continue  # skipped, as the original tool does
+    tracked = set(tracked_handoff_files(repo))
+    records = []
+    for relative, data in found:
+        if f"{RUNTIME}/{relative}" in tracked:
+            continue
         try:
             raw = json.loads(data)
         except ValueError:
-            continue  # not JSON: skipped too
-        try:
-            ours = SessionRecord.model_validate(raw)
-        except ValidationError:
-            try:
-                theirs = OriginalRecord.model_validate(raw)
-            except ValidationError:
-                continue  # foreign: skipped
-            found.append(
-                _Record(
-                    packet_id,
-                    theirs.product,
-                    theirs.sessionId,
-                    theirs.updated,
-                    str(repo),
-                    (),
-                    None,
-                    True,
-                )
-            )
-            continue
-        found.append(
-            _Record(
-                packet_id,
-                ours.product,
-                ours.sessionId,
-                ours.updated,
-                ours.cwd,
-                tuple(ours.command),
-                ours.status,
-                ours.state is DeliveryState.DELIVERED,
-            )
-        )
-    return found
+            continue  # not JSON
+        record = read_record(relative.rsplit("/", 1)[0], raw, str(repo))
+        if record is not None:
+            records.append(record)
+    return records
 
 
 def _read_head(path: Path, size: int) -> bytes:
@@ -135,6 +77,8 @@ def _read_head(path: Path, size: int) -> bytes:
 
 
 def _store_sessions(adapter: Adapter, env: Mapping[str, str], repo: Path) -> list[StoredSession]:
+    from review_loop.adapters import SessionFile
+
     home = Path(env.get("HOME") or Path.home())
     found: list[StoredSession] = []
     for store in adapter.session_stores(env, home, repo):
@@ -186,7 +130,7 @@ def list_sessions(
             keep.status,
         )
 
-    def listed(record: _Record, session_id: str) -> Listed:
+    def listed(record: Record, session_id: str) -> Listed:
         return Listed(
             StoredSession(
                 product=record.product,
@@ -203,7 +147,7 @@ def list_sessions(
     # A call that was not answered (not logged in, garbage output, timeout) may name a
     # session id that has no conversation behind it: its record is listed only when the
     # CLI's own store holds that session.
-    unproven: list[tuple[_Record, str]] = []
+    unproven: list[tuple[Record, str]] = []
     for record in _records(repo):
         if record.session_id is None or (product and record.product != product):
             continue
@@ -230,13 +174,19 @@ def read_only_resume(product: str, commands: ResumeCommands) -> dict[str, str | 
     """
     read_only = commands.read_only
     if read_only is None:
-        read_only = ReadOnlyResume(
-            interactive=None,
-            headless=None,
-            unavailable=f"the {product} adapter gives no read-only resume command; "
+        return {
+            "interactive": None,
+            "headless": None,
+            "unavailable": f"the {product} adapter gives no read-only resume command; "
             "the commands under resume run without review-loop's read-only flags",
-        )
-    return dataclasses.asdict(read_only)
+        }
+    # ReadOnlyResume's fields in order, as dataclasses.asdict gives them (a test holds the
+    # two equal), without asdict's deep copy: sessions builds one per listed session
+    return {
+        "interactive": read_only.interactive,
+        "headless": read_only.headless,
+        "unavailable": read_only.unavailable,
+    }
 
 
 def session_document(item: Listed) -> dict[str, Any]:

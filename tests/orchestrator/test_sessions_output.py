@@ -11,6 +11,7 @@ own store) must print them byte for byte, the repository path aside.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -22,7 +23,10 @@ from typing import Any
 import pytest
 
 import review_loop
+from review_loop.adapters import get_adapter
 from review_loop.adapters.claude import project_dir_name
+from review_loop.agents.models import ReadOnlyResume, ResumeCommands
+from review_loop.orchestrator.sessions import read_only_resume
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "sessions_output"
 UUID = "0c6f1a52-1f5e-4c1e-9d55-{:012d}"
@@ -175,3 +179,14 @@ def test_contract_sessions_prints_the_golden_bytes(tmp_path: Path, name: str) ->
     if os.environ.get("REVIEW_LOOP_UPDATE_GOLDEN") == "1":
         golden.write_text(text, encoding="utf-8")
     assert text == golden.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("product", ["claude", "codex", "gemini", "grok"])
+def test_contract_read_only_resume_is_the_read_only_commands_asdict(product: str) -> None:
+    commands = get_adapter(product).resume_commands("s-1", (product,))
+    assert commands.read_only is not None
+    document = read_only_resume(product, commands)
+    assert list(document.items()) == list(dataclasses.asdict(commands.read_only).items())
+    bare = ResumeCommands(interactive="tool --resume s", headless="tool -p --resume s")
+    unavailable = read_only_resume("tool", bare)
+    assert list(unavailable) == [field.name for field in dataclasses.fields(ReadOnlyResume)]

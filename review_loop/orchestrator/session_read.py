@@ -1,0 +1,171 @@
+"""Session records read from a repository for ``sessions``: plainly, or by the models.
+
+A ``reviewer-session.json`` under ``.review-handoff/runtime/`` is untrusted input. It is
+either ours (:class:`~review_loop.agents.records.SessionRecord`) or the original tool's
+(:class:`OriginalRecord`); anything else is skipped. The models decide; this module only
+spares ``sessions`` importing pydantic for the records that are plainly valid
+(``docs/startup.md``):
+
+- :func:`plain_record` reads a record whose every field the model reads has the plain JSON
+  type the model wants (an exact ``str``, ``int``, ``float``, ``list`` of ``str``, a known
+  ``status`` or ``state``), with the model's defaults and, as the model (``extra="ignore"``),
+  ignoring keys it does not know. It reads a record as the original's only when a field
+  ``SessionRecord`` requires is missing, so the model would refuse it as ours. On anything
+  else it returns ``None``.
+- :func:`model_record` reads it with the models: ``SessionRecord`` first, then
+  ``OriginalRecord``; it alone decides what a lax value means and what is refused.
+
+So the plain path can only be stricter than the models, never looser:
+``tests/orchestrator/test_session_read.py`` runs valid, lax and broken records through
+both and checks that whatever the plain path reads, the models read the same.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, NamedTuple
+
+STATUSES: Final = frozenset({"starting", "running", "finished", "interrupted", "orphaned", "lost"})
+"""``SessionRecord.status``'s values (``records.SessionStatus``; a test holds them equal)."""
+
+STATES: Final = frozenset({"DELIVERED", "NOT_SUBMITTED", "DELIVERY_UNKNOWN"})
+"""``DeliveryState``'s values (a test holds them equal)."""
+
+REQUIRED: Final = frozenset({"product", "updated", "cwd", "peer", "ownerPid", "startedAt"})
+"""The fields ``SessionRecord`` requires (a test holds them equal to the model's)."""
+
+_FLOAT_EXACT = 2**53
+"""Past this an ``int`` is not read plainly as a float (the model rounds it, or refuses)."""
+
+
+class Record(NamedTuple):
+    """What ``sessions`` uses of one record: ours (with its delivery) or the original's."""
+
+    packet_id: str
+    product: str
+    session_id: str | None
+    updated: str
+    cwd: str
+    command: tuple[str, ...]
+    status: str | None
+    delivered: bool
+
+
+def _optional_str(value: Any) -> bool:
+    return value is None or type(value) is str
+
+
+def _int(value: Any) -> bool:
+    return type(value) is int
+
+
+def _optional_int(value: Any) -> bool:
+    return value is None or type(value) is int
+
+
+def _optional_float(value: Any) -> bool:
+    kind = type(value)
+    return (
+        value is None or kind is float or (kind is int and -_FLOAT_EXACT <= value <= _FLOAT_EXACT)
+    )
+
+
+def _strings(value: Any) -> bool:
+    return type(value) is list and all(type(item) is str for item in value)
+
+
+def _status(value: Any) -> bool:
+    return type(value) is str and value in STATUSES
+
+
+def _state(value: Any) -> bool:
+    return value is None or (type(value) is str and value in STATES)
+
+
+def _str(value: Any) -> bool:
+    return type(value) is str
+
+
+_FIELDS: Final = {
+    "product": _str,
+    "sessionId": _optional_str,
+    "updated": _str,
+    "cwd": _str,
+    "peer": _str,
+    "command": _strings,
+    "status": _status,
+    "state": _state,
+    "reason": _optional_str,
+    "pid": _optional_int,
+    "pgid": _optional_int,
+    "marker": _optional_str,
+    "procStart": _optional_float,
+    "ownerPid": _int,
+    "ownerStart": _optional_float,
+    "startedAt": _str,
+    "finishedAt": _optional_str,
+    "attempt": _int,
+}
+"""Every field of ``SessionRecord`` and its plain check (a test holds the names equal)."""
+
+
+def plain_record(packet_id: str, raw: Any, repo: str) -> Record | None:
+    """``raw`` (parsed JSON) read without the models when it is plainly a record; ``None``
+    when only the models can say what it is (:func:`model_record`)."""
+    if type(raw) is not dict:
+        return None
+    if raw.keys() >= REQUIRED:
+        for key, value in raw.items():
+            check = _FIELDS.get(key)
+            if check is not None and not check(value):
+                return None
+        return Record(
+            packet_id,
+            raw["product"],
+            raw.get("sessionId"),
+            raw["updated"],
+            raw["cwd"],
+            tuple(raw.get("command", ())),
+            raw.get("status", "starting"),
+            raw.get("state") == "DELIVERED",
+        )
+    # not ours (a required field is missing): the original's, when plainly so
+    product, session, updated = raw.get("product"), raw.get("sessionId"), raw.get("updated")
+    if type(product) is str and type(session) is str and type(updated) is str:
+        return Record(packet_id, product, session, updated, repo, (), None, True)
+    return None
+
+
+def model_record(packet_id: str, raw: Any, repo: str) -> Record | None:
+    """``raw`` read by the models (``SessionRecord``, else ``OriginalRecord``); ``None``
+    when neither accepts it."""
+    from pydantic import ValidationError
+
+    from review_loop.agents.models import DeliveryState
+    from review_loop.agents.records import SessionRecord
+    from review_loop.orchestrator.original_record import OriginalRecord
+
+    try:
+        ours = SessionRecord.model_validate(raw)
+    except ValidationError:
+        try:
+            theirs = OriginalRecord.model_validate(raw)
+        except ValidationError:
+            return None  # foreign: skipped
+        return Record(
+            packet_id, theirs.product, theirs.sessionId, theirs.updated, repo, (), None, True
+        )
+    return Record(
+        packet_id,
+        ours.product,
+        ours.sessionId,
+        ours.updated,
+        ours.cwd,
+        tuple(ours.command),
+        ours.status,
+        ours.state is DeliveryState.DELIVERED,
+    )
+
+
+def read_record(packet_id: str, raw: Any, repo: str) -> Record | None:
+    """The record ``raw`` (parsed JSON), or ``None`` when it is not one (skipped)."""
+    return plain_record(packet_id, raw, repo) or model_record(packet_id, raw, repo)
