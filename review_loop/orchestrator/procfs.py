@@ -227,10 +227,11 @@ def environ(pid: int) -> dict[str, str] | None:
 
 
 def _parse_environ(block: bytes) -> dict[str, str]:
-    """psutil's ``parse_environ_block``: ``NAME=value`` entries up to an empty one."""
+    """psutil's ``parse_environ_block``: NUL-terminated ``NAME=value`` entries up to an
+    empty one (what follows the last NUL is not a terminated entry)."""
     text = block.decode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
     found: dict[str, str] = {}
-    for entry in text.split("\0"):
+    for entry in text.split("\0")[:-1]:
         if not entry:
             break
         name, equals, value = entry.partition("=")

@@ -316,3 +316,37 @@ def test_contract_unreadable_is_not_gone(monkeypatch: pytest.MonkeyPatch) -> Non
     assert not procfs.running(os.getpid()) and procfs.start_time(os.getpid()) is None
     assert procfs.Proc.of(os.getpid()) is None
     assert review_store._pid_alive(os.getpid())
+
+
+def test_contract_every_process_on_the_machine_matches_psutil() -> None:
+    """Start times of every process here (many tick values) equal psutil's, bit for bit."""
+    compared = 0
+    for pid in procfs.pids():
+        try:
+            expected = psutil.Process(pid).create_time()
+        except psutil.Error:
+            continue  # gone meanwhile
+        seen = procfs.start_time(pid)
+        if seen is None and not psutil.pid_exists(pid):
+            continue
+        assert seen == expected, pid
+        compared += 1
+    assert compared > 1
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        b"A=1\0B=2\0",
+        b"A=1\0\0B=2\0",  # an empty entry ends the block: trailing garbage is ignored
+        b"NOEQUALS\0=novalue\0A==x=\0A=again\0",  # no name, no "=", a repeated name
+        b"U=\xff\xfe\xc3\0V=\xc3\xa9\0",  # not UTF-8, and UTF-8
+        b"W=no terminator",
+        b"",
+    ],
+)
+def test_contract_environment_block_parsed_as_psutil(block: bytes) -> None:
+    from psutil._common import parse_environ_block
+
+    text = block.decode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
+    assert procfs._parse_environ(block) == parse_environ_block(text)
