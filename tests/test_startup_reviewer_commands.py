@@ -1,8 +1,8 @@
 """Contract tests of start-up for the commands that run reviewers (``consult`` first).
 
 A list, not a timer (``docs/startup.md``): the help pages are imported only by a command
-line that asks for help; the deadline flag and the plain prefs reader build no pydantic
-model.
+line that asks for help; the TOML parser only when there is a prefs file; the deadline flag
+and the plain prefs reader build no pydantic model.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ MANUAL = "review_loop.orchestrator.cli.manual"
 
 
 @pytest.mark.parametrize("extra", [[], ["--timeout", "600"]], ids=["consult", "consult --timeout"])
-def test_contract_consult_does_not_import_the_help_pages(
+def test_contract_consult_imports_no_help_pages_and_no_toml_parser_without_a_file(
     extra: list[str],
     world: tuple[Path, dict[str, str]],  # noqa: F811
 ) -> None:
@@ -31,6 +31,7 @@ def test_contract_consult_does_not_import_the_help_pages(
     )
     assert "review_loop.orchestrator.cli.stops" in imported  # it did run as a reviewer command
     assert MANUAL not in imported
+    assert "tomllib" not in imported  # no prefs file here: the defaults, nothing to parse
 
 
 def test_contract_help_words_still_reach_the_manual(world: tuple[Path, dict[str, str]]) -> None:  # noqa: F811
