@@ -238,6 +238,9 @@ def main() -> None:
             "original not given (--original, REVIEW_LOOP_ORIGINAL or scripts/fetch-original):"
             " ratios vs baselines"
         )
+    # Edited modules would be recompiled on every run where PYTHONDONTWRITEBYTECODE is set
+    # (an installed review-loop is byte-compiled): compile them once, as scripts/install does.
+    subprocess.run([str(PYTHON), "-m", "compileall", "-q", str(ROOT / "review_loop")], check=True)
     with tempfile.TemporaryDirectory() as tmp:
         env, repo, many = world(Path(tmp))
         all_cases = cases(repo, many, original, Path(tmp), Path(args.ours))
