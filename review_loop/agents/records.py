@@ -1,26 +1,25 @@
-"""Shapes of what the dispatcher records: session records, attempts, deliveries."""
+"""Shapes of what the dispatcher records: session records, attempts, deliveries.
+
+These pydantic models are the public contract: the embedding API returns ``Delivery``
+(with its ``Attempt``/``Fallback``/``RecordError``), records read from a repository are
+validated by ``SessionRecord``, and the JSON Schemas come from them. The dispatcher's core
+builds their plain twins (:mod:`review_loop.agents.outcomes`, no pydantic) and
+:func:`public_delivery` turns a twin into the model at the public boundary.
+"""
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from review_loop.agents.models import DeliveryState, Reply, Usage
+from review_loop.agents.outcomes import INTERRUPTED as INTERRUPTED
+from review_loop.agents.outcomes import SESSION_FILE as SESSION_FILE
+from review_loop.agents.outcomes import SessionStatus as SessionStatus
 
-SessionStatus = Literal["starting", "running", "finished", "interrupted", "orphaned", "lost"]
-"""Where a session is: ``starting`` (record written, not yet spawned), ``running``,
-``finished`` (an outcome was read), ``interrupted`` (review-loop was cancelled or signalled
-and ended the session itself), ``orphaned`` (its owner died after the process started; the
-reaper ended what was left, or found nothing left: its ``reason`` says which) or ``lost``
-(the owner died before the process was recorded, or the record is untrusted and nothing
-was signalled); see ``docs/process-ownership.md``."""
-
-SESSION_FILE: Final = "reviewer-session.json"
-"""The file name of a :class:`SessionRecord` in its record directory."""
-
-INTERRUPTED: Final = "interrupted"
-"""The ``reason`` of an attempt, and the ``status`` of a record, ended by cancellation."""
+if TYPE_CHECKING:
+    from review_loop.agents import outcomes
 
 
 class SessionRecord(BaseModel):
@@ -152,3 +151,64 @@ class Delivery(BaseModel):
     def ok(self) -> bool:
         """Whether a reply was parsed."""
         return self.state is DeliveryState.DELIVERED
+
+
+def public_attempt(plain: outcomes.Attempt) -> Attempt:
+    """The model of an attempt the dispatcher built (trusted: not validated again)."""
+    failed = plain.recordError
+    return Attempt.model_construct(
+        product=plain.product,
+        peer=plain.peer,
+        command=list(plain.command),
+        state=plain.state,
+        reason=plain.reason,
+        detail=plain.detail,
+        exitCode=plain.exitCode,
+        timedOut=plain.timedOut,
+        stopped=plain.stopped,
+        elapsedMs=plain.elapsedMs,
+        sessionId=plain.sessionId,
+        resumed=plain.resumed,
+        escalatedToKill=plain.escalatedToKill,
+        recordError=_public_record_error(failed),
+    )
+
+
+def public_delivery(plain: outcomes.Delivery) -> Delivery:
+    """The model of a delivery the dispatcher built, for the public API.
+
+    ``model_construct``, not ``model_validate``: every value was made by the dispatcher with
+    the model's own types (mypy checks the twin; a contract test checks that validating the
+    twin's document gives this same model), so validating it again would only build the
+    model's validators (tens of ms at first use) for nothing. ``Reply`` and ``Usage`` are
+    shared: they are frozen dataclasses of both.
+    """
+    return Delivery.model_construct(
+        state=plain.state,
+        peer=plain.peer,
+        product=plain.product,
+        reply=plain.reply,
+        sessionId=plain.sessionId,
+        reason=plain.reason,
+        detail=plain.detail,
+        attempts=[public_attempt(attempt) for attempt in plain.attempts],
+        fallbacks=[
+            Fallback.model_construct(from_=f.from_, to=f.to, reason=f.reason)
+            for f in plain.fallbacks
+        ],
+        elapsedMs=plain.elapsedMs,
+        cost=plain.cost,
+        usage=plain.usage,
+        recordPath=plain.recordPath,
+        cwd=plain.cwd,
+        degraded=plain.degraded,
+        degradedReason=plain.degradedReason,
+        interrupted=plain.interrupted,
+        recordError=_public_record_error(plain.recordError),
+    )
+
+
+def _public_record_error(plain: outcomes.RecordError | None) -> RecordError | None:
+    if plain is None:
+        return None
+    return RecordError.model_construct(path=plain.path, errno=plain.errno, message=plain.message)

@@ -35,6 +35,7 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from shlex import quote as shlex_quote
+from typing import TYPE_CHECKING
 
 import anyio
 import psutil
@@ -51,8 +52,9 @@ from review_loop.agents.models import (
     Invocation,
     Reply,
 )
-from review_loop.agents.records import (
+from review_loop.agents.outcomes import (
     INTERRUPTED,
+    SESSION_FILE,
     Attempt,
     Delivery,
     Fallback,
@@ -87,7 +89,6 @@ from review_loop.orchestrator.isolation import (
 from review_loop.orchestrator.log import log_event
 from review_loop.orchestrator.masking import hidden_invocation, mask_failed, remove_from_copy
 from review_loop.orchestrator.process import Started, resolve_executable, run_process
-from review_loop.orchestrator.reaper import SESSION_FILE
 from review_loop.orchestrator.recording import (
     RecordingFailed,
     append_record,
@@ -96,6 +97,10 @@ from review_loop.orchestrator.recording import (
 )
 from review_loop.prefs import Prefs, state_home
 from review_loop.prefs.model import MAX_TIMEOUT_MS
+
+if TYPE_CHECKING:
+    from review_loop.agents.records import Delivery as PublicDelivery
+    from review_loop.agents.records import SessionRecord as RecordModel
 
 RESUME_NOT_FOUND_WINDOW_MS = 5000
 PROBE_DEADLINE_S = 15.0
@@ -262,17 +267,24 @@ class _InFlight:
 
     def write(self, *, durable: bool = True) -> RecordError | None:
         """Write ``record`` as it stands; returns what failed instead of raising."""
-        return write_record(self.record_path, self.record.model_dump(mode="json"), durable=durable)
+        return write_record(self.record_path, self.record.document(), durable=durable)
 
 
 @dataclass
 class Dispatcher:
-    """Runs peer requests. Create with :func:`open_dispatcher`."""
+    """Runs peer requests. Create with :func:`open_dispatcher`.
+
+    :meth:`consult` and :meth:`fan_out` are the public API: they return the pydantic
+    models of :mod:`review_loop.agents.records`. The core, :meth:`ask` and :meth:`ask_all`,
+    returns their plain twins (:mod:`review_loop.agents.outcomes`), which the command line
+    and the workflows print and write without importing pydantic (``docs/startup.md``);
+    :attr:`outcomes` and :meth:`outcome_of` hold twins too.
+    """
 
     repo: Path
     prefs: Prefs
     progress: Callable[[str], None]
-    reaped: list[SessionRecord] = field(default_factory=list)
+    reaped: list[RecordModel] = field(default_factory=list)
     outcomes: list[Delivery] = field(default_factory=list)
     _interrupted: dict[Path, Attempt] = field(default_factory=dict)
     _capabilities: dict[tuple[str, ...], Capabilities] = field(default_factory=dict)
@@ -284,15 +296,27 @@ class Dispatcher:
         """``.review-handoff/STOP``: stops every session of this repository."""
         return self.repo / ".review-handoff" / "STOP"
 
-    async def consult(self, request: PeerRequest) -> Delivery:
+    async def consult(self, request: PeerRequest) -> PublicDelivery:
         """Ask one peer; returns the delivery with every attempt and fallback recorded."""
-        return await self._tracked(request, claimed=set())
+        from review_loop.agents.records import public_delivery
 
-    async def fan_out(self, requests: Sequence[PeerRequest]) -> list[Delivery]:
+        return public_delivery(await self.ask(request))
+
+    async def fan_out(self, requests: Sequence[PeerRequest]) -> list[PublicDelivery]:
         """Ask several peers at once in one task group; results keep the request order.
 
         A fallback never swaps in a product another request of this fan-out uses.
         """
+        from review_loop.agents.records import public_delivery
+
+        return [public_delivery(delivery) for delivery in await self.ask_all(requests)]
+
+    async def ask(self, request: PeerRequest) -> Delivery:
+        """:meth:`consult`, returning the plain twin of the delivery."""
+        return await self._tracked(request, claimed=set())
+
+    async def ask_all(self, requests: Sequence[PeerRequest]) -> list[Delivery]:
+        """:meth:`fan_out`, returning the plain twins of the deliveries."""
         results: list[Delivery | None] = [None] * len(requests)
         claimed = {resolve_peer(r.peer, self.prefs).product for r in requests}
 
@@ -388,9 +412,11 @@ class Dispatcher:
         """
         path = request.directory / SESSION_FILE
         try:
-            record = SessionRecord.model_validate(json.loads(read_bytes(path)))
+            record = SessionRecord.read(json.loads(read_bytes(path)))
         except (OSError, ValueError):
             return None  # never written (cancelled before), or unreadable: nothing to finish
+        if record is None:
+            return None  # not a record the model accepts: not ours to finish
         if record.status not in ("starting", "running") or record.ownerPid != os.getpid():
             return None
         failure = _interrupted(record)
@@ -404,11 +430,11 @@ class Dispatcher:
             detail=failure.detail,
             sessionId=record.sessionId,
             resumed=request.resume_session_id is not None,
-            recordError=write_record(path, final.model_dump(mode="json")),
+            recordError=write_record(path, final.document()),
         )
         append_record(
             request.directory / "events.jsonl",
-            {"event": "attempt", "at": utc_now(), **attempt.model_dump(mode="json")},
+            {"event": "attempt", "at": utc_now(), **attempt.document()},
         )
         return attempt
 
@@ -503,14 +529,12 @@ class Dispatcher:
                     claimed.add(fallback.product)
                     fallbacks.append(
                         Fallback(
-                            **{"from": current.name},
+                            from_=current.name,
                             to=fallback.name,
                             reason="timeout" if attempt.timedOut else "not_submitted",
                         )
                     )
-                    log_event(
-                        "fallback", level="warning", **fallbacks[-1].model_dump(by_alias=True)
-                    )
+                    log_event("fallback", level="warning", **fallbacks[-1].document())
                     self.progress(
                         progress_line(
                             current.name, "fallback", to=fallback.name, why=fallbacks[-1].reason
@@ -670,7 +694,7 @@ class Dispatcher:
         the caller then launches nothing.
         """
         if invocation.session_id is not None:
-            current.record = current.record.model_copy(update={"sessionId": invocation.session_id})
+            current.record = dataclasses.replace(current.record, sessionId=invocation.session_id)
         return current.write(durable=False)
 
     async def _prepare_launch(
@@ -757,17 +781,16 @@ class Dispatcher:
         the session it describes cannot outlive a crash of the machine. Unwritable:
         :class:`RecordingFailed` ends the session before its stdin is fed.
         """
-        current.record = current.record.model_copy(
-            update={
-                "status": "running",
-                "pid": info.pid,
-                "pgid": info.pgid,
-                "marker": info.marker,
-                "procStart": _process_start(info.pid),
-                "updated": utc_now(),
-            }
+        current.record = dataclasses.replace(
+            current.record,
+            status="running",
+            pid=info.pid,
+            pgid=info.pgid,
+            marker=info.marker,
+            procStart=_process_start(info.pid),
+            updated=utc_now(),
         )
-        document = current.record.model_dump(mode="json")
+        document = current.record.document()
         path = current.record_path
         await anyio.to_thread.run_sync(lambda: write_or_raise(path, document, durable=False))
 
@@ -828,17 +851,16 @@ class Dispatcher:
         session_id = outcome.session_id or record.sessionId
         state = DeliveryState.DELIVERED if isinstance(outcome, Reply) else outcome.state
         reason = None if isinstance(outcome, Reply) else outcome.reason
-        final = record.model_copy(
-            update={
-                "sessionId": session_id,
-                "status": status,
-                "state": state,
-                "reason": reason,
-                "updated": utc_now(),
-                "finishedAt": utc_now(),
-            }
+        final = dataclasses.replace(
+            record,
+            sessionId=session_id,
+            status=status,
+            state=state,
+            reason=reason,
+            updated=utc_now(),
+            finishedAt=utc_now(),
         )
-        failed = failed or write_record(current.record_path, final.model_dump(mode="json"))
+        failed = failed or write_record(current.record_path, final.document())
         attempt = Attempt(
             product=peer.product,
             peer=peer.name,
@@ -857,10 +879,10 @@ class Dispatcher:
         )
         failed = append_record(
             request.directory / "events.jsonl",
-            {"event": "attempt", "at": utc_now(), **attempt.model_dump(mode="json")},
+            {"event": "attempt", "at": utc_now(), **attempt.document()},
         )
         if failed is not None and attempt.recordError is None:
-            attempt = attempt.model_copy(update={"recordError": failed})
+            attempt = dataclasses.replace(attempt, recordError=failed)
         fast = completed is not None and completed.elapsed_ms <= RESUME_NOT_FOUND_WINDOW_MS
         return outcome, attempt, fast
 

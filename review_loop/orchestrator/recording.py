@@ -2,7 +2,7 @@
 
 A reviewer's answer that has arrived is worth more than the file that was to record it.
 The functions here write session records and event lines and, when the disk is full,
-read-only or forbidden, return a :class:`~review_loop.agents.records.RecordError` (the
+read-only or forbidden, return a :class:`~review_loop.agents.outcomes.RecordError` (the
 path, the errno's name, the message) instead of raising, so the caller can still deliver
 the answer and say exactly what was not recorded. See ``docs/recording-failures.md``.
 
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from review_loop.agents.errors import ReviewLoopError
-from review_loop.agents.records import RecordError
+from review_loop.agents.outcomes import RecordError
 from review_loop.orchestrator.files import append_line, atomic_write_json, open_fd
 
 

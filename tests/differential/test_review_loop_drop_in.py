@@ -173,7 +173,7 @@ def test_contract_delivery_unknown_message_counts_attempts_and_says_a_bare_reaso
 ) -> None:
     """A reason without other detail is said once; "no retry" only after a single attempt."""
     from review_loop.agents.models import DeliveryState
-    from review_loop.agents.records import Attempt, Delivery
+    from review_loop.agents.outcomes import Attempt, Delivery
     from review_loop.orchestrator.workflows import review_run
     from review_loop.orchestrator.workflows.review_store import PacketRef
 

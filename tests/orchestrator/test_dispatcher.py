@@ -18,8 +18,8 @@ import anyio
 import psutil
 import pytest
 
+from review_loop.agents import outcomes
 from review_loop.agents.models import DeliveryState
-from review_loop.agents.records import Delivery
 from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
 from review_loop.orchestrator.reaper import reap_sync
 from review_loop.prefs import PeerCommand, Prefs
@@ -199,8 +199,11 @@ async def test_stop_file_before_spawn_is_not_submitted(repo: Path, fakes: FakeCL
     assert fakes.calls() == []
 
 
-async def consult_then_stop(repo: Path, fakes: FakeCLIs, req: PeerRequest, stop: Path) -> Delivery:
-    """Consult with ``req``; write the STOP file ``stop`` once the reviewer has been called."""
+async def consult_then_stop(
+    repo: Path, fakes: FakeCLIs, req: PeerRequest, stop: Path
+) -> outcomes.Delivery:
+    """Ask ``req`` (the core, as the command line does); write the STOP file ``stop`` once
+    the reviewer has been called."""
 
     async def press_stop() -> None:
         while not fakes.calls():
@@ -212,7 +215,7 @@ async def consult_then_stop(repo: Path, fakes: FakeCLIs, req: PeerRequest, stop:
         anyio.create_task_group() as group,
     ):
         group.start_soon(press_stop)
-        return await d.consult(req)
+        return await d.ask(req)
 
 
 async def test_stop_file_during_run_is_delivery_unknown(repo: Path, fakes: FakeCLIs) -> None:

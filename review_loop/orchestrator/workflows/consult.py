@@ -18,8 +18,8 @@ from typing import Any
 import anyio
 
 from review_loop.agents.errors import InputError
+from review_loop.agents.outcomes import INTERRUPTED, Delivery, RecordError
 from review_loop.agents.prompts import consult_prompt
-from review_loop.agents.records import INTERRUPTED, Delivery, RecordError
 from review_loop.orchestrator.dispatcher import (
     Dispatcher,
     PeerRequest,
@@ -231,7 +231,7 @@ def consult_result(delivery: Delivery, record_path: Path | None) -> dict[str, An
         "sessionId": delivery.sessionId,
         "cwd": delivery.cwd,
         "sessionRecordPath": delivery.recordPath,
-        "fallbacks": [f.model_dump(by_alias=True) for f in delivery.fallbacks],
+        "fallbacks": [f.document() for f in delivery.fallbacks],
         "elapsedMs": delivery.elapsedMs,
     }
     if delivery.degraded:
@@ -265,7 +265,7 @@ def consult_result(delivery: Delivery, record_path: Path | None) -> dict[str, An
         # ``status`` is the original's (DELIVERY_UNKNOWN for every failure); these say what
         # the delivery state means and what to do about it, in a person's words.
         **_explained(delivery),
-        "attempts": [a.model_dump(mode="json") for a in delivery.attempts],
+        "attempts": [a.document() for a in delivery.attempts],
     }
 
 
@@ -366,7 +366,7 @@ async def run_consult(
         for peer, name in zip(resolved, names, strict=True)
     ]
     try:
-        deliveries = await dispatcher.fan_out(requests)
+        deliveries = await dispatcher.ask_all(requests)
     except anyio.get_cancelled_exc_class():
         if interrupted is not None:
             ended = [dispatcher.outcome_of(request) for request in requests]
@@ -412,7 +412,7 @@ def _consult_document(
             record_path = None if unwritten else record_path
         result = consult_result(delivery, record_path)
         if failed is not None:
-            result["recordError"] = failed.model_dump()
+            result["recordError"] = failed.document()
         results.append(result)
     stopped = [d.peer for d in deliveries if d.interrupted]
     if len(results) == 1:

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from review_loop.agents.records import RecordError
+from review_loop.agents.outcomes import RecordError
 from review_loop.orchestrator import state_auth
 from review_loop.orchestrator.files import atomic_write_json, read_bytes, unlink
 from review_loop.orchestrator.recording import record_error

@@ -25,7 +25,7 @@ import anyio
 
 from review_loop.agents.errors import InputError, StateError
 from review_loop.agents.models import DeliveryState
-from review_loop.agents.records import Delivery, RecordError
+from review_loop.agents.outcomes import Delivery, RecordError
 from review_loop.agents.review import (
     DEFAULT_ROUNDS,
     Ledger,
@@ -763,7 +763,7 @@ async def _ask_first(asking: _Asking) -> tuple[Delivery, str, Path | None] | dic
     )
     if unwritten is not None:
         raise RecordingFailed(unwritten)  # nothing was asked: no answer to lose
-    delivery = await dispatcher.consult(
+    delivery = await dispatcher.ask(
         PeerRequest(
             peer=reviewer,
             prompt=prompt.text,
@@ -790,7 +790,7 @@ async def _ask_correction(
     ref, state, prompt, dispatcher = asking.ref, asking.state, asking.prompt, asking.dispatcher
     runtime, round_number = ref.runtime, int(state["round"]) + 1
     session = delivery.sessionId
-    retry = await dispatcher.consult(
+    retry = await dispatcher.ask(
         PeerRequest(
             peer=asking.reviewer,
             prompt=correction_prompt(prompt, problem, round_number, resumed=bool(session)),
@@ -895,7 +895,7 @@ def _record_round(rec: _Recording) -> dict[str, Any]:
         return _record_failed(ref, rec.state, asked, record_error(_failed_path(error, ref), error))
     clear_answer(ref.runtime, ref.repo, ref.packet_id, round_number)
     if asked.record_error is not None:
-        result["recordError"] = asked.record_error.model_dump()
+        result["recordError"] = asked.record_error.document()
     return result
 
 
@@ -931,7 +931,7 @@ def _record_failed(
         "code": "RECORD_FAILED",
         "message": f"The reviewer answered round {round_number} ({asked.answer.verdict.value}), "
         f"but the round could not be recorded: {failed.message} [{failed.errno}]. {retry}",
-        "recordError": failed.model_dump(),
+        "recordError": failed.document(),
         "round": round_number,
         "verdict": asked.answer.verdict.value,
         "reviewer": asked.delivery.peer,
