@@ -7,6 +7,7 @@ sessions and how to parse one file, so this module never names a product.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import shlex
@@ -202,7 +203,7 @@ def session_document(item: Listed) -> dict[str, Any]:
     commands = adapter.resume_commands(item.session.session_id, item.command)
     read_only = read_only_resume(item.session.product, commands)
     cwd = item.session.cwd
-    prefix = f"cd {shlex.quote(cwd)} && " if cwd else ""
+    prefix = _change_to(cwd)
 
     def in_shell(command: str | None) -> str | None:
         return prefix + command if command else None
@@ -230,3 +231,9 @@ def session_document(item: Listed) -> dict[str, Any]:
             "headless": in_shell(read_only["headless"]),
         },
     }
+
+
+@functools.lru_cache(maxsize=64)
+def _change_to(cwd: str | None) -> str:
+    """``cd <cwd> && `` (nothing without a cwd): most sessions share one cwd, quoted once."""
+    return f"cd {shlex.quote(cwd)} && " if cwd else ""
