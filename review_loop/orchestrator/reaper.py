@@ -203,7 +203,7 @@ def _live(procs: Iterable[procfs.Proc]) -> list[procfs.Proc]:
     return [proc for proc in procs if proc.alive()]
 
 
-def _send(procs: Iterable[procfs.Proc], sig: signal.Signals) -> list[int]:
+def _send(procs: Iterable[procfs.Proc], sig: int) -> list[int]:
     """Signal each by pid (refused for a pid reused since it was found); the pids reached."""
     return [proc.pid for proc in procs if proc.pid > 1 and proc.send_signal(sig)]
 

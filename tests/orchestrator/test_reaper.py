@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from review_loop.agents.records import SessionRecord
-from review_loop.orchestrator import subreaper
+from review_loop.orchestrator import procfs, reaper, subreaper
 from review_loop.orchestrator.dispatcher import open_dispatcher
 from review_loop.prefs import Prefs
 from tests.fakes import FakeCLIs
@@ -224,3 +224,13 @@ async def test_a_dead_run_with_nothing_left_is_orphaned_and_says_so(
     reaped = await reap(repo)
     assert [r.status for r in reaped] == ["orphaned"]
     assert "the reaper signalled nothing" in (reaped[0].reason or "")
+
+
+async def test_the_reaper_never_signals_pid_1() -> None:
+    """Whatever a record or a marker scan led to, pid 1 is never signalled; probed with
+    signal 0, which reaches pid 1 as root but changes nothing (a pid > 1 is reached)."""
+    init, me = procfs.Proc.of(1), procfs.Proc.of(os.getpid())
+    assert init is not None and me is not None
+    assert reaper._send([init, me], 0) == [os.getpid()]
+    if os.geteuid() == 0:  # reachable: only the reaper's own guard keeps it out
+        assert init.send_signal(0)
