@@ -38,10 +38,9 @@ from pathlib import Path
 
 import anyio
 import anyio.abc
-import psutil
 
 from review_loop.agents.models import Completed, Invocation
-from review_loop.orchestrator import subreaper
+from review_loop.orchestrator import procfs, subreaper
 
 MARKER_ENV = "REVIEW_LOOP_SESSION_MARKER"
 STOP_POLL_S = 0.2
@@ -132,56 +131,50 @@ class ProcessTree:
         self.pgid = pid  # start_new_session: the child leads its own group
         self.marker = marker
         self.supervised = supervised
-        self.seen: dict[int, float] = {}
+        self.seen: dict[int, procfs.Proc] = {}
+        """Descendants seen while it ran, pinned by start time (a reused pid is not them)."""
         self.escalated = False
         self._protected: set[int] | None = None
 
     def track(self) -> None:
         """Remember the current descendants (pid and start time, to survive pid reuse)."""
-        with suppress(psutil.Error):
-            for child in psutil.Process(self.pid).children(recursive=True):
-                with suppress(psutil.Error):
-                    self.seen.setdefault(child.pid, child.create_time())
+        root = procfs.Proc.of(self.pid)
+        for child in root.children(recursive=True) if root is not None else ():
+            self.seen.setdefault(child.pid, child)
 
     def _protected_pids(self) -> set[int]:
         """This process and its ancestors: never signalled, whatever they carry."""
         if self._protected is None:
-            me = psutil.Process()
-            self._protected = {me.pid, *(p.pid for p in me.parents())}
+            me = os.getpid()
+            self._protected = {me, *procfs.parents(me)}
         return self._protected
 
-    def _subtree(self) -> dict[int, psutil.Process]:
-        found: dict[int, psutil.Process] = {}
+    def _subtree(self) -> dict[int, procfs.Proc]:
+        found: dict[int, procfs.Proc] = {}
         for pid in subreaper.descendants(self.pid):
-            if subreaper.running(pid):
-                with suppress(psutil.Error):
-                    found[pid] = psutil.Process(pid)  # pins the start time against reuse
+            proc = procfs.Proc.of(pid)  # pins the start time against reuse
+            if proc is not None and proc.alive():
+                found[pid] = proc
         return found
 
-    def _scan(self) -> dict[int, psutil.Process]:
+    def _scan(self) -> dict[int, procfs.Proc]:
         """The group and the marker, over every process of the machine (the stop path)."""
-        found: dict[int, psutil.Process] = {}
+        found: dict[int, procfs.Proc] = {}
         protected = self._protected_pids()
-        for proc in psutil.process_iter(["pid", "status"]):
-            if proc.pid in protected:
+        for pid in procfs.pids():
+            proc = procfs.Proc.of(pid) if pid not in protected else None
+            if proc is None or not proc.alive():
                 continue
             try:
-                if proc.info["status"] == psutil.STATUS_ZOMBIE:
-                    continue
-                in_group = os.getpgid(proc.pid) == self.pgid
-                if in_group or proc.environ().get(MARKER_ENV) == self.marker:
-                    found[proc.pid] = proc
-            except (psutil.Error, OSError):
+                in_group = os.getpgid(pid) == self.pgid
+            except OSError:
                 continue
+            if in_group or (proc.environ() or {}).get(MARKER_ENV) == self.marker:
+                found[pid] = proc
         return found
 
-    def _members(self, *, thorough: bool) -> list[psutil.Process]:
-        found: dict[int, psutil.Process] = {}
-        for pid, created in list(self.seen.items()):
-            with suppress(psutil.Error):
-                proc = psutil.Process(pid)
-                if proc.create_time() == created:
-                    found[pid] = proc
+    def _members(self, *, thorough: bool) -> list[procfs.Proc]:
+        found = {pid: proc for pid, proc in list(self.seen.items()) if proc.is_running()}
         if self.supervised:
             found.update(self._subtree())
         if thorough:
@@ -199,9 +192,7 @@ class ProcessTree:
             os.killpg(self.pgid, sig)
             count += 1
         for proc in self._members(thorough=thorough or not self.supervised):
-            with suppress(psutil.Error):
-                proc.send_signal(sig)
-                count += 1
+            count += proc.send_signal(sig)
         return count
 
     def kill_all(self) -> None:
@@ -216,42 +207,38 @@ class ProcessTree:
                 if not members:
                     break
                 for proc in members:
-                    with suppress(psutil.Error):
-                        proc.send_signal(signal.SIGKILL)
+                    proc.send_signal(signal.SIGKILL)
                 time.sleep(KILL_ROUND_S)
         with suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pgid, signal.SIGKILL)
         for proc in self._members(thorough=True):  # a last look over the machine, once
-            with suppress(psutil.Error):
-                proc.send_signal(signal.SIGKILL)
+            proc.send_signal(signal.SIGKILL)
 
     def kill_group(self) -> None:
         """The last resort when signalling failed unexpectedly: SIGKILL the group."""
         with suppress(OSError):
             os.killpg(self.pgid, signal.SIGKILL)
 
-    def _group_alive(self) -> bool:
+    def group_empty(self) -> bool:
+        """No process left in the group, zombies included (one ``killpg(pgid, 0)``)."""
         try:
             os.killpg(self.pgid, 0)
         except (ProcessLookupError, PermissionError):
+            return True
+        return False
+
+    def _group_alive(self) -> bool:
+        if self.group_empty():
             return False  # the common case after a normal exit: nobody left in the group
         # killpg(0) succeeds for zombies too; look closer before calling it alive.
-        for proc in psutil.process_iter(["pid", "status"]):
-            with suppress(psutil.Error, OSError):
-                if (
-                    proc.info["status"] != psutil.STATUS_ZOMBIE
-                    and os.getpgid(proc.pid) == self.pgid
-                ):
+        for pid in procfs.pids():
+            with suppress(OSError):
+                if procfs.running(pid) and os.getpgid(pid) == self.pgid:
                     return True
         return False
 
     def _seen_alive(self) -> bool:
-        for pid, created in list(self.seen.items()):
-            with suppress(psutil.Error):
-                proc = psutil.Process(pid)
-                if proc.create_time() == created and proc.status() != psutil.STATUS_ZOMBIE:
-                    return True
-        return False
+        return any(proc.alive() for proc in list(self.seen.values()))
 
     def quick_alive(self) -> bool:
         """The cheap check after a normal exit: the group, the subtree, the descendants seen.
@@ -276,7 +263,16 @@ class ProcessTree:
             return True
         if self.supervised and not thorough:
             return False
-        return any(p.status() != psutil.STATUS_ZOMBIE for p in self._members(thorough=True))
+        return any(proc.alive() for proc in self._members(thorough=True))
+
+
+async def _quick_alive(tree: ProcessTree) -> bool:
+    """``tree.quick_alive()``, in a worker thread only when it may scan the machine (the
+    group still has members): after the usual normal exit it is a few syscalls, cheaper
+    than the thread hop."""
+    if tree.group_empty():
+        return tree.quick_alive()
+    return await anyio.to_thread.run_sync(tree.quick_alive)
 
 
 async def _terminate(
@@ -677,7 +673,7 @@ async def run_process(
             # A supervisor killed by a signal (kill -9 of its pid) may have ended nothing
             # and its escapers went to init: find what is left by the marker, machine-wide.
             lost = tree.supervised and (process.returncode or 0) < 0
-            if timed_out or stopped or lost or await anyio.to_thread.run_sync(tree.quick_alive):
+            if timed_out or stopped or lost or await _quick_alive(tree):
                 await _terminate(process, tree, grace, thorough=lost)
             with anyio.move_on_after(grace):
                 await out_done.wait()

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from review_loop.orchestrator.process import Started, run_process
 from tests.fakes import FakeCLIs
 
 pytestmark = pytest.mark.anyio
+ROOT = Path(__file__).resolve().parents[2]
 
 GRACE = 0.5
 
@@ -158,3 +161,14 @@ async def test_escalation_to_sigkill_is_reported(fakes: FakeCLIs, tmp_path: Path
     fakes.script(claude=[{"mode": "hang"}])
     done = await run_process(claude(tmp_path), deadline=0.5, grace=GRACE)
     assert not done.killed_after_grace
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="elsewhere psutil answers")
+def test_the_process_layer_does_not_import_psutil_on_linux() -> None:
+    """Contract: on Linux the process layer reads ``/proc`` itself (``procfs``); importing
+    psutil would cost every reviewer command 10-15 ms of start-up."""
+    code = "import sys, review_loop.orchestrator.process; print('psutil' in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout.strip() == "False", done.stderr
