@@ -64,7 +64,26 @@ def _leaf(value: Any) -> str:
     raise _Unplain
 
 
+class Written(dict[str, Any]):
+    """A dict that may write itself: :meth:`text` is what :func:`pretty` would write for it
+    at ``newline`` (``"\\n"`` and its indentation), or ``None`` to have it walked as any dict.
+
+    For documents with many entries of one fixed shape (``sessions``): one formatted string
+    per entry instead of a walk. Everywhere else it is the dict it holds (``json.dumps``
+    writes it as such), and a test must hold :meth:`text` to :func:`pretty`'s walk.
+    """
+
+    __slots__ = ()
+
+    def text(self, newline: str) -> str | None:
+        """This dict as pretty JSON indented at ``newline``; ``None``: walk it instead."""
+        return None
+
+
 def _value(value: Any, out: list[str], newline: str, depth: int) -> None:
+    if isinstance(value, Written) and (text := value.text(newline)) is not None:
+        out.append(text)
+        return
     if isinstance(value, dict):
         brackets = "{}"
     elif isinstance(value, list | tuple):

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from review_loop.orchestrator.json_text import pretty
+from review_loop.orchestrator.json_text import Written, pretty
 
 
 def dumps(value: Any) -> str:
@@ -107,3 +107,20 @@ def test_contract_what_json_refuses_is_refused_with_json_s_error() -> None:
             dumps(value)
         with pytest.raises(type(expected.value), match=str(expected.value)[:20]):
             pretty(value)
+
+
+class Walked(Written):
+    """A Written that declines to write itself."""
+
+
+class Fixed(Written):
+    def text(self, newline: str) -> str | None:
+        return "WRITTEN" + newline.replace("\n", "|")
+
+
+def test_contract_a_written_dict_writes_itself_or_is_walked() -> None:
+    walked = Walked(a=[1, {"b": None}])
+    assert pretty({"x": [walked]}) == dumps({"x": [walked]})
+    assert pretty({"x": [Fixed(a=1)], "y": Fixed()}) == (
+        '{\n  "x": [\n    WRITTEN|    \n  ],\n  "y": WRITTEN|  \n}'
+    )

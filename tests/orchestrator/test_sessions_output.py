@@ -25,8 +25,9 @@ import pytest
 import review_loop
 from review_loop.adapters import get_adapter
 from review_loop.adapters.claude import project_dir_name
-from review_loop.agents.models import ReadOnlyResume, ResumeCommands
-from review_loop.orchestrator.sessions import read_only_resume
+from review_loop.agents.models import ReadOnlyResume, ResumeCommands, StoredSession
+from review_loop.orchestrator.json_text import Written, pretty
+from review_loop.orchestrator.sessions import Listed, read_only_resume, session_document
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "sessions_output"
 UUID = "0c6f1a52-1f5e-4c1e-9d55-{:012d}"
@@ -190,3 +191,53 @@ def test_contract_read_only_resume_is_the_read_only_commands_asdict(product: str
     bare = ResumeCommands(interactive="tool --resume s", headless="tool -p --resume s")
     unavailable = read_only_resume("tool", bare)
     assert list(unavailable) == [field.name for field in dataclasses.fields(ReadOnlyResume)]
+
+
+def listed(**session: Any) -> Listed:
+    fields = {
+        "product": "claude",
+        "session_id": UUID.format(7),
+        "cwd": '/r/it\'s "here"',
+        "updated": at(1),
+        "title": "Fix é ✓\u2028 {x}",
+        "source": "claude",
+        **session,
+    }
+    return Listed(StoredSession(**fields), "main/p1", ("claude", "--x"), "finished")
+
+
+ENTRIES = [
+    listed(),
+    listed(cwd=None, title=None),
+    listed(product="codex", session_id='a\\b"c\x00'),
+    listed(product="grok", title=""),  # grok's npm variant: commands without read-only
+]
+
+
+@pytest.mark.parametrize("item", ENTRIES, ids=range(len(ENTRIES)))
+def test_contract_an_entry_writes_itself_as_json_dumps_writes_it(item: Listed) -> None:
+    entry = session_document(item)
+    assert isinstance(entry, Written) and entry.text("\n") is not None  # the template ran
+    for document in (entry, [entry], {"sessions": [entry, {"a": [entry]}]}):
+        assert pretty(document) == json.dumps(document, ensure_ascii=False, indent=2)
+
+
+def test_contract_an_entry_not_of_its_shape_is_walked_as_any_dict() -> None:
+    def odd(change: Any) -> dict[str, Any]:
+        entry = session_document(listed())
+        change(entry)
+        return entry
+
+    changes = [
+        lambda e: e.update(title=3),  # a third-party adapter's title, not a string
+        lambda e: e.update(extra="x"),
+        lambda e: e.pop("status"),
+        lambda e: e["resume"].update(more=None),
+        lambda e: e.update(resume=["not", "a", "dict"]),
+        lambda e: e["resumeReadOnly"].update(unavailable=False),
+        lambda e: e.update(cwd=e.pop("cwd")),  # same keys, another order
+    ]
+    for change in changes:
+        entry = odd(change)
+        assert isinstance(entry, Written) and entry.text("\n") is None
+        assert pretty([entry]) == json.dumps([entry], ensure_ascii=False, indent=2)
