@@ -1,25 +1,26 @@
 """The session supervisor: a child subreaper that owns every process of one session.
 
 Each reviewer session runs under ``<python> -I -S subreaper.py --owner=PID --control=FD``
-(see ``docs/process-ownership.md``). The supervisor is started *before* its session (a
-warm spare, so that its interpreter's start is not on the session's path) and
+(see ``docs/process-ownership.md``), started *before* its session where it can be (a
+warm spare: its interpreter's start is then off the session's path). The supervisor
 
-0. waits, idle, for its session on the control pipe ``FD``: one frame (:func:`session_frame`:
-   the CLI's argv, environment, working directory, grace, whether it gets stdin). It
-   exits at once, having started nothing, on end-of-file there (its owner closed the pipe,
-   or died), when its owner is gone, or on SIGTERM/SIGINT/SIGHUP;
 1. marks itself a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER, 1)``), so that every
    process of the session whose parent dies is re-parented to it instead of to init — a
    helper that called ``setsid``, closed its stdio and dropped the environment marker, a
    double-forked daemon: all stay its descendants;
-2. starts the CLI with the session's stdin, stdout and stderr, then lets go of its own
+2. waits, idle, for its session on the control pipe ``FD``: one frame
+   (:func:`session_frame`: the CLI's argv, its exact environment, working directory,
+   grace, whether it gets stdin), read with exact reads, never a byte more. It exits at
+   once, having started nothing, on end-of-file there (its owner closed the pipe, or
+   died), when its owner is gone, or on SIGTERM/SIGINT/SIGHUP;
+3. starts the CLI with the session's stdin, stdout and stderr, then lets go of its own
    copies of stdin and stdout (the pipes belong to the CLI and what it starts);
-3. waits until the CLI exits, it is told to stop (SIGTERM, SIGINT, SIGHUP) or its owner —
+4. waits until the CLI exits, it is told to stop (SIGTERM, SIGINT, SIGHUP) or its owner —
    the review-loop process that started it — dies (``kill -9``);
-4. then ends every descendant it has: SIGTERM, up to ``grace`` seconds, SIGKILL, reaping
+5. then ends every descendant it has: SIGTERM, up to ``grace`` seconds, SIGKILL, reaping
    each (re-parented zombies included) until it has no child left (told to stop by a
    signal, it waits a little longer, so that the sender's own SIGKILL comes first);
-5. exits as the CLI did (the same exit code, or killed by the same signal).
+6. exits as the CLI did (the same exit code, or killed by the same signal).
 
 Attribution is exact because the subreaper is per session: everything re-parented to it
 belongs to that session, whatever its environment says; no other session's process and no
@@ -157,7 +158,22 @@ def running(pid: int) -> bool:
 # --- in the review-loop process -------------------------------------------------------
 
 
+def _no_seccomp_filter() -> bool:
+    """Whether no seccomp filter can refuse ``prctl`` here (``/proc/self/status``) on a
+    kernel that has ``PR_SET_CHILD_SUBREAPER`` (3.4+): then asking ``prctl`` itself, which
+    needs ``ctypes`` (2–3 ms of every reviewer command's start-up), tells nothing more."""
+    try:
+        with open("/proc/self/status", "rb") as handle:
+            seccomp = [line for line in handle if line.startswith(b"Seccomp:")]
+        major, minor = (int(part) for part in os.uname().release.split(".")[:2])
+    except (OSError, ValueError):
+        return False
+    return seccomp == [b"Seccomp:\t0\n"] and (major, minor) >= (3, 4)
+
+
 def _prctl_get_subreaper() -> bool:
+    if _no_seccomp_filter():
+        return True
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)

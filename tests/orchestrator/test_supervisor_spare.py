@@ -317,3 +317,24 @@ def test_a_frame_refuses_what_exec_would(argv: list[str], env: dict[str, str], w
 def test_a_malformed_frame_is_refused(payload: bytes) -> None:
     with pytest.raises(ValueError, match="malformed session frame"):
         subreaper.parse_session(payload)
+
+
+def test_the_cheap_availability_check_agrees_with_prctl() -> None:
+    """Contract: where ``/proc/self/status`` reports no seccomp filter on a 3.4+ kernel,
+    ``available()`` answers without importing ``ctypes`` (2-3 ms of every reviewer
+    command's start-up), and asking ``prctl`` itself says the same."""
+    if not sys.platform.startswith("linux") or not subreaper._no_seccomp_filter():
+        pytest.skip("needs Linux without a seccomp filter")
+    code = (
+        "import sys; from review_loop.orchestrator import subreaper; "
+        "print(subreaper.available(), 'ctypes' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout.split() == ["True", "False"], done.stderr
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    value = ctypes.c_int(0)
+    assert int(libc.prctl(37, ctypes.byref(value), 0, 0, 0)) == 0  # PR_GET_CHILD_SUBREAPER
