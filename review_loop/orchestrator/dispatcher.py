@@ -38,7 +38,6 @@ from shlex import quote as shlex_quote
 from typing import TYPE_CHECKING
 
 import anyio
-import psutil
 
 from review_loop.adapters import Adapter, get_adapter, is_product, product_names
 from review_loop.agents.errors import AdapterRefusalError, InputError
@@ -76,6 +75,7 @@ from review_loop.orchestrator.files import (
     read_bytes,
     utc_now,
 )
+from review_loop.orchestrator.git import Checkout, ensure_layout, locate
 from review_loop.orchestrator.isolation import (
     isolation_failed,
     make_scratch,
@@ -88,19 +88,28 @@ from review_loop.orchestrator.isolation import (
 )
 from review_loop.orchestrator.log import log_event
 from review_loop.orchestrator.masking import hidden_invocation, mask_failed, remove_from_copy
-from review_loop.orchestrator.process import Started, resolve_executable, run_process
+from review_loop.orchestrator.process import (
+    Started,
+    Supervisors,
+    open_supervisors,
+    resolve_executable,
+    run_process,
+)
+from review_loop.orchestrator.procfs import start_time
 from review_loop.orchestrator.recording import (
     RecordingFailed,
     append_record,
     write_or_raise,
     write_record,
 )
-from review_loop.prefs import Prefs, state_home
-from review_loop.prefs.model import MAX_TIMEOUT_MS
+from review_loop.prefs.defaults import MAX_TIMEOUT_MS
+from review_loop.prefs.home import state_home
+from review_loop.prefs.view import PrefsView, as_view
 
 if TYPE_CHECKING:
     from review_loop.agents.records import Delivery as PublicDelivery
     from review_loop.agents.records import SessionRecord as RecordModel
+    from review_loop.prefs.model import Prefs
 
 RESUME_NOT_FOUND_WINDOW_MS = 5000
 PROBE_DEADLINE_S = 15.0
@@ -188,7 +197,7 @@ class ResolvedPeer:
     command: tuple[str, ...]
 
 
-def resolve_peer(name: str, prefs: Prefs, *, field: str = "--peer") -> ResolvedPeer:
+def resolve_peer(name: str, prefs: Prefs | PrefsView, *, field: str = "--peer") -> ResolvedPeer:
     """Resolve a product name or alias.
 
     Raises:
@@ -235,9 +244,8 @@ def _clock(seconds: float) -> str:
 
 
 def _process_start(pid: int) -> float | None:
-    with suppress(psutil.Error):
-        return psutil.Process(pid).create_time()
-    return None
+    """``pid``'s start time, as the reaper compares it (``procfs``: psutil's create_time)."""
+    return start_time(pid)
 
 
 _Result = tuple[Reply | Failure, Attempt, bool]
@@ -282,8 +290,10 @@ class Dispatcher:
     """
 
     repo: Path
-    prefs: Prefs
+    prefs: PrefsView
     progress: Callable[[str], None]
+    supervisors: Supervisors | None = None
+    checkout: Checkout | None = None
     reaped: list[RecordModel] = field(default_factory=list)
     outcomes: list[Delivery] = field(default_factory=list)
     _interrupted: dict[Path, Attempt] = field(default_factory=dict)
@@ -368,11 +378,9 @@ class Dispatcher:
         relative one goes under ``.review-handoff/runtime/``. Either way ``.review-handoff/``
         is made and excluded from git first (the workflows did so before naming theirs).
         """
-        from review_loop.orchestrator.git import ensure_layout
-
         if request.directory.is_absolute():
             return request
-        await anyio.to_thread.run_sync(ensure_layout, self.repo)
+        await anyio.to_thread.run_sync(ensure_layout, self.checkout or self.repo)
         runtime = self.repo / ".review-handoff" / "runtime"
         if request.directory == Path():
             stamp = utc_now().replace(":", "-").replace(".", "-")
@@ -763,6 +771,7 @@ class Dispatcher:
                     stop_files=current.stop_files,
                     on_started=on_started,
                     spill_dir=current.request.directory,
+                    supervisors=self.supervisors,
                 )
             except RecordingFailed as unrecorded:
                 group.cancel_scope.cancel()
@@ -993,8 +1002,8 @@ def _stderr_line(text: str) -> None:
 @asynccontextmanager
 async def open_dispatcher(
     *,
-    repo: Path | str,
-    prefs: Prefs,
+    repo: Path | str | Checkout,
+    prefs: Prefs | PrefsView,
     progress: Callable[[str], None] | None = None,
     reap: bool = True,
 ) -> AsyncIterator[Dispatcher]:
@@ -1003,20 +1012,35 @@ async def open_dispatcher(
     Args:
         repo: a directory of an existing git checkout (``str`` or ``Path``); its top level
             is used. Every session runs there (read-only). Nothing is created but the
-            records (see ``PeerRequest.record_dir``).
-        prefs: deadlines, grace, liveness interval and peer-command aliases.
+            records (see ``PeerRequest.record_dir``). A :class:`~.git.Checkout` that
+            ``git.locate`` has just made (the command line's) is used as it is.
+        prefs: deadlines, grace, liveness interval and peer-command aliases: the ``Prefs``
+            model (as :func:`review_loop.load_prefs` returns it) or its plain ``PrefsView``.
         progress: receives the liveness lines (default: stderr).
         reap: first find sessions of this repository whose recorded process is gone or
             whose owner died, end orphans, and mark their records (``Dispatcher.reaped``).
+
+    The first session's supervisor is started first (a warm spare, :class:`.Supervisors`),
+    so its interpreter starts while the repository is located and reaped.
     """
-    from review_loop.orchestrator.git import repo_root
+    async with open_supervisors() as supervisors:
+        dispatcher = await _opened(repo, as_view(prefs), progress or _stderr_line, reap=reap)
+        dispatcher.supervisors = supervisors
+        yield dispatcher
+
+
+async def _opened(
+    repo: Path | str | Checkout, prefs: PrefsView, progress: Callable[[str], None], *, reap: bool
+) -> Dispatcher:
+    """The dispatcher of :func:`open_dispatcher`, with its repository located and reaped."""
     from review_loop.orchestrator.reaper import reap_sessions
 
     # An existing git checkout (its top level), never created.
-    root = await anyio.to_thread.run_sync(repo_root, repo)
-    dispatcher = Dispatcher(repo=root, prefs=prefs, progress=progress or _stderr_line)
+    if not isinstance(repo, Checkout):
+        repo = await anyio.to_thread.run_sync(locate, repo)
+    dispatcher = Dispatcher(repo=repo.root, prefs=prefs, progress=progress, checkout=repo)
     if reap:
-        dispatcher.reaped = await reap_sessions(root, grace=prefs.graceMs / 1000)
+        dispatcher.reaped = await reap_sessions(repo.root, grace=prefs.graceMs / 1000)
         # the throw-away copies of isolated runs whose review-loop was killed with SIGKILL
         await anyio.to_thread.run_sync(remove_orphaned_scratch)
         for record in dispatcher.reaped:
@@ -1028,7 +1052,7 @@ async def open_dispatcher(
                 status=record.status,
                 pid=record.pid,
             )
-    yield dispatcher
+    return dispatcher
 
 
 __all__ = [

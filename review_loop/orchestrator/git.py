@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import NamedTuple
 
 from review_loop.agents.errors import InputError, NotAGitRepositoryError
 from review_loop.orchestrator.files import append_bytes, make_dirs, read_bytes
@@ -34,15 +35,59 @@ def git(
         raise InputError("git", "the git executable is not on PATH", "an installed git") from None
 
 
+class Checkout(NamedTuple):
+    """A work tree as git located it: its top level and its ``$GIT_COMMON_DIR``.
+
+    Made by :func:`locate` only, so holding one means git has just answered for it; the
+    command line passes it on (to ``ensure_layout`` and ``open_dispatcher``) instead of
+    asking git the same questions again. (A NamedTuple: ``ledger`` runs git without
+    importing ``dataclasses``.)
+    """
+
+    root: Path
+    common_dir: Path
+
+
+def _start(path: str | Path | None) -> Path:
+    start = Path(path) if path is not None else Path.cwd()
+    if not start.is_dir():
+        raise NotAGitRepositoryError(str(start), "no such directory")
+    return start
+
+
+def _absolute(base: Path, out: str) -> Path:
+    path = Path(out)
+    return path if path.is_absolute() else (base / path).resolve()
+
+
+def locate(path: str | Path | None) -> Checkout:
+    """The work tree containing ``path`` (default: the current directory): its top level
+    and common dir from one ``git rev-parse --show-toplevel --git-common-dir``.
+
+    A top level whose name holds a newline makes the two answers ambiguous: then each is
+    asked on its own, as :func:`repo_root` and :func:`common_dir` do.
+
+    Raises:
+        NotAGitRepositoryError: ``path`` does not exist or is not inside a work tree.
+    """
+    start = _start(path)
+    result = git(start, "rev-parse", "--show-toplevel", "--git-common-dir", check=False)
+    if result.returncode != 0:
+        raise NotAGitRepositoryError(str(start), result.stderr.decode("utf-8", "replace"))
+    lines = result.stdout.decode("utf-8").removesuffix("\n").split("\n")
+    if len(lines) != 2 or not lines[0] or not lines[1]:
+        root = repo_root(start)
+        return Checkout(root, common_dir(root))
+    return Checkout(Path(lines[0]), _absolute(start, lines[1]))
+
+
 def repo_root(path: str | Path | None) -> Path:
     """The top level of the work tree containing ``path`` (default: the current directory).
 
     Raises:
         NotAGitRepositoryError: ``path`` does not exist or is not inside a work tree.
     """
-    start = Path(path) if path is not None else Path.cwd()
-    if not start.is_dir():
-        raise NotAGitRepositoryError(str(start), "no such directory")
+    start = _start(path)
     result = git(start, "rev-parse", "--show-toplevel", check=False)
     if result.returncode != 0:
         raise NotAGitRepositoryError(str(start), result.stderr.decode("utf-8", "replace"))
@@ -52,8 +97,7 @@ def repo_root(path: str | Path | None) -> Path:
 def common_dir(repo: Path) -> Path:
     """``$GIT_COMMON_DIR``: shared by every worktree of the repository."""
     out = git(repo, "rev-parse", "--git-common-dir").stdout.decode("utf-8").rstrip("\n")
-    path = Path(out)
-    return path if path.is_absolute() else (repo / path).resolve()
+    return _absolute(repo, out)
 
 
 def rev_parse(repo: Path, ref: str, *, field: str = "--base") -> str:
@@ -76,13 +120,15 @@ def current_branch(repo: Path) -> str | None:
     return result.stdout.decode("utf-8").strip() or None if result.returncode == 0 else None
 
 
-def ensure_excluded(repo: Path) -> bool:
+def ensure_excluded(repo: Path, git_dir: Path | None = None) -> bool:
     """Add ``/.review-handoff/`` to ``$GIT_COMMON_DIR/info/exclude`` once; True if added.
 
     Idempotent: nothing is written when the file already has the entry (or a line starting
-    with ``.review-handoff/``), as the original tool does.
+    with ``.review-handoff/``), as the original tool does. ``git_dir``: the common dir when
+    :func:`locate` has already given it.
     """
-    git_dir = common_dir(repo)  # info/ and exclude are opened without following a link
+    if git_dir is None:
+        git_dir = common_dir(repo)  # info/ and exclude are opened without following a link
     exclude = git_dir / "info" / "exclude"
     try:
         existing = read_bytes(exclude, anchor=git_dir).decode("utf-8")
@@ -97,9 +143,16 @@ def ensure_excluded(repo: Path) -> bool:
     return True
 
 
-def ensure_layout(repo: Path) -> Path:
-    """Create ``.review-handoff/`` (and its runtime dirs) and the exclude entry."""
-    base = repo / ".review-handoff"
+def ensure_layout(repo: Path | Checkout) -> Path:
+    """Create ``.review-handoff/`` (and its runtime dirs) and the exclude entry.
+
+    ``repo``: the top level, or a :class:`Checkout` (its common dir is not asked again).
+    """
+    if isinstance(repo, Checkout):
+        root, git_dir = repo.root, repo.common_dir
+    else:
+        root, git_dir = repo, None
+    base = root / ".review-handoff"
     make_dirs(base / "runtime" / "consults")  # refuses a link on the way
-    ensure_excluded(repo)
+    ensure_excluded(root, git_dir)
     return base

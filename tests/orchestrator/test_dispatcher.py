@@ -411,3 +411,35 @@ async def test_fan_out_never_gives_two_peers_the_same_fallback(repo: Path, fakes
     other = b if a.product == "gemini" else a
     assert other.state is DeliveryState.DELIVERY_UNKNOWN
     assert other.fallbacks == []
+
+
+async def test_first_session_runs_under_the_supervisor_started_at_open(
+    repo: Path, fakes: FakeCLIs
+) -> None:
+    from review_loop.orchestrator import subreaper
+
+    if not subreaper.available():
+        pytest.skip("no session supervisor on this platform")
+    fakes.script(claude=[{"mode": "ok", "text": "warm"}])
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        assert d.supervisors is not None
+        spare = d.supervisors.spare_pid
+        assert spare is not None  # started while the repository was located and reaped
+        delivery = await d.ask(request(repo))
+    assert delivery.ok
+    record = json.loads(Path(delivery.recordPath or "").read_text())
+    assert record["pid"] == spare  # the session's leader is that supervisor
+    assert record["ownerStart"] == psutil.Process().create_time()
+
+
+async def test_open_dispatcher_takes_the_plain_prefs_view_as_the_model(
+    repo: Path, fakes: FakeCLIs
+) -> None:
+    from review_loop.prefs import PrefsView
+
+    model = prefs(graceMs=250, peerCommands={"cc9": {"product": "claude", "command": ["claude"]}})
+    for given in (model, model.view()):
+        async with open_dispatcher(repo=repo, prefs=given, progress=lambda _: None) as d:
+            assert d.prefs == model.view() and isinstance(d.prefs, PrefsView)
+            delivery = await d.ask(request(repo, "cc9"))
+        assert delivery.ok and delivery.product == "claude" and delivery.peer == "cc9"

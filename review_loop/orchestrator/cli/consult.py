@@ -37,15 +37,14 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     from review_loop.agents.errors import InputError
     from review_loop.orchestrator.cli.common import (
         checked_resume_id,
-        load_user_prefs,
+        load_user_prefs_view,
         parse_bool,
         positive_seconds,
         read_text_file,
-        repo_from,
     )
     from review_loop.orchestrator.cli.stops import Stop, run_cancellable
     from review_loop.orchestrator.dispatcher import resolve_peer
-    from review_loop.orchestrator.git import ensure_layout
+    from review_loop.orchestrator.git import ensure_layout, locate
     from review_loop.orchestrator.workflows.consult import (
         ConsultPlan,
         resolve_fallbacks,
@@ -70,8 +69,8 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
             "the question is empty",
             "non-blank text",
         )
-    repo = repo_from(args)
-    prefs = load_user_prefs()
+    checkout = locate(args.repo)  # one git process: the top level and the common dir
+    prefs = load_user_prefs_view()
     skip_host = parse_bool(args.skip_host, "--skip-host")
     if args.host is not None:
         resolve_peer(args.host, prefs, field="--host")
@@ -95,10 +94,10 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         timeout_ms=positive_seconds(args.timeout, "--timeout") if args.timeout else None,
         resume_session_id=checked_resume_id(args.resume),
     )
-    ensure_layout(repo)
+    ensure_layout(checkout)
 
     async def main(stop: Stop) -> Mapping[str, Any]:
-        async with stop.open_dispatcher(repo=repo, prefs=prefs) as dispatcher:
+        async with stop.open_dispatcher(repo=checkout, prefs=prefs) as dispatcher:
             return await run_consult(dispatcher, plan, interrupted=stop.keep)
 
     return run_cancellable(main)

@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
@@ -35,7 +35,13 @@ from review_loop.orchestrator.files import (
 )
 from review_loop.orchestrator.recording import RecordingFailed, record_error
 from review_loop.orchestrator.trust import note_stop, reporting_async
-from review_loop.prefs import PeerCommand, Prefs
+from review_loop.prefs.view import PeerCommandView, PrefsView
+
+if TYPE_CHECKING:
+    from review_loop.prefs.model import Prefs
+
+AnyPrefs = TypeVar("AnyPrefs", "Prefs", PrefsView)
+"""The prefs model (embedders, ``converge``) or its plain view (``consult``), kept as given."""
 
 ADVISORY_MESSAGE = (
     "Advisory only: weigh this stance, do not adopt it automatically unless the user "
@@ -63,12 +69,13 @@ class ConsultPlan:
 
 
 def with_peer_command(
-    prefs: Prefs, peers: list[str], name: str, which: Any
-) -> tuple[Prefs, list[str]]:
+    prefs: AnyPrefs, peers: list[str], name: str, which: Any
+) -> tuple[AnyPrefs, list[str]]:
     """Route the peer of ``name``'s product through the alias or executable ``name``.
 
     ``which(name)`` finds an executable on PATH (injected for tests). Returns prefs that
-    know the alias and the peer list with the matching product replaced by it. A launcher
+    know the alias (the same kind as ``prefs``: the model or its plain view) and the peer
+    list with the matching product replaced by it. A launcher
     on PATH that is no alias launches the peer whose product its name starts with
     (``codex002`` for codex) or one of its adapter's ``short_names`` (``cc002`` for
     claude, also with ``--peer claude --peer codex``); failing that, the only peer when
@@ -91,8 +98,9 @@ def with_peer_command(
                 "an alias set with `review-loop prefs alias NAME PRODUCT COMMAND...` "
                 "or a launcher on PATH",
             )
-        alias = PeerCommand(product=_launched_product(prefs, peers, name), command=(name,))
-        prefs = prefs.model_copy(update={"peerCommands": {**prefs.peerCommands, name: alias}})
+        product = _launched_product(prefs, peers, name)
+        prefs = _with_alias(prefs, name, product)
+        alias = prefs.peerCommands[name]
     if alias.product not in peers:
         raise InputError(
             "--peer-command",
@@ -102,7 +110,17 @@ def with_peer_command(
     return prefs, [name if p == alias.product else p for p in peers]
 
 
-def _launched_product(prefs: Prefs, peers: list[str], name: str) -> str:
+def _with_alias(prefs: AnyPrefs, name: str, product: str) -> AnyPrefs:
+    """``prefs`` with ``name`` bound to the launcher ``name`` of ``product``."""
+    if isinstance(prefs, PrefsView):
+        return prefs.with_alias(name, PeerCommandView(product=product, command=(name,)))
+    from review_loop.prefs.model import PeerCommand
+
+    alias = PeerCommand(product=product, command=(name,))
+    return prefs.model_copy(update={"peerCommands": {**prefs.peerCommands, name: alias}})
+
+
+def _launched_product(prefs: Prefs | PrefsView, peers: list[str], name: str) -> str:
     """The product a launcher that is no alias stands for: by its name, else the only peer.
 
     The name starts with the product (``codex002``) or with one of the adapter's
@@ -148,7 +166,7 @@ def _name_prefix(product: str, name: str) -> int | None:
 
 
 def select_peers(
-    prefs: Prefs, named: list[str], host: str | None, skip_host: bool | None
+    prefs: Prefs | PrefsView, named: list[str], host: str | None, skip_host: bool | None
 ) -> list[str]:
     """The named peers, else the first two of the prefs order.
 
@@ -169,7 +187,7 @@ def select_peers(
 
 
 def resolve_fallbacks(
-    prefs: Prefs, values: list[str], *, host: str | None = None
+    prefs: Prefs | PrefsView, values: list[str], *, host: str | None = None
 ) -> tuple[str, ...]:
     """``--fallback`` values in order; ``auto`` expands to every product a swap may use.
 

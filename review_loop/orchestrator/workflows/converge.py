@@ -56,7 +56,7 @@ from review_loop.orchestrator.workflows.converge_store import (
     save_ledger,
     sha256_text,
 )
-from review_loop.prefs import Prefs
+from review_loop.prefs import Prefs, PrefsView
 
 SIDES = ("A", "B")
 
@@ -142,7 +142,7 @@ def check_peers(prefs: Prefs, peers: list[str], host: str | None) -> None:
 
 
 def _split_fallbacks(
-    prefs: Prefs, fallback: tuple[str, ...], avoid: set[str], both: bool
+    prefs: Prefs | PrefsView, fallback: tuple[str, ...], avoid: set[str], both: bool
 ) -> dict[str, tuple[str, ...]]:
     """Each side's fallback list; disjoint when both sides are asked at once."""
     usable: list[str] = []
