@@ -51,8 +51,11 @@ FORBIDDEN: dict[str, set[str]] = {
     "help": RUNTIME | DISPATCH | PYDANTIC | PLAIN | {"tomllib"},
     # built-in products only: no scan of installed distributions
     "prefs show": RUNTIME | DISPATCH | PYDANTIC | PLAIN | {"tomli_w"},
-    # plainly valid records are read without the models (orchestrator/session_read.py)
-    "sessions": RUNTIME | DISPATCH | {"pydantic", "pydantic_core", "review_loop.agents.records"},
+    # plainly valid records are read without the models (orchestrator/session_read.py);
+    # uuid (and platform) and hashlib only where a session id is made or an old gemini read
+    "sessions": RUNTIME
+    | DISPATCH
+    | {"pydantic", "pydantic_core", "review_loop.agents.records", "uuid", "platform", "hashlib"},
     # the fields it computed are printed as they are: no model built (and no adapters)
     "evidence": RUNTIME | DISPATCH | PYDANTIC | {"review_loop.adapters.base"},
     # a signed ledger is shown without the models; git runs, hence subprocess

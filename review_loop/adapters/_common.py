@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -73,6 +72,8 @@ def is_uuid(value: str) -> bool:
 def preassigned_uuid(product: str, value: str | None) -> str:
     """``value`` if it is a UUID, a fresh uuid4 when ``None``; refuse anything else."""
     if value is None:
+        import uuid  # here, not at import: uuid loads platform, which sessions never needs
+
         return str(uuid.uuid4())
     if not is_uuid(value):
         raise AdapterRefusalError(product, f"session id {value[:80]!r} is not a UUID")

@@ -17,7 +17,6 @@ The session id is chosen before launch (``--session-id <uuid>``); a resume passe
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -309,6 +308,8 @@ class GeminiAdapter:
             if not same_path(cwd, repo):
                 return None
         else:  # older layout: the directory is sha256(project root)
+            import hashlib  # here, not at import: only this layout needs it (and it is slow)
+
             project_hash = hashlib.sha256(str(repo).encode("utf-8")).hexdigest()
             if meta.get("projectHash") != project_hash:
                 return None
