@@ -289,3 +289,15 @@ def test_contract_env_passthrough_refuses_what_is_no_variable_name(word: str) ->
     with pytest.raises(ValueError, match="not a variable name"):
         EnvPassthrough(prefixes=("OK_", word))
     assert EnvPassthrough(names=("OK",), prefixes=("LC_",)).allows("LC_ALL")
+
+
+def test_contract_delivery_schema_still_describes_reply_and_usage() -> None:
+    schema = records.Delivery.model_json_schema()
+    reply = schema["$defs"]["Reply"]
+    assert list(reply["properties"]) == ["kind", "text", "session_id", "cost_usd", "usage"]
+    assert reply["required"] == ["text"]
+    assert list(schema["$defs"]["Usage"]["properties"]) == [
+        "input_tokens",
+        "output_tokens",
+        "cached_input_tokens",
+    ]
