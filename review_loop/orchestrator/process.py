@@ -356,8 +356,6 @@ def child_env(invocation: Invocation, marker: str) -> dict[str, str]:
 SEND_SESSION_S = 30.0
 """How long a supervisor may take to accept its session frame (a frame larger than the
 pipe's buffer waits for it to read) before it counts as dead and is replaced."""
-CLOSE_SPARE_S = 5.0
-"""How long an idle supervisor may take to exit once its control pipe is closed."""
 
 
 @dataclass(slots=True)
@@ -424,9 +422,10 @@ async def _send_session(supervisor: _Supervisor, frame: bytes) -> bool:
 async def _discard(supervisor: _Supervisor) -> None:
     """End a supervisor that has no session (or lost it) and reap it. Never raises.
 
-    With its control pipe closed an idle supervisor exits at once; one that does not
-    (stopped, or too slow) is killed by pid: it is this process's unreaped child, so the
-    pid cannot have been reused. Its group and subtree are empty: it started nothing.
+    It started nothing (its group and subtree are empty), so it is simply killed: waiting
+    for it to see end-of-file would wait for its interpreter's start when it is still
+    starting. Killed by this process's own handle on its unreaped child, as every other
+    signal to a child is sent here.
     """
     process = supervisor.process
     with anyio.CancelScope(shield=True):
@@ -436,14 +435,11 @@ async def _discard(supervisor: _Supervisor) -> None:
             if stream is not None:
                 with suppress(Exception):
                     await stream.aclose()
-        with anyio.move_on_after(CLOSE_SPARE_S):
-            with suppress(Exception):
-                await process.wait()
         if process.returncode is None:
             with suppress(Exception):
                 process.kill()
-            with suppress(Exception):
-                await process.wait()
+        with suppress(Exception):
+            await process.wait()
 
 
 class Supervisors:
@@ -453,10 +449,10 @@ class Supervisors:
     session's path. Open one with :func:`open_supervisors` and pass it to
     :func:`run_process`: a session takes the spare (its interpreter is already up, idle on
     its control pipe) and hands it its CLI's argv, environment and directory; a new spare
-    is started while that session runs. The spare is this process's direct child, in a
-    session of its own, with only its marker as environment; it never outlives its owner
-    (it exits on end-of-file on its control pipe, when closed here or when this process
-    exits, and when its owner is gone) and :meth:`aclose` ends it. A spare that died
+    is started once that session's CLI has exited. The spare is this process's direct
+    child, in a session of its own, with only its marker as environment; it never outlives
+    its owner (it exits on end-of-file on its control pipe, when this process exits or is
+    killed, and when its owner is gone) and :meth:`aclose` kills and reaps it. A spare that died
     while idle is noticed when its session is handed over (the pipe has no reader) and
     replaced by a supervisor started on the spot. After ``fork()`` the child never uses
     its parent's spare: the spare belongs to the pid that started it.
@@ -604,7 +600,8 @@ async def run_process(
             of stdin is written (the session record is written here).
         spill_dir: where output past the in-memory cap is spilled.
         supervisors: where a supervisor started ahead is taken from (and a new one started
-            while this session runs); without it, the session's supervisor is started now.
+            once this session's CLI exited); without it, the session's supervisor is
+            started now.
 
     Never raises for the child's own failures (they are in the result). Cancellation is
     re-raised after the tree has been ended and the child reaped.
@@ -660,8 +657,6 @@ async def run_process(
         if on_started is not None:
             await on_started(Started(process.pid, process.pid, marker, invocation.argv))
         async with anyio.create_task_group() as group:
-            if supervisors is not None and tree.supervised:  # the next session's, meanwhile
-                group.start_soon(supervisors.prestart)
             group.start_soon(_drain, process.stdout, out, out_done)
             group.start_soon(_drain, process.stderr, err, err_done)
             group.start_soon(_feed, process.stdin, invocation.stdin)
@@ -670,6 +665,10 @@ async def run_process(
             with anyio.move_on_after(deadline if deadline is not None else float("inf")) as scope:
                 stopped = await wait_exit_or_stop()
             timed_out = scope.cancelled_caught
+            if supervisors is not None and tree.supervised:
+                # The next session's supervisor starts now: not earlier, where its start
+                # would compete with this CLI for the processor.
+                group.start_soon(supervisors.prestart)
             # A supervisor killed by a signal (kill -9 of its pid) may have ended nothing
             # and its escapers went to init: find what is left by the marker, machine-wide.
             lost = tree.supervised and (process.returncode or 0) < 0
