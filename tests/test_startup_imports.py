@@ -55,7 +55,8 @@ FORBIDDEN: dict[str, set[str]] = {
     # uuid (and platform) and hashlib only where a session id is made or an old gemini read
     "sessions": RUNTIME
     | DISPATCH
-    | {"pydantic", "pydantic_core", "review_loop.agents.records", "uuid", "platform", "hashlib"},
+    | {"pydantic", "pydantic_core", "review_loop.agents.records", "uuid", "platform", "hashlib"}
+    | {"shutil"},  # argparse asks no terminal width (cli.new_parser)
     # the fields it computed are printed as they are: no model built (and no adapters)
     "evidence": RUNTIME | DISPATCH | PYDANTIC | {"review_loop.adapters.base"},
     # a signed ledger is shown without the models; git runs, hence subprocess
@@ -65,7 +66,8 @@ FORBIDDEN: dict[str, set[str]] = {
     | OTHER_WORKFLOWS
     | (PLAIN - {"subprocess"})
     | {"secrets", "review_loop.agents.records"},
-    "consult": {"trio", "httpx"} | OTHER_WORKFLOWS,
+    # the core builds plain values; pydantic models only at the embedding API
+    "consult": {"trio", "httpx", "pydantic", "pydantic_core"} | OTHER_WORKFLOWS,
 }
 
 

@@ -86,9 +86,17 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message or f"{self.prog}: exit {status}")
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter at a fixed width: argparse never prints help here (``help`` is
+    a command), and asking the terminal's width imports ``shutil`` in every command."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=80)
+
+
 def new_parser(prog: str) -> argparse.ArgumentParser:
     """A parser for one command: raises on errors, no ``-h`` (``help`` is a command)."""
-    return _Parser(prog=prog, add_help=False, allow_abbrev=False)
+    return _Parser(prog=prog, add_help=False, allow_abbrev=False, formatter_class=_Formatter)
 
 
 def load_command(name: str) -> CommandModule:
