@@ -221,9 +221,13 @@ class SessionRecord:
         """A record read back from disk (parsed JSON, untrusted); ``None`` if invalid.
 
         Plainly when every key is a field and every value has exactly the JSON type the
-        model wants; on anything else the model (``records.SessionRecord``) decides, and
-        its reading is taken field for field.
+        model wants. Refused without the model when the model refuses it whatever else it
+        holds: not a JSON object, or a required field missing (the original tool's records,
+        ``{product, sessionId, updated}``). On anything else the model
+        (``records.SessionRecord``) decides, and its reading is taken field for field.
         """
+        if type(raw) is not dict or not raw.keys() >= _REQUIRED:
+            return None  # the model has no default for a required field: it refuses too
         plain = _plain_record(raw)
         if plain is not None:
             return plain

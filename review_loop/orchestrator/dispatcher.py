@@ -108,7 +108,6 @@ from review_loop.prefs.view import PrefsView, as_view
 
 if TYPE_CHECKING:
     from review_loop.agents.records import Delivery as PublicDelivery
-    from review_loop.agents.records import SessionRecord as RecordModel
     from review_loop.prefs.model import Prefs
 
 RESUME_NOT_FOUND_WINDOW_MS = 5000
@@ -294,7 +293,7 @@ class Dispatcher:
     progress: Callable[[str], None]
     supervisors: Supervisors | None = None
     checkout: Checkout | None = None
-    reaped: list[RecordModel] = field(default_factory=list)
+    reaped: list[SessionRecord] = field(default_factory=list)
     outcomes: list[Delivery] = field(default_factory=list)
     _interrupted: dict[Path, Attempt] = field(default_factory=dict)
     _capabilities: dict[tuple[str, ...], Capabilities] = field(default_factory=dict)

@@ -28,6 +28,7 @@ nothing was signalled. The delivery state is ``DELIVERY_UNKNOWN``: nobody saw th
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -41,8 +42,8 @@ from pathlib import Path
 import anyio
 
 from review_loop.agents.models import DeliveryState
-from review_loop.agents.records import SESSION_FILE as SESSION_FILE
-from review_loop.agents.records import SessionRecord
+from review_loop.agents.outcomes import SESSION_FILE as SESSION_FILE
+from review_loop.agents.outcomes import SessionRecord, SessionStatus
 from review_loop.orchestrator import procfs, subreaper
 from review_loop.orchestrator.files import atomic_write_json, read_bytes, utc_now
 from review_loop.orchestrator.process import MARKER_ENV
@@ -74,9 +75,11 @@ def find_records(repo: Path) -> list[tuple[Path, SessionRecord]]:
     found: list[tuple[Path, SessionRecord]] = []
     for path in runtime.glob(f"*/*/{SESSION_FILE}"):
         try:
-            found.append((path, SessionRecord.model_validate(json.loads(read_bytes(path)))))
+            record = SessionRecord.read(json.loads(read_bytes(path)))  # the model's reading
         except (OSError, ValueError):  # a link under .review-handoff/ too (not followed)
             continue  # unreadable or foreign: skipped, as the original tool does
+        if record is not None:  # None: not ours (foreign), skipped
+            found.append((path, record))
     return found
 
 
@@ -236,7 +239,7 @@ def _end(case: _Case, grace: float, protected: set[int], own_group: int) -> None
     case.ended = sorted(ended - set(case.survivors))
 
 
-def _outcome(case: _Case) -> tuple[str, str]:
+def _outcome(case: _Case) -> tuple[SessionStatus, str]:
     """The record's new ``status`` and a ``reason`` that says exactly what happened."""
     if case.untrusted is not None:
         return "lost", f"untrusted record ({case.untrusted}); nothing was signalled"
@@ -276,17 +279,16 @@ def reap_sync(repo: Path, grace: float) -> list[SessionRecord]:
         elif record.ownerStart is None:
             case.untrusted = "ownerStart is missing"
         status, reason = _outcome(case)
-        updated = record.model_copy(
-            update={
-                "status": status,
-                "state": DeliveryState.DELIVERY_UNKNOWN,
-                "reason": reason,
-                "updated": utc_now(),
-                "finishedAt": utc_now(),
-            }
+        updated = dataclasses.replace(
+            record,
+            status=status,
+            state=DeliveryState.DELIVERY_UNKNOWN,
+            reason=reason,
+            updated=utc_now(),
+            finishedAt=utc_now(),
         )
         with suppress(OSError):  # a link or a full disk: the processes are ended anyway
-            atomic_write_json(path, updated.model_dump(mode="json"))
+            atomic_write_json(path, updated.document())
         reaped.append(updated)
     return reaped
 

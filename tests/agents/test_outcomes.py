@@ -246,6 +246,7 @@ UNUSUAL_RECORDS = [
     _record(command=["a", 1]),
     _record(product=None),
     _record(ownerPid=_DROP),
+    {"product": "codex", "sessionId": "s-1", "updated": "2026-11-29T10:00:00Z"},  # original's
     [],
     "record",
 ]

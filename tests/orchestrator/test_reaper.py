@@ -21,7 +21,7 @@ from typing import Any
 import psutil
 import pytest
 
-from review_loop.agents.records import SessionRecord
+from review_loop.agents.outcomes import SessionRecord
 from review_loop.orchestrator import procfs, reaper, subreaper
 from review_loop.orchestrator.dispatcher import open_dispatcher
 from review_loop.prefs import Prefs
