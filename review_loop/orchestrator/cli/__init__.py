@@ -20,6 +20,7 @@ that command runs, so ``sessions`` never pays for the dispatcher.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import json
 import os
@@ -226,4 +227,8 @@ def main() -> NoReturn:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         code = 1
+    # The process ends here: what it built is freed with it. Frozen, the interpreter's last
+    # garbage collections do not walk every module's objects first (about 6-8 ms of every
+    # command's exit; docs/startup.md). atexit handlers and the flush of stdout still run.
+    gc.freeze()
     sys.exit(code)
