@@ -1,8 +1,9 @@
 """The session supervisor: a child subreaper that owns every process of one session.
 
-Each reviewer session runs under ``<python> -I -S subreaper.py --owner=PID --control=FD``
-(see ``docs/process-ownership.md``), started *before* its session where it can be (a
-warm spare: its interpreter's start is then off the session's path). The supervisor
+Each reviewer session runs under ``<python> -I -S -c LAUNCH <this directory>
+--owner=PID --control=FD`` (see :data:`LAUNCH` and ``docs/process-ownership.md``),
+started *before* its session where it can be (a warm spare: its interpreter's start is
+then off the session's path). The supervisor
 
 1. marks itself a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER, 1)``), so that every
    process of the session whose parent dies is re-parented to it instead of to init — a
@@ -30,8 +31,8 @@ orphans.
 
 The module is also imported by :mod:`review_loop.orchestrator.process` for
 :func:`available`, :func:`supervisor_argv`, :func:`session_frame` and :func:`descendants`.
-As a script it imports only the standard library and runs with ``-I -S``: nothing from the
-working directory (an untrusted repository) or the environment can shadow a module or
+As a supervisor it imports only the standard library and runs with ``-I -S``: nothing from
+the working directory (an untrusted repository) or the environment can shadow a module or
 change the interpreter.
 """
 
@@ -50,7 +51,14 @@ else:  # the same functions and numbers without the enum module (~4 ms per sessi
     import _signal as signal
 
 SCRIPT = os.path.realpath(__file__)
-"""This file, run by path (pathlib is not imported: it would cost the supervisor 5 ms)."""
+"""This file (pathlib is not imported: it would cost the supervisor 5 ms)."""
+LAUNCH = (
+    "import sys; sys.path.append(sys.argv[1]); import subreaper; "
+    "subreaper._run_as_script(sys.argv[2:])"
+)
+"""How a supervisor is started: this module imported from its own directory, appended
+*after* the standard library (so no module it imports can be shadowed from there), which
+reads its cached bytecode; a script run by path is compiled on every start (2–3 ms)."""
 SPAWN_FAILED_EXIT = 127
 FAILURE_PREFIX = "review-loop-supervisor:"
 """Starts every line the supervisor itself writes on stderr."""
@@ -212,7 +220,17 @@ def supervisor_argv(*, owner: int, control: int) -> list[str]:
     it even started (``getppid()`` is no longer the owner) knows. ``control`` is the read
     end of a pipe passed to it (``pass_fds``); the owner keeps the write end.
     """
-    return [sys.executable, "-I", "-S", SCRIPT, f"--owner={owner}", f"--control={control}"]
+    here = os.path.dirname(SCRIPT)
+    return [
+        sys.executable,
+        "-I",
+        "-S",
+        "-c",
+        LAUNCH,
+        here,
+        f"--owner={owner}",
+        f"--control={control}",
+    ]
 
 
 def session_frame(

@@ -55,7 +55,7 @@ def supervisors_alive() -> list[psutil.Process]:
     found = []
     for child in psutil.Process().children():
         try:
-            if child.status() != psutil.STATUS_ZOMBIE and subreaper.SCRIPT in child.cmdline():
+            if child.status() != psutil.STATUS_ZOMBIE and subreaper.LAUNCH in child.cmdline():
                 found.append(child)
         except psutil.Error:
             continue
@@ -261,7 +261,7 @@ def test_an_idle_spare_ends_when_its_owner_is_killed(fork: bool) -> None:
         spare = psutil.Process(int(said[b"spare"]))
         forked = [int(said[b"child"])] if fork else []
         left = [spare, *(psutil.Process(pid) for pid in forked)]
-        assert subreaper.SCRIPT in spare.cmdline() and spare.ppid() == owner.pid
+        assert subreaper.LAUNCH in spare.cmdline() and spare.ppid() == owner.pid
         owner.kill()
         owner.wait()
         assert wait_until(lambda: ended(spare.pid))
