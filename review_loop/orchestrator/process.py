@@ -367,6 +367,8 @@ class _Supervisor:
     """The write end of its control pipe (non-blocking)."""
     marker: str
     """Its own environment carries it: the session it runs gets this marker."""
+    pinned: procfs.Proc | None
+    """It, pinned by its start time when it was started (a reused pid is not it)."""
 
 
 async def _start_supervisor(marker: str) -> _Supervisor:
@@ -395,7 +397,7 @@ async def _start_supervisor(marker: str) -> _Supervisor:
     finally:
         os.close(read)
     os.set_blocking(write, False)
-    return _Supervisor(process, write, marker)
+    return _Supervisor(process, write, marker, procfs.Proc.of(process.pid))
 
 
 async def _send_session(supervisor: _Supervisor, frame: bytes) -> bool:
@@ -424,20 +426,19 @@ async def _discard(supervisor: _Supervisor) -> None:
 
     It started nothing (its group and subtree are empty), so it is simply killed: waiting
     for it to see end-of-file would wait for its interpreter's start when it is still
-    starting. Killed by this process's own handle on its unreaped child, as every other
-    signal to a child is sent here.
+    starting. Killed through its pinned identity (never a reused pid), not through the
+    process handle: that would reap it behind the event loop's child watcher.
     """
     process = supervisor.process
     with anyio.CancelScope(shield=True):
+        if supervisor.pinned is not None:
+            supervisor.pinned.send_signal(signal.SIGKILL)
         with suppress(OSError):
             os.close(supervisor.control)
         for stream in (process.stdin, process.stdout, process.stderr):
             if stream is not None:
                 with suppress(Exception):
                     await stream.aclose()
-        if process.returncode is None:
-            with suppress(Exception):
-                process.kill()
         with suppress(Exception):
             await process.wait()
 
@@ -449,7 +450,8 @@ class Supervisors:
     session's path. Open one with :func:`open_supervisors` and pass it to
     :func:`run_process`: a session takes the spare (its interpreter is already up, idle on
     its control pipe) and hands it its CLI's argv, environment and directory; a new spare
-    is started once that session's CLI has exited. The spare is this process's direct
+    is started once that session's CLI has exited (from the pool's second session on:
+    see :meth:`refill`). The spare is this process's direct
     child, in a session of its own, with only its marker as environment; it never outlives
     its owner (it exits on end-of-file on its control pipe, when this process exits or is
     killed, and when its owner is gone) and :meth:`aclose` kills and reaps it. A spare that died
@@ -463,6 +465,7 @@ class Supervisors:
         self._spare: _Supervisor | None = None
         self._starting = False
         self._closed = False
+        self._sessions = 0
 
     @property
     def spare_pid(self) -> int | None:
@@ -494,8 +497,20 @@ class Supervisors:
         """The spare, now this caller's (``None`` if there is none for this process)."""
         if not self._usable():
             return None
+        self._sessions += 1
         spare, self._spare = self._spare, None
         return spare
+
+    async def refill(self) -> None:
+        """After a session: start the next spare, once this pool has run a second session.
+
+        A pool that has run one session may run no other (a ``consult`` process runs one):
+        a spare started then would only be killed at close, and its start would cost that
+        one session's caller (about 2-10 ms here) for nothing. From the second session on,
+        the caller evidently runs several, and each next one finds its spare ready.
+        """
+        if self._sessions > 1:
+            await self.prestart()
 
     async def aclose(self) -> None:
         """End the spare (if any) and start no other. Never raises."""
@@ -668,7 +683,7 @@ async def run_process(
             if supervisors is not None and tree.supervised:
                 # The next session's supervisor starts now: not earlier, where its start
                 # would compete with this CLI for the processor.
-                group.start_soon(supervisors.prestart)
+                group.start_soon(supervisors.refill)
             # A supervisor killed by a signal (kill -9 of its pid) may have ended nothing
             # and its escapers went to init: find what is left by the marker, machine-wide.
             lost = tree.supervised and (process.returncode or 0) < 0

@@ -102,20 +102,31 @@ async def run_recording(
 async def test_a_session_runs_in_the_spare_and_a_new_spare_follows(
     fakes: FakeCLIs, tmp_path: Path
 ) -> None:
-    """The spare started at open runs the first session (same pid, already idle); another
-    spare is started meanwhile; closing ends and reaps the spare, and nothing is left."""
+    """The spare started at open runs the first session (same pid, already idle). After
+    one session no spare is started for nothing (a consult runs one); from the second on,
+    a spare follows each session and runs the next. Closing kills and reaps the spare."""
+
+    async def ask(supervisors: Supervisors, question: str) -> int:
+        invocation = Invocation(argv=("claude", "-p"), stdin=question.encode(), cwd=tmp_path)
+        started, stdout, code = await run_recording(invocation, supervisors)
+        assert code == 0
+        assert json.loads(stdout)["result"] == f"FAKE-ANSWER from claude: {question}"
+        assert gone(started.pid)  # the session's supervisor, reaped by run_process
+        return started.pid
+
     async with open_supervisors() as supervisors:
         first = supervisors.spare_pid
         assert first is not None
-        invocation = Invocation(argv=("claude", "-p"), stdin=b"what now", cwd=tmp_path)
-        started, stdout, code = await run_recording(invocation, supervisors)
-        assert started.pid == first and code == 0
-        assert json.loads(stdout)["result"] == "FAKE-ANSWER from claude: what now"
-        assert gone(first)  # the session's supervisor, reaped by run_process
+        assert await ask(supervisors, "one") == first
+        assert supervisors.spare_pid is None and supervisors_alive() == []
+        assert await ask(supervisors, "two") != first  # started on the spot
         second = supervisors.spare_pid
-        assert second is not None and second != first
+        assert second is not None
         assert [p.pid for p in supervisors_alive()] == [second]
-    assert gone(second)
+        assert await ask(supervisors, "three") == second
+        last = supervisors.spare_pid
+        assert last is not None and last != second
+    assert gone(last)
     assert supervisors_alive() == []
 
 
