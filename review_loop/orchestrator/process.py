@@ -450,13 +450,13 @@ class Supervisors:
     session's path. Open one with :func:`open_supervisors` and pass it to
     :func:`run_process`: a session takes the spare (its interpreter is already up, idle on
     its control pipe) and hands it its CLI's argv, environment and directory; a new spare
-    is started once that session's CLI has exited (from the pool's second session on:
-    see :meth:`refill`). The spare is this process's direct
-    child, in a session of its own, with only its marker as environment; it never outlives
-    its owner (it exits on end-of-file on its control pipe, when this process exits or is
-    killed, and when its owner is gone) and :meth:`aclose` kills and reaps it. A spare that died
-    while idle is noticed when its session is handed over (the pipe has no reader) and
-    replaced by a supervisor started on the spot. After ``fork()`` the child never uses
+    is started once that session's CLI has exited (from the pool's second session on: see
+    :meth:`refill`). The spare is this process's direct child, in a session of its own,
+    with only its marker as environment; it never outlives its owner (it exits on
+    end-of-file on its control pipe, when this process exits or is killed, and when its
+    owner is gone) and :meth:`aclose` kills and reaps it. A spare that died while idle is
+    noticed when its session is handed over (the pipe has no reader) and replaced by a
+    supervisor started on the spot. After ``fork()`` the child never uses
     its parent's spare: the spare belongs to the pid that started it.
     """
 
