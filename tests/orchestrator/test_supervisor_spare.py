@@ -221,7 +221,8 @@ async def test_no_spare_outlives_a_dispatcher(fakes: FakeCLIs, tmp_path: Path) -
     assert supervisors_alive() == []
 
 
-def test_after_fork_the_child_never_takes_its_parents_spare() -> None:
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_after_fork_the_child_never_takes_its_parents_spare(backend: str) -> None:
     """A forked child sees the pool but not the spare: it belongs to the parent's pid."""
     if not subreaper.available():
         pytest.skip("needs the session supervisor (Linux)")
@@ -237,7 +238,7 @@ def test_after_fork_the_child_never_takes_its_parents_spare() -> None:
             assert os.waitstatus_to_exitcode(status) == 0
             assert supervisors.spare_pid == spare and not ended(spare)  # the parent's, alive
 
-    anyio.run(main)
+    anyio.run(main, backend=backend)
     assert supervisors_alive() == []
 
 
@@ -251,17 +252,18 @@ async def main():
             print("child", os.getpid(), flush=True)
             time.sleep(3600)
         await anyio.sleep(3600)
-anyio.run(main)
+anyio.run(main, backend=sys.argv[2])
 """
 
 
 @needs_supervisor
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
 @pytest.mark.parametrize("fork", [False, True], ids=["alone", "forked-child-holds-the-pipe"])
-def test_an_idle_spare_ends_when_its_owner_is_killed(fork: bool) -> None:
+def test_an_idle_spare_ends_when_its_owner_is_killed(fork: bool, backend: str) -> None:
     """``kill -9`` of the owner: its idle spare exits on its own (end-of-file, or, when a
     forked child of the owner still holds the pipe, the owner watch), starting nothing."""
     owner = subprocess.Popen(
-        [sys.executable, "-c", OWNER, "fork" if fork else "alone"],
+        [sys.executable, "-c", OWNER, "fork" if fork else "alone", backend],
         stdout=subprocess.PIPE,
         env=os.environ | {"PYTHONPATH": str(ROOT)},
     )
