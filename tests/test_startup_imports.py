@@ -67,7 +67,7 @@ FORBIDDEN: dict[str, set[str]] = {
     | (PLAIN - {"subprocess"})
     | {"secrets", "review_loop.agents.records"},
     # the core builds plain values; pydantic models only at the embedding API
-    "consult": {"trio", "httpx", "pydantic", "pydantic_core"} | OTHER_WORKFLOWS,
+    "consult": {"trio", "httpx", "pydantic", "pydantic_core", "psutil", "ctypes"} | OTHER_WORKFLOWS,
 }
 
 
