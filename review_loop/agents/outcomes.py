@@ -4,9 +4,10 @@ The public embedding API returns pydantic models (:mod:`review_loop.agents.recor
 ``Delivery``, ``Attempt``, ``Fallback``, ``RecordError``, ``SessionRecord``), and they stay
 the contract (validation, ``model_dump``, JSON Schemas). The dispatcher builds these values
 itself, from data it computed, so validating them again would only cost start-up: the
-core builds the plain twins below, which ``review-loop consult`` and the other workflows
-print and write directly, and :func:`review_loop.agents.records.public_delivery` turns a
-twin into the model once, at the public boundary (``Dispatcher.consult``/``fan_out``).
+core builds the plain twins below (``docs/plain-core.md``), which ``review-loop consult``
+and the workflows print and write directly, and
+:func:`review_loop.agents.records.public_delivery` turns a twin into the model once, at the
+public boundary (``Dispatcher.consult``/``fan_out``).
 
 Each twin has its model's field names, in the same order, with the same defaults, and its
 :meth:`document` is exactly the model's ``model_dump(mode="json", by_alias=True)``;
