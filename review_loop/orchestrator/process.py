@@ -591,6 +591,25 @@ async def _spawn(
     return process, False
 
 
+async def _start(
+    invocation: Invocation, grace: float, supervisors: Supervisors | None
+) -> tuple[anyio.abc.Process, ProcessTree] | Completed:
+    """The session's process (its supervisor, where there is one) and its tree, or a
+    ``Completed`` saying why it did not start."""
+    marker = uuid.uuid4().hex
+    env = child_env(invocation, marker)
+    executable = resolve_executable(invocation.argv[0], env)
+    if executable is None:
+        return Completed(returncode=None, spawn_error=f"executable not found: {invocation.argv[0]}")
+    spare = supervisors.take() if supervisors is not None else None
+    if spare is not None:  # a supervisor carries its session's marker from its own start
+        marker = env[MARKER_ENV] = spare.marker
+    spawned = await _spawn(invocation, [executable, *invocation.argv[1:]], env, grace, spare)
+    if isinstance(spawned, Completed):
+        return spawned
+    return spawned[0], ProcessTree(spawned[0].pid, marker, supervised=spawned[1])
+
+
 async def run_process(
     invocation: Invocation,
     *,
@@ -622,18 +641,10 @@ async def run_process(
     re-raised after the tree has been ended and the child reaped.
     """
     start = anyio.current_time()
-    marker = uuid.uuid4().hex
-    env = child_env(invocation, marker)
-    executable = resolve_executable(invocation.argv[0], env)
-    if executable is None:
-        return Completed(returncode=None, spawn_error=f"executable not found: {invocation.argv[0]}")
-    spare = supervisors.take() if supervisors is not None else None
-    if spare is not None:  # a supervisor carries its session's marker from its own start
-        marker = env[MARKER_ENV] = spare.marker
-    spawned = await _spawn(invocation, [executable, *invocation.argv[1:]], env, grace, spare)
-    if isinstance(spawned, Completed):
-        return spawned
-    process, tree = spawned[0], ProcessTree(spawned[0].pid, marker, supervised=spawned[1])
+    started = await _start(invocation, grace, supervisors)
+    if isinstance(started, Completed):
+        return started
+    process, tree = started
     out = BoundedCapture(head_cap, tail_cap, spill_dir)
     err = BoundedCapture(STDERR_CAP, STDERR_CAP, spill_dir)
     out_done, err_done = anyio.Event(), anyio.Event()
@@ -670,7 +681,7 @@ async def run_process(
 
     try:
         if on_started is not None:
-            await on_started(Started(process.pid, process.pid, marker, invocation.argv))
+            await on_started(Started(process.pid, process.pid, tree.marker, invocation.argv))
         async with anyio.create_task_group() as group:
             group.start_soon(_drain, process.stdout, out, out_done)
             group.start_soon(_drain, process.stderr, err, err_done)
