@@ -7,6 +7,7 @@ exit still runs atexit handlers and the whole document still reaches stdout.
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -36,3 +37,56 @@ def test_process_a_command_exits_frozen_with_its_whole_document(tmp_path: Path) 
     assert json.loads(done.stdout)["ok"] is True  # flushed whole
     frozen = int(done.stderr.rsplit("frozen=", 1)[1])
     assert frozen > 10_000  # the modules' objects, frozen before the exit
+
+
+# At exit, says whether the collector was on: ``main`` holds it during start-up.
+HARNESS_ENABLED = """
+import atexit, gc, sys
+from review_loop.orchestrator.cli import main
+atexit.register(lambda: sys.stderr.write(f"enabled={gc.isenabled()}"))
+sys.argv = ["review-loop", *sys.argv[1:]]
+main()
+"""
+
+
+def test_process_a_quick_command_runs_without_collections(tmp_path: Path) -> None:
+    repo = committed_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    done = subprocess.run(
+        [sys.executable, "-c", HARNESS_ENABLED, "sessions", "--repo", str(repo)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stderr.rsplit("enabled=", 1)[1] == "False"
+
+
+def _collector_seen_by_a_reviewer_command() -> tuple[bool, int]:
+    from review_loop.orchestrator.cli import stops
+
+    async def body(stop: stops.Stop) -> dict[str, object]:
+        return {"ok": True, "enabled": gc.isenabled(), "frozen": gc.get_freeze_count()}
+
+    document = stops.run_cancellable(body)
+    return bool(document["enabled"]), int(str(document["frozen"]))
+
+
+def test_contract_a_reviewer_command_collects_again_once_it_runs() -> None:
+    # main() disabled the collector for start-up: the command's body runs with it on, and
+    # what start-up built is frozen (a command may run for hours: its garbage is collected).
+    gc.disable()
+    try:
+        enabled, frozen = _collector_seen_by_a_reviewer_command()
+    finally:
+        gc.unfreeze()
+        gc.enable()
+    assert enabled
+    assert frozen > 0
+
+
+def test_contract_an_embedding_programs_collector_is_left_alone() -> None:
+    assert gc.isenabled()
+    before = gc.get_freeze_count()
+    enabled, frozen = _collector_seen_by_a_reviewer_command()
+    assert enabled
+    assert frozen == before  # nothing of the host's frozen

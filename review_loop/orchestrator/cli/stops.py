@@ -170,6 +170,7 @@ async def _supervised(
 ) -> Mapping[str, Any] | None:
     import anyio
 
+    _end_of_start_up()
     scope = anyio.CancelScope()
     document: Mapping[str, Any] | None = None
     failed: Exception | None = None
@@ -194,6 +195,21 @@ async def _supervised(
     if failed is not None:
         raise failed
     return document
+
+
+def _end_of_start_up() -> None:
+    """Collect garbage again once the command runs, if ``main`` held it during start-up.
+
+    A reviewer command may run for hours (``mcp``, a review with slow reviewers): from here
+    its garbage is collected as usual. What start-up built is frozen first, so no later
+    collection walks it again. An embedding program's or a test's collector, never
+    disabled by ``main``, is left alone.
+    """
+    import gc
+
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 @contextmanager
