@@ -465,9 +465,11 @@ class Dispatcher:
         """What ``[*command, *args]`` prints, cached per executable (path, size, mtime).
 
         Probing costs a whole CLI start (hundreds of ms for a Node CLI), so the answer is
-        kept in the user's state until the executable changes.
+        kept in the user's state until the executable changes. The lookup (a PATH search
+        and one small file of the user's state) runs in the event loop's thread: cheaper
+        than a hop to a worker thread and back.
         """
-        lookup = await anyio.to_thread.run_sync(_probe_cache_lookup, peer.command, args)
+        lookup = _probe_cache_lookup(peer.command, args)
         if lookup is None:
             return None  # the attempt itself will report the missing executable
         key, stamp, cache = lookup
@@ -787,7 +789,10 @@ class Dispatcher:
 
         Not fsynced: it must survive a crash of this process (the reaper reads it), and
         the session it describes cannot outlive a crash of the machine. Unwritable:
-        :class:`RecordingFailed` ends the session before its stdin is fed.
+        :class:`RecordingFailed` ends the session before its stdin is fed. Written in the
+        event loop's thread, as the record before the launch is: a few hundred
+        microseconds of local writes, while a hop to a worker thread and back costs about
+        as much again, on the path between the spawn and the prompt.
         """
         current.record = dataclasses.replace(
             current.record,
@@ -798,9 +803,7 @@ class Dispatcher:
             procStart=_process_start(info.pid),
             updated=utc_now(),
         )
-        document = current.record.document()
-        path = current.record_path
-        await anyio.to_thread.run_sync(lambda: write_or_raise(path, document, durable=False))
+        write_or_raise(current.record_path, current.record.document(), durable=False)
 
     def _finish_interrupted(self, current: _InFlight) -> None:
         """Finish a cancelled attempt's record as ``interrupted``, for :meth:`_tracked`.
@@ -1028,20 +1031,29 @@ async def open_dispatcher(
         yield dispatcher
 
 
+def _reap_and_sweep(repo: Path, grace: float) -> list[SessionRecord]:
+    """The start-up reaper, then the throw-away copies of isolated runs whose review-loop
+    was killed with SIGKILL: one worker thread for both (each hop costs a few tenths of a
+    millisecond of every command's start)."""
+    from review_loop.orchestrator.reaper import reap_sync
+
+    reaped = reap_sync(repo, grace)
+    remove_orphaned_scratch()
+    return reaped
+
+
 async def _opened(
     repo: Path | str | Checkout, prefs: PrefsView, progress: Callable[[str], None], *, reap: bool
 ) -> Dispatcher:
     """The dispatcher of :func:`open_dispatcher`, with its repository located and reaped."""
-    from review_loop.orchestrator.reaper import reap_sessions
-
     # An existing git checkout (its top level), never created.
     if not isinstance(repo, Checkout):
         repo = await anyio.to_thread.run_sync(locate, repo)
     dispatcher = Dispatcher(repo=repo.root, prefs=prefs, progress=progress, checkout=repo)
     if reap:
-        dispatcher.reaped = await reap_sessions(repo.root, grace=prefs.graceMs / 1000)
-        # the throw-away copies of isolated runs whose review-loop was killed with SIGKILL
-        await anyio.to_thread.run_sync(remove_orphaned_scratch)
+        dispatcher.reaped = await anyio.to_thread.run_sync(
+            _reap_and_sweep, repo.root, prefs.graceMs / 1000
+        )
         for record in dispatcher.reaped:
             log_event(
                 "reaped",
