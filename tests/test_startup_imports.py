@@ -52,10 +52,12 @@ FORBIDDEN: dict[str, set[str]] = {
     # built-in products only: no scan of installed distributions
     "prefs show": RUNTIME | DISPATCH | PYDANTIC | PLAIN | {"tomli_w"},
     # plainly valid records are read without the models (orchestrator/session_read.py);
-    # uuid (and platform) and hashlib only where a session id is made or an old gemini read
+    # uuid (and platform) and hashlib only where a session id is made or an old gemini read;
+    # the run vocabulary (dataclasses, hence inspect) only where a CLI runs (docs/vocabulary.md)
     "sessions": RUNTIME
     | DISPATCH
     | {"pydantic", "pydantic_core", "review_loop.agents.records", "uuid", "platform", "hashlib"}
+    | {"dataclasses", "inspect", "review_loop.agents.run_vocabulary"}
     | {"shutil"},  # argparse asks no terminal width (cli.new_parser)
     # the fields it computed are printed as they are: no model built (and no adapters)
     "evidence": RUNTIME | DISPATCH | PYDANTIC | {"review_loop.adapters.base"},

@@ -12,18 +12,14 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from review_loop.adapters.base import DETAIL_LIMIT, detail_of, json_lines, shell_join
 from review_loop.agents.errors import AdapterRefusalError
-from review_loop.agents.models import (
-    Completed,
-    DeliveryState,
-    Failure,
-    ReadOnlyResume,
-    ResumeCommands,
-    Usage,
-)
+from review_loop.agents.models import DeliveryState, ReadOnlyResume, ResumeCommands
+
+if TYPE_CHECKING:  # the run vocabulary is imported where a run is read (agents/models.py)
+    from review_loop.agents.models import Completed, Failure, Usage
 
 # -- request checks --------------------------------------------------------------------------
 
@@ -193,6 +189,8 @@ def as_dict(value: object) -> dict[str, Any]:
 
 def usage_of(data: object, *, input_key: str, output_key: str, cached_key: str) -> Usage | None:
     """A :class:`Usage` from a token-count object, or ``None`` when it has no counts."""
+    from review_loop.agents.models import Usage
+
     counts = as_dict(data)
     usage = Usage(
         input_tokens=as_int(counts.get(input_key)),
@@ -217,6 +215,8 @@ def version_in(text: str | None) -> str | None:
 
 def not_submitted(reason: str, detail: str, *, session_not_found: bool = False) -> Failure:
     """A failure that provably happened before any request left this machine."""
+    from review_loop.agents.models import Failure
+
     return Failure(
         state=DeliveryState.NOT_SUBMITTED,
         reason=reason,
@@ -229,6 +229,8 @@ def unknown(
     reason: str, detail: str, *, session_id: str | None = None, session_not_found: bool = False
 ) -> Failure:
     """A failure after which nobody can say whether the model got the request."""
+    from review_loop.agents.models import Failure
+
     return Failure(
         state=DeliveryState.DELIVERY_UNKNOWN,
         reason=reason,

@@ -17,25 +17,25 @@ import functools
 import json
 import shlex
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
-from review_loop.agents.models import (
-    AgentRequest,
-    Capabilities,
-    Completed,
-    EnvPassthrough,
-    Failure,
-    Invocation,
-    Outcome,
-    ResumeCommands,
-    StoredSession,
-)
+if TYPE_CHECKING:  # the run vocabulary is loaded when a CLI is run (agents/models.py)
+    from review_loop.agents.models import (
+        AgentRequest,
+        Capabilities,
+        Completed,
+        EnvPassthrough,
+        Failure,
+        Invocation,
+        Outcome,
+        ResumeCommands,
+        StoredSession,
+    )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SessionStore:
+class SessionStore(NamedTuple):
     """Where a CLI keeps its sessions, for ``sessions`` to scan.
 
     Attributes:
@@ -52,14 +52,14 @@ class SessionStore:
     sidecars: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SessionFile:
+class SessionFile(NamedTuple):
     """One session file as the orchestrator read it: path, first bytes, mtime."""
 
     path: Path
     head: bytes
     mtime: float
-    sidecars: Mapping[str, bytes] = field(default_factory=dict)
+    sidecars: Mapping[str, bytes] = MappingProxyType({})
+    """Read-only; the default is one shared empty mapping."""
 
 
 @runtime_checkable
@@ -163,7 +163,7 @@ def generic_failure(completed: Completed) -> Failure | None:
     A missing executable is proven not submitted. A timeout, a STOP, a cancellation or a
     truncated stream leaves delivery unknown, whatever the output says.
     """
-    from review_loop.agents.models import DeliveryState
+    from review_loop.agents.models import DeliveryState, Failure
 
     if completed.spawn_error is not None:
         return Failure(

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -53,21 +52,19 @@ from review_loop.adapters.base import (
     detail_of,
     generic_failure,
 )
-from review_loop.agents.models import (
-    AgentRequest,
-    Capabilities,
-    Completed,
-    EnvPassthrough,
-    Failure,
-    Invocation,
-    Outcome,
-    Reply,
-    ResumeCommands,
-    StoredSession,
-)
+from review_loop.agents.models import EnvPassthrough, ResumeCommands, StoredSession
 
 if TYPE_CHECKING:
+    # the run vocabulary: imported where a run is built or read (agents/models.py)
     from review_loop.adapters.base import Adapter
+    from review_loop.agents.models import (
+        AgentRequest,
+        Capabilities,
+        Completed,
+        Failure,
+        Invocation,
+        Outcome,
+    )
 
 PRODUCT: Final = "claude"
 
@@ -197,9 +194,12 @@ def _is_result(data: Mapping[str, Any]) -> bool:
 
 
 @final
-@dataclass(frozen=True, slots=True)
 class ClaudeAdapter:
     """Claude Code in ``-p`` mode with JSON output, plan mode and read-only tools."""
+
+    # One immutable instance per product (``ADAPTER``): empty slots, so no attribute of its
+    # own can be set; these are the class's.
+    __slots__ = ()
 
     name: str = PRODUCT
     default_executable: str = "claude"
@@ -213,12 +213,16 @@ class ClaudeAdapter:
 
     def capabilities(self, probe_output: str | None) -> Capabilities:
         """Every supported version is read-only and resumable; only the version is read."""
+        from review_loop.agents.models import Capabilities
+
         return Capabilities(version=version_in(probe_output))
 
     def build(
         self, request: AgentRequest, *, command: Sequence[str], capabilities: Capabilities
     ) -> Invocation:
         """``claude -p --output-format json``, both flag sets, ``--session-id|--resume <id>``."""
+        from review_loop.agents.models import Invocation
+
         argv = [*require_command(PRODUCT, command), "-p", "--output-format", "json"]
         argv += READ_ONLY_FLAGS
         argv += NO_PROJECT_CODE_FLAGS
@@ -260,6 +264,8 @@ class ClaudeAdapter:
     def _from_result(
         self, data: Mapping[str, Any], completed: Completed, known_id: str | None
     ) -> Outcome:
+        from review_loop.agents.models import Reply
+
         text = as_str(data.get("result")) or ""
         session_id = as_str(data.get("session_id")) or known_id
         if data.get("is_error") is True or completed.returncode != 0:

@@ -11,13 +11,11 @@ The thread id (= session id) is only known from the first event, ``thread.starte
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, final
 
 from review_loop.adapters._common import (
     as_dict,
@@ -47,22 +45,19 @@ from review_loop.adapters.base import (
     generic_failure,
     json_lines,
 )
-from review_loop.agents.models import (
-    AgentRequest,
-    Capabilities,
-    Completed,
-    DeliveryState,
-    EnvPassthrough,
-    Failure,
-    Invocation,
-    Outcome,
-    Reply,
-    ResumeCommands,
-    StoredSession,
-)
+from review_loop.agents.models import DeliveryState, EnvPassthrough, ResumeCommands, StoredSession
 
 if TYPE_CHECKING:
+    # the run vocabulary: imported where a run is built or read (agents/models.py)
     from review_loop.adapters.base import Adapter
+    from review_loop.agents.models import (
+        AgentRequest,
+        Capabilities,
+        Completed,
+        Failure,
+        Invocation,
+        Outcome,
+    )
 
 PRODUCT: Final = "codex"
 
@@ -113,8 +108,7 @@ _CLAP_ERROR = re.compile(r"(?m)^error: ")
 _ROLLOUT_ID = re.compile(r"-([0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12})\.jsonl$")
 
 
-@dataclass(frozen=True, slots=True)
-class _Events:
+class _Events(NamedTuple):
     """What a run's JSONL says, for classification."""
 
     thread_id: str | None
@@ -198,9 +192,12 @@ def _refusal(stderr: str, events: _Events, returncode: int | None) -> Failure | 
 
 
 @final
-@dataclass(frozen=True, slots=True)
 class CodexAdapter:
     """``codex exec --json`` in the read-only sandbox, resuming with ``exec … resume``."""
+
+    # One immutable instance per product (``ADAPTER``): empty slots, so no attribute of its
+    # own can be set; these are the class's.
+    __slots__ = ()
 
     name: str = PRODUCT
     default_executable: str = "codex"
@@ -212,6 +209,8 @@ class CodexAdapter:
 
     def capabilities(self, probe_output: str | None) -> Capabilities:
         """Every supported version is read-only and resumable; only the version is read."""
+        from review_loop.agents.models import Capabilities
+
         found = re.search(r"codex-cli\s+(\S+)", probe_output or "")
         return Capabilities(version=found.group(1) if found else version_in(probe_output))
 
@@ -219,6 +218,8 @@ class CodexAdapter:
         self, request: AgentRequest, *, command: Sequence[str], capabilities: Capabilities
     ) -> Invocation:
         """``codex exec --json <read-only> … -C <cwd> [resume <id>] -``; prompt on stdin."""
+        from review_loop.agents.models import Invocation
+
         argv = [*require_command(PRODUCT, command), "exec", "--json", *READ_ONLY_FLAGS]
         argv += ["--skip-git-repo-check", "--disable", "unbounded_connection_retries"]
         argv += [*NO_PROJECT_CODE_FLAGS, *untrusted_project(request.cwd)]
@@ -242,6 +243,10 @@ class CodexAdapter:
         (``thread.started`` comes before the request): the session exists, and resuming it
         is the only way to learn whether the model got the prompt.
         """
+        import dataclasses
+
+        from review_loop.agents.models import Reply
+
         failure = generic_failure(completed)
         if failure is not None:
             if failure.state is DeliveryState.DELIVERY_UNKNOWN and failure.session_id is None:

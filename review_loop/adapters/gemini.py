@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -54,22 +53,20 @@ from review_loop.adapters.base import (
     json_lines,
 )
 from review_loop.agents.errors import AdapterRefusalError
-from review_loop.agents.models import (
-    AgentRequest,
-    Capabilities,
-    Completed,
-    EnvPassthrough,
-    Failure,
-    Invocation,
-    Outcome,
-    Reply,
-    ResumeCommands,
-    StoredSession,
-    Usage,
-)
+from review_loop.agents.models import EnvPassthrough, ResumeCommands, StoredSession
 
 if TYPE_CHECKING:
+    # the run vocabulary: imported where a run is built or read (agents/models.py)
     from review_loop.adapters.base import Adapter
+    from review_loop.agents.models import (
+        AgentRequest,
+        Capabilities,
+        Completed,
+        Failure,
+        Invocation,
+        Outcome,
+        Usage,
+    )
 
 PRODUCT: Final = "gemini"
 
@@ -175,6 +172,8 @@ def _refusal(stderr: str, error: Mapping[str, Any], returncode: int | None) -> F
 
 def _usage(stats: object) -> Usage | None:
     """Token counts summed over ``stats.models.*.tokens``."""
+    from review_loop.agents.models import Usage
+
     totals: dict[str, int] = {}
     for model in as_dict(as_dict(stats).get("models")).values():
         tokens = as_dict(as_dict(model).get("tokens"))
@@ -192,9 +191,12 @@ def _usage(stats: object) -> Usage | None:
 
 
 @final
-@dataclass(frozen=True, slots=True)
 class GeminiAdapter:
     """``gemini -o json --approval-mode plan -p ""`` with the prompt on stdin."""
+
+    # One immutable instance per product (``ADAPTER``): empty slots, so no attribute of its
+    # own can be set; these are the class's.
+    __slots__ = ()
 
     name: str = PRODUCT
     default_executable: str = "gemini"
@@ -206,6 +208,8 @@ class GeminiAdapter:
 
     def capabilities(self, probe_output: str | None) -> Capabilities:
         """Every supported version is read-only and resumable; only the version is read."""
+        from review_loop.agents.models import Capabilities
+
         return Capabilities(version=version_in(probe_output))
 
     def build(
@@ -217,6 +221,8 @@ class GeminiAdapter:
             AdapterRefusalError: a resume or preassigned id that is not a safe token or UUID;
                 an empty prompt; an install path the read-only policy cannot be passed from.
         """
+        from review_loop.agents.models import Invocation
+
         if "," in str(READ_ONLY_POLICY):
             # --admin-policy splits its value at commas: the policy would silently not load.
             raise AdapterRefusalError(
@@ -241,6 +247,8 @@ class GeminiAdapter:
 
     def interpret(self, invocation: Invocation, completed: Completed) -> Outcome:
         """Read ``{session_id, response, stats}``; classify the JSON error on stderr."""
+        from review_loop.agents.models import Reply
+
         failure = generic_failure(completed)
         if failure is not None:
             return failure

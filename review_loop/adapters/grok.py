@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, final
 from urllib.parse import unquote
@@ -57,22 +56,19 @@ from review_loop.adapters.base import (
     json_lines,
 )
 from review_loop.agents.errors import AdapterRefusalError
-from review_loop.agents.models import (
-    AgentRequest,
-    Capabilities,
-    Completed,
-    EnvPassthrough,
-    Failure,
-    Invocation,
-    Outcome,
-    ReadOnlyResume,
-    Reply,
-    ResumeCommands,
-    StoredSession,
-)
+from review_loop.agents.models import EnvPassthrough, ReadOnlyResume, ResumeCommands, StoredSession
 
 if TYPE_CHECKING:
+    # the run vocabulary: imported where a run is built or read (agents/models.py)
     from review_loop.adapters.base import Adapter
+    from review_loop.agents.models import (
+        AgentRequest,
+        Capabilities,
+        Completed,
+        Failure,
+        Invocation,
+        Outcome,
+    )
 
 PRODUCT: Final = "grok"
 
@@ -148,9 +144,12 @@ def _single_argument(prompt: str) -> str:
 
 
 @final
-@dataclass(frozen=True, slots=True)
 class GrokAdapter:
     """Grok Build read-only, or the npm grok-cli isolated in a copy of the repository."""
+
+    # One immutable instance per product (``ADAPTER``): empty slots, so no attribute of its
+    # own can be set; these are the class's.
+    __slots__ = ()
 
     name: str = PRODUCT
     default_executable: str = "grok"
@@ -162,6 +161,8 @@ class GrokAdapter:
 
     def capabilities(self, probe_output: str | None) -> Capabilities:
         """Grok Build if the help lists ``--sandbox`` and ``--output-format``; else unsafe."""
+        from review_loop.agents.models import Capabilities
+
         text = probe_output or ""
         if "--sandbox" in text and "--output-format" in text:
             return Capabilities(variant=BUILD, version=version_in(text))
@@ -180,6 +181,8 @@ class GrokAdapter:
             AdapterRefusalError: a resume for a CLI without sessions; a prompt too large
                 for one argument.
         """
+        from review_loop.agents.models import Invocation
+
         prefix = require_command(PRODUCT, command)
         prompt = prompt_argument(PRODUCT, request.prompt)
         if not _is_build(capabilities):
@@ -300,6 +303,8 @@ def _first_str(*sources: Mapping[str, Any], keys: tuple[str, ...]) -> str | None
 
 def _interpret_build(invocation: Invocation, completed: Completed, stderr: str) -> Outcome:
     """One JSON object: ``text``/``result``/``output`` and ``sessionId``/``session_id``."""
+    from review_loop.agents.models import Reply
+
     known_id = invocation.session_id
     not_found = invocation.session_id is not None and bool(_SESSION_NOT_FOUND.search(stderr))
     if completed.stdout_truncated:
@@ -350,6 +355,8 @@ def _interpret_vibe(completed: Completed) -> Outcome:
 
     API errors exit 0 with ``Sorry, I encountered an error: …`` as that content.
     """
+    from review_loop.agents.models import Reply
+
     final: dict[str, Any] | None
     if completed.stdout_truncated:
         # Only the end is provably whole: the last line must lie wholly in the tail.

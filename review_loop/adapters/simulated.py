@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, final
+from typing import TYPE_CHECKING, Final, final
 
 from review_loop.adapters._common import (
     checked_session_id,
@@ -35,17 +34,15 @@ from review_loop.adapters.base import (
     shell_join,
 )
 from review_loop.agents.models import (
-    AgentRequest,
-    Capabilities,
-    Completed,
     EnvPassthrough,
-    Invocation,
-    Outcome,
     ReadOnlyResume,
-    Reply,
     ResumeCommands,
     StoredSession,
 )
+
+if TYPE_CHECKING:
+    # the run vocabulary: imported where a run is built or read (agents/models.py)
+    from review_loop.agents.models import AgentRequest, Capabilities, Completed, Invocation, Outcome
 
 NAME: Final = "simulated"
 MODULE: Final = ("-I", "-B", "-m", "review_loop.simulated")
@@ -54,9 +51,12 @@ ENV_PASSTHROUGH: Final = EnvPassthrough()
 
 
 @final
-@dataclass(frozen=True, slots=True)
 class SimulatedAdapter:
     """Adapter for the bundled simulated reviewer (see the module docstring)."""
+
+    # One immutable instance per product (``ADAPTER``): empty slots, so no attribute of its
+    # own can be set; these are the class's.
+    __slots__ = ()
 
     name: str = NAME
     # The interpreter review-loop runs under: it can import the simulated module.
@@ -69,12 +69,16 @@ class SimulatedAdapter:
 
     def capabilities(self, probe_output: str | None) -> Capabilities:
         """Read-only (it reads only its prompt) and resumable (the id is kept)."""
+        from review_loop.agents.models import Capabilities
+
         return Capabilities(variant="simulated", read_only=True, resumable=True)
 
     def build(
         self, request: AgentRequest, *, command: Sequence[str], capabilities: Capabilities
     ) -> Invocation:
         """``<command> -I -B -m review_loop.simulated [--resume ID]``, the prompt on stdin."""
+        from review_loop.agents.models import Invocation
+
         argv = [*require_command(NAME, command), *MODULE]
         if request.resume_session_id is not None:
             argv += ["--resume", checked_session_id(NAME, request.resume_session_id)]
@@ -84,6 +88,8 @@ class SimulatedAdapter:
 
     def interpret(self, invocation: Invocation, completed: Completed) -> Outcome:
         """The JSON line's ``text`` is the reply; anything else is ``DELIVERY_UNKNOWN``."""
+        from review_loop.agents.models import Reply
+
         generic = generic_failure(completed)
         if generic is not None:
             return generic

@@ -1,28 +1,70 @@
 """The vocabulary every layer speaks: requests, invocations, finished processes, outcomes.
 
-These are pure data: frozen, slotted, keyword-only stdlib dataclasses. Building or reading
-them performs no I/O, so adapters can be tested without spawning anything and the
-orchestrator can journal them.
-
+These are pure data, immutable once built. Building or reading them performs no I/O, so
+adapters can be tested without spawning anything and the orchestrator can journal them.
 They are built by this code base alone (the adapters, the process layer, the dispatcher),
 never from untrusted input, so they are not validated at run time: ``mypy --strict`` is
-their check, and importing them costs no pydantic (``docs/startup.md``). pydantic still
-validates and describes them where they are part of a public model (``Reply`` and
-``Usage`` inside ``Delivery``): it validates stdlib dataclasses natively and emits their
-JSON Schemas. A change of value is ``dataclasses.replace``.
+their check, and importing them costs no pydantic (``docs/startup.md``).
+
+Two kinds, by what is done with them (``docs/vocabulary.md``):
+
+- **The run vocabulary** (:class:`AgentRequest`, :class:`Capabilities`,
+  :class:`Invocation`, :class:`Completed`, :class:`Usage`, :class:`Reply`,
+  :class:`Failure`, :data:`Outcome`): frozen, slotted, keyword-only stdlib dataclasses,
+  because the run path changes them with ``dataclasses.replace`` and pydantic validates and
+  describes ``Reply`` and ``Usage`` inside the public ``Delivery``. They live in
+  :mod:`review_loop.agents.run_vocabulary` and are loaded from there on first use (module
+  ``__getattr__``): ``sessions`` runs no CLI, so it neither defines them nor imports
+  :mod:`dataclasses` (with :mod:`inspect`), about a tenth of its start-up.
+- **The listing vocabulary** (:class:`StoredSession`, :class:`ResumeCommands`,
+  :class:`ReadOnlyResume`): built by an adapter, read by ``sessions``, never changed and
+  never described by pydantic: ``typing.NamedTuple``s, a tenth of a dataclass's cost to
+  define. :class:`EnvPassthrough`, which every adapter declares at import and which checks
+  its words, is a small hand-written frozen class.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
-from dataclasses import dataclass, field
 from enum import StrEnum
-from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from review_loop.agents.constants import ENV_NAME_PATTERN as ENV_NAME_PATTERN
 
+if TYPE_CHECKING:
+    from review_loop.agents.run_vocabulary import AgentRequest as AgentRequest
+    from review_loop.agents.run_vocabulary import Capabilities as Capabilities
+    from review_loop.agents.run_vocabulary import Completed as Completed
+    from review_loop.agents.run_vocabulary import Failure as Failure
+    from review_loop.agents.run_vocabulary import Invocation as Invocation
+    from review_loop.agents.run_vocabulary import Outcome as Outcome
+    from review_loop.agents.run_vocabulary import Reply as Reply
+    from review_loop.agents.run_vocabulary import Usage as Usage
+
 _ENV_NAME = re.compile(ENV_NAME_PATTERN)
+
+_RUN_VOCABULARY = frozenset(
+    {
+        "AgentRequest",
+        "Capabilities",
+        "Completed",
+        "Failure",
+        "Invocation",
+        "Outcome",
+        "Reply",
+        "Usage",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    """The run vocabulary, defined on first use (see the module's docstring)."""
+    if name in _RUN_VOCABULARY:
+        value = getattr(importlib.import_module("review_loop.agents.run_vocabulary"), name)
+        globals()[name] = value  # later lookups are plain attribute reads
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class DeliveryState(StrEnum):
@@ -41,49 +83,26 @@ class DeliveryState(StrEnum):
     DELIVERY_UNKNOWN = "DELIVERY_UNKNOWN"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AgentRequest:
-    """One question for one product, independent of how that product is launched.
-
-    Attributes:
-        prompt: the full prompt text. It never passes through a shell.
-        cwd: the directory the agent runs in (the repository root).
-        resume_session_id: continue this stored session instead of starting a new one.
-        session_id: a session id chosen in advance, used by CLIs that accept one
-            (``claude --session-id``), so the record holds the handle before launch.
-    """
-
-    prompt: str
-    cwd: Path
-    resume_session_id: str | None = None
-    session_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Capabilities:
-    """What an installed CLI can do, as read from its ``--version``/``--help``."""
-
-    variant: str = "default"
-    version: str | None = None
-    read_only: bool = True
-    resumable: bool = True
-    isolate_in_copy: bool = False
-    """Run in a throw-away copy of ``cwd`` because the CLI has no read-only mode."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class EnvPassthrough:
     """Which variables of the caller's environment may reach a CLI; nothing else does.
+
+    Built with keywords only (``EnvPassthrough(names=(...), prefixes=(...))``); immutable,
+    compared and hashed by value, like the frozen dataclass it was. Hand-written rather
+    than a dataclass because every adapter builds one at import (``sessions`` then needs no
+    :mod:`dataclasses`), and not a ``NamedTuple`` because its check must not be bypassable
+    (``NamedTuple._make``/``_replace`` skip any ``__new__``).
 
     Attributes:
         names: exact variable names (``ANTHROPIC_API_KEY``).
         prefixes: every variable whose name starts with one of these (``LC_``).
     """
 
-    names: tuple[str, ...] = ()
-    prefixes: tuple[str, ...] = ()
+    __slots__ = ("names", "prefixes")
 
-    def __post_init__(self) -> None:
+    names: tuple[str, ...]
+    prefixes: tuple[str, ...]
+
+    def __init__(self, *, names: tuple[str, ...] = (), prefixes: tuple[str, ...] = ()) -> None:
         """Refuse a name or prefix that is no variable name (``*``, ``A=B``, ``""``).
 
         Adapters (code, possibly a third party's) and prefs (already checked) supply
@@ -93,13 +112,35 @@ class EnvPassthrough:
         Raises:
             ValueError: names the field and the offending word.
         """
-        for label, words in (("names", self.names), ("prefixes", self.prefixes)):
+        for label, words in (("names", names), ("prefixes", prefixes)):
             for word in words:
                 if not isinstance(word, str) or not _ENV_NAME.fullmatch(word):
                     raise ValueError(
                         f"EnvPassthrough.{label}: {word!r} is not a variable name "
                         f"(accepted: {ENV_NAME_PATTERN})"
                     )
+        object.__setattr__(self, "names", names)
+        object.__setattr__(self, "prefixes", prefixes)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: EnvPassthrough is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}: EnvPassthrough is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not EnvPassthrough:
+            return NotImplemented
+        return (self.names, self.prefixes) == (other.names, other.prefixes)
+
+    def __hash__(self) -> int:
+        return hash((self.names, self.prefixes))
+
+    def __repr__(self) -> str:
+        return f"EnvPassthrough(names={self.names!r}, prefixes={self.prefixes!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _env_passthrough, (self.names, self.prefixes)
 
     def allows(self, name: str) -> bool:
         """Whether ``name`` may pass."""
@@ -113,124 +154,27 @@ class EnvPassthrough:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Invocation:
-    """Everything needed to start one CLI. Building it performs no I/O.
+def _env_passthrough(names: tuple[str, ...], prefixes: tuple[str, ...]) -> EnvPassthrough:
+    """Rebuild a pickled :class:`EnvPassthrough` through its check."""
+    return EnvPassthrough(names=names, prefixes=prefixes)
 
-    Attributes:
-        argv: the exact argument vector; ``argv[0]`` is the executable or launcher.
-        env: variables set for the CLI (they win over anything passed through).
-        unset_env: variables never passed through, even when ``pass_env`` allows them.
-        pass_env: which variables of the caller's environment may reach the CLI, besides
-            the orchestrator's product-neutral basics (PATH, HOME, locale, proxies, ...).
-            Everything else of the caller's environment is dropped.
-        hidden_paths: paths relative to ``cwd`` that hold this CLI's project configuration
-            (settings, hooks, MCP servers, ``.env``), which the CLI must not see: covered
-            (empty, read-only) in a private mount namespace, or left out of a copy.
-        stdin: bytes written to stdin before it is closed; ``None`` means DEVNULL.
-        cwd: the working directory.
-        session_id: the session handle known before launch, if any.
-        isolate_in_copy: the orchestrator must run this in a throw-away copy of ``cwd``.
-        home_files: for a CLI without a read-only mode (which runs with a scratch HOME,
-            the real one read-only): files, relative to the real HOME, copied into the
-            scratch HOME when they exist (its credentials and settings).
+
+class StoredSession(NamedTuple):
+    """A resumable session found in a CLI's own store or in our records.
+
+    Built with keywords; a change is ``session._replace(updated=...)``.
     """
-
-    argv: tuple[str, ...]
-    env: dict[str, str] = field(default_factory=dict)
-    unset_env: tuple[str, ...] = ()
-    pass_env: EnvPassthrough = EnvPassthrough()
-    hidden_paths: tuple[str, ...] = ()
-    stdin: bytes | None = None
-    cwd: Path
-    session_id: str | None = None
-    isolate_in_copy: bool = False
-    home_files: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Completed:
-    """What a finished (or stopped) process left behind.
-
-    ``stdout`` holds the whole output when ``stdout_truncated`` is false. Past the
-    in-memory cap it holds the first and last part joined, and ``stdout_spill`` names the
-    file with everything, so memory stays bounded for any output size.
-    """
-
-    returncode: int | None
-    stdout: bytes = b""
-    stderr: bytes = b""
-    stdout_truncated: bool = False
-    stdout_bytes: int = 0
-    stdout_spill: Path | None = None
-    elapsed_ms: int = 0
-    timed_out: bool = False
-    stopped: bool = False
-    cancelled: bool = False
-    killed_after_grace: bool = False
-    """The process tree ignored SIGTERM for the whole grace period and got SIGKILL."""
-    spawn_error: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Usage:
-    """Token counts where the CLI reports them."""
-
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cached_input_tokens: int | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Reply:
-    """A parsed answer: the only thing that makes an attempt ``DELIVERED``."""
-
-    kind: Literal["reply"] = "reply"
-    text: str
-    session_id: str | None = None
-    cost_usd: float | None = None
-    usage: Usage | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Failure:
-    """A classified failure. ``state`` is never ``DELIVERED``.
-
-    Attributes:
-        state: ``NOT_SUBMITTED`` only when the adapter can prove nothing was sent.
-        reason: a short machine-readable cause (``timeout``, ``auth``, ``parse failed``…).
-        detail: a human-readable excerpt (first 2000 chars of stderr or stdout).
-        session_id: a session handle seen before the failure, kept for resume.
-        session_not_found: the CLI said the resumed session does not exist.
-    """
-
-    kind: Literal["failure"] = "failure"
-    state: Literal[DeliveryState.NOT_SUBMITTED, DeliveryState.DELIVERY_UNKNOWN]
-    reason: str
-    detail: str = ""
-    session_id: str | None = None
-    session_not_found: bool = False
-
-
-Outcome = Reply | Failure
-"""What an attempt ended with, told apart by ``kind`` (or ``isinstance``)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StoredSession:
-    """A resumable session found in a CLI's own store or in our records."""
 
     product: str
     session_id: str
     cwd: str | None
     updated: str
     """ISO-8601 UTC time of the last activity."""
-    title: str | None = None
     source: str
+    title: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ReadOnlyResume:
+class ReadOnlyResume(NamedTuple):
     """Resume commands that keep the read-only flags review-loop ran the session with.
 
     ``unavailable`` says why there is none (the CLI has no read-only mode, or the adapter
@@ -242,8 +186,7 @@ class ReadOnlyResume:
     unavailable: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ResumeCommands:
+class ResumeCommands(NamedTuple):
     """Copy-ready commands that resume a session: interactively and headless.
 
     ``interactive``/``headless`` are the bare commands the original tool printed (no

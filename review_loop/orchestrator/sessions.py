@@ -6,7 +6,6 @@ sessions and how to parse one file, so this module never names a product.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import os
@@ -127,7 +126,7 @@ def list_sessions(
         newest = max(current.session.updated, item.session.updated)
         keep = current if current.packet_id is not None else item
         best[key] = Listed(
-            dataclasses.replace(keep.session, updated=newest),
+            keep.session._replace(updated=newest),
             keep.packet_id,
             keep.command,
             keep.status,

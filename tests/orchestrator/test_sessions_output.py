@@ -11,7 +11,6 @@ own store) must print them byte for byte, the repository path aside.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shlex
@@ -187,10 +186,11 @@ def test_contract_read_only_resume_is_the_read_only_commands_asdict(product: str
     commands = get_adapter(product).resume_commands("s-1", (product,))
     assert commands.read_only is not None
     document = read_only_resume(product, commands)
-    assert list(document.items()) == list(dataclasses.asdict(commands.read_only).items())
+    # ReadOnlyResume is a NamedTuple (agents/models.py): _asdict is its fields in order
+    assert list(document.items()) == list(commands.read_only._asdict().items())
     bare = ResumeCommands(interactive="tool --resume s", headless="tool -p --resume s")
     unavailable = read_only_resume("tool", bare)
-    assert list(unavailable) == [field.name for field in dataclasses.fields(ReadOnlyResume)]
+    assert list(unavailable) == list(ReadOnlyResume._fields)
 
 
 def listed(**session: Any) -> Listed:

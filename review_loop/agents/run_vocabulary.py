@@ -1,0 +1,157 @@
+"""The vocabulary of one run of a CLI: request, invocation, finished process, outcome.
+
+Part of :mod:`review_loop.agents.models` (import these names from there; it loads this
+module on first use, so ``sessions``, which runs no CLI, never defines these classes nor
+imports :mod:`dataclasses`: ``docs/startup.md``).
+
+These are frozen, slotted, keyword-only stdlib dataclasses, because the run path changes
+them with ``dataclasses.replace`` (the dispatcher, masking, the codex adapter) and
+pydantic validates and describes ``Reply`` and ``Usage`` inside the public ``Delivery``
+(it reads stdlib dataclasses natively and emits their JSON Schemas). They are built by this
+code base alone, never from untrusted input, so ``mypy --strict`` is their check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final, Literal
+
+from review_loop.agents.models import DeliveryState, EnvPassthrough
+
+_NOTHING_PASSED: Final = EnvPassthrough()
+"""``Invocation.pass_env``'s default: nothing of the caller's environment (an immutable
+value, so one instance serves every invocation)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentRequest:
+    """One question for one product, independent of how that product is launched.
+
+    Attributes:
+        prompt: the full prompt text. It never passes through a shell.
+        cwd: the directory the agent runs in (the repository root).
+        resume_session_id: continue this stored session instead of starting a new one.
+        session_id: a session id chosen in advance, used by CLIs that accept one
+            (``claude --session-id``), so the record holds the handle before launch.
+    """
+
+    prompt: str
+    cwd: Path
+    resume_session_id: str | None = None
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Capabilities:
+    """What an installed CLI can do, as read from its ``--version``/``--help``."""
+
+    variant: str = "default"
+    version: str | None = None
+    read_only: bool = True
+    resumable: bool = True
+    isolate_in_copy: bool = False
+    """Run in a throw-away copy of ``cwd`` because the CLI has no read-only mode."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Invocation:
+    """Everything needed to start one CLI. Building it performs no I/O.
+
+    Attributes:
+        argv: the exact argument vector; ``argv[0]`` is the executable or launcher.
+        env: variables set for the CLI (they win over anything passed through).
+        unset_env: variables never passed through, even when ``pass_env`` allows them.
+        pass_env: which variables of the caller's environment may reach the CLI, besides
+            the orchestrator's product-neutral basics (PATH, HOME, locale, proxies, ...).
+            Everything else of the caller's environment is dropped.
+        hidden_paths: paths relative to ``cwd`` that hold this CLI's project configuration
+            (settings, hooks, MCP servers, ``.env``), which the CLI must not see: covered
+            (empty, read-only) in a private mount namespace, or left out of a copy.
+        stdin: bytes written to stdin before it is closed; ``None`` means DEVNULL.
+        cwd: the working directory.
+        session_id: the session handle known before launch, if any.
+        isolate_in_copy: the orchestrator must run this in a throw-away copy of ``cwd``.
+        home_files: for a CLI without a read-only mode (which runs with a scratch HOME,
+            the real one read-only): files, relative to the real HOME, copied into the
+            scratch HOME when they exist (its credentials and settings).
+    """
+
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    unset_env: tuple[str, ...] = ()
+    pass_env: EnvPassthrough = _NOTHING_PASSED
+    hidden_paths: tuple[str, ...] = ()
+    stdin: bytes | None = None
+    cwd: Path
+    session_id: str | None = None
+    isolate_in_copy: bool = False
+    home_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Completed:
+    """What a finished (or stopped) process left behind.
+
+    ``stdout`` holds the whole output when ``stdout_truncated`` is false. Past the
+    in-memory cap it holds the first and last part joined, and ``stdout_spill`` names the
+    file with everything, so memory stays bounded for any output size.
+    """
+
+    returncode: int | None
+    stdout: bytes = b""
+    stderr: bytes = b""
+    stdout_truncated: bool = False
+    stdout_bytes: int = 0
+    stdout_spill: Path | None = None
+    elapsed_ms: int = 0
+    timed_out: bool = False
+    stopped: bool = False
+    cancelled: bool = False
+    killed_after_grace: bool = False
+    """The process tree ignored SIGTERM for the whole grace period and got SIGKILL."""
+    spawn_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
+    """Token counts where the CLI reports them."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_input_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reply:
+    """A parsed answer: the only thing that makes an attempt ``DELIVERED``."""
+
+    kind: Literal["reply"] = "reply"
+    text: str
+    session_id: str | None = None
+    cost_usd: float | None = None
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Failure:
+    """A classified failure. ``state`` is never ``DELIVERED``.
+
+    Attributes:
+        state: ``NOT_SUBMITTED`` only when the adapter can prove nothing was sent.
+        reason: a short machine-readable cause (``timeout``, ``auth``, ``parse failed``…).
+        detail: a human-readable excerpt (first 2000 chars of stderr or stdout).
+        session_id: a session handle seen before the failure, kept for resume.
+        session_not_found: the CLI said the resumed session does not exist.
+    """
+
+    kind: Literal["failure"] = "failure"
+    state: Literal[DeliveryState.NOT_SUBMITTED, DeliveryState.DELIVERY_UNKNOWN]
+    reason: str
+    detail: str = ""
+    session_id: str | None = None
+    session_not_found: bool = False
+
+
+Outcome = Reply | Failure
+"""What an attempt ended with, told apart by ``kind`` (or ``isinstance``)."""

@@ -1,0 +1,136 @@
+"""Contract tests of the adapter vocabulary's forms (``docs/vocabulary.md``).
+
+The run vocabulary stays frozen stdlib dataclasses loaded on first use; the listing
+vocabulary is NamedTuples with the fields and defaults it had; ``EnvPassthrough`` is a
+hand-written frozen value whose check cannot be skipped.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from review_loop.adapters import get_adapter, product_names
+from review_loop.adapters.base import SessionFile, SessionStore
+from review_loop.agents import models, run_vocabulary
+from review_loop.agents.models import (
+    EnvPassthrough,
+    ReadOnlyResume,
+    ResumeCommands,
+    StoredSession,
+)
+
+RUN = ("AgentRequest", "Capabilities", "Invocation", "Completed", "Usage", "Reply", "Failure")
+
+
+def fields_and_defaults(cls: type) -> list[tuple[str, object]]:
+    defaults: dict[str, object] = cls._field_defaults  # type: ignore[attr-defined]
+    return [(name, defaults.get(name, "<required>")) for name in cls._fields]  # type: ignore[attr-defined]
+
+
+def test_contract_the_listing_vocabulary_keeps_its_fields_and_defaults() -> None:
+    # As the dataclasses had them (StoredSession's source moved before title: defaults last)
+    assert fields_and_defaults(StoredSession) == [
+        ("product", "<required>"),
+        ("session_id", "<required>"),
+        ("cwd", "<required>"),
+        ("updated", "<required>"),
+        ("source", "<required>"),
+        ("title", None),
+    ]
+    assert fields_and_defaults(ReadOnlyResume) == [
+        ("interactive", "<required>"),
+        ("headless", "<required>"),
+        ("unavailable", None),
+    ]
+    assert fields_and_defaults(ResumeCommands) == [
+        ("interactive", "<required>"),
+        ("headless", "<required>"),
+        ("read_only", None),
+    ]
+    assert fields_and_defaults(SessionStore) == [
+        ("root", "<required>"),
+        ("pattern", "<required>"),
+        ("head_bytes", 8192),
+        ("sidecars", ()),
+    ]
+    assert SessionFile(path=Path("f"), head=b"", mtime=0.0).sidecars == {}
+
+
+def test_contract_listing_values_are_built_with_keywords_and_changed_by_replace() -> None:
+    session = StoredSession(
+        product="codex", session_id="s", cwd=None, updated="2026-01-01T00:00:00Z", source="x"
+    )
+    assert session.title is None
+    later = session._replace(updated="2026-01-02T00:00:00Z")
+    assert (later.updated, session.updated) == ("2026-01-02T00:00:00Z", "2026-01-01T00:00:00Z")
+    with pytest.raises(AttributeError):
+        session.updated = "now"  # type: ignore[misc]
+
+
+def test_contract_the_run_vocabulary_stays_frozen_dataclasses_of_models() -> None:
+    for name in RUN:
+        cls = getattr(models, name)
+        assert cls is getattr(run_vocabulary, name)
+        assert dataclasses.is_dataclass(cls)
+        params = cls.__dataclass_params__  # type: ignore[union-attr]
+        assert params.frozen and params.eq, name
+        assert "__slots__" in vars(cls), name
+    assert models.Outcome == run_vocabulary.Outcome
+    with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
+        models.Nothing  # noqa: B018
+
+
+def test_process_importing_models_defines_no_dataclass_until_the_run_vocabulary_is_used() -> None:
+    probe = (
+        "import json, sys\n"
+        "import review_loop.agents.models as m\n"
+        "before = [n for n in ('dataclasses', 'review_loop.agents.run_vocabulary')"
+        " if n in sys.modules]\n"
+        "m.Reply\n"
+        "after = 'review_loop.agents.run_vocabulary' in sys.modules\n"
+        "print(json.dumps([before, after]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True)
+    assert json.loads(done.stdout) == [[], True]
+
+
+def test_contract_env_passthrough_is_an_immutable_checked_value() -> None:
+    allowed = EnvPassthrough(names=("A_KEY",), prefixes=("LC_",))
+    assert allowed == EnvPassthrough(names=("A_KEY",), prefixes=("LC_",))
+    assert allowed != EnvPassthrough(names=("A_KEY",))
+    assert allowed != (("A_KEY",), ("LC_",))  # a value, not a tuple
+    assert hash(allowed) == hash(EnvPassthrough(names=("A_KEY",), prefixes=("LC_",)))
+    assert repr(allowed) == "EnvPassthrough(names=('A_KEY',), prefixes=('LC_',))"
+    assert EnvPassthrough() == EnvPassthrough(names=(), prefixes=())
+    with pytest.raises(TypeError):
+        EnvPassthrough(("A_KEY",))  # type: ignore[call-arg]
+    with pytest.raises(AttributeError, match="immutable"):
+        allowed.names = ("*",)
+    with pytest.raises(AttributeError, match="immutable"):
+        del allowed.prefixes
+    for copied in (pickle.loads(pickle.dumps(allowed)), copy.copy(allowed), copy.deepcopy(allowed)):
+        assert copied == allowed
+
+
+def test_contract_an_unpickled_env_passthrough_passes_the_check_again() -> None:
+    # A pickle whose words were changed must not build a value the constructor refuses.
+    tampered = pickle.dumps(EnvPassthrough(names=("SAFE",))).replace(b"SAFE", b"S*FE")
+    with pytest.raises(ValueError, match="is not a variable name"):
+        pickle.loads(tampered)
+
+
+@pytest.mark.parametrize("product", sorted(product_names()))
+def test_contract_a_built_in_adapter_cannot_be_changed(product: str) -> None:
+    adapter = get_adapter(product)
+    with pytest.raises(AttributeError):
+        adapter.default_executable = "sh"  # type: ignore[misc]
+    assert adapter.name == product
+    assert isinstance(adapter.env_passthrough, EnvPassthrough)
