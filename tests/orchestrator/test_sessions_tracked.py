@@ -38,6 +38,11 @@ def test_contract_a_committed_record_is_skipped_and_no_thread_is_left(tmp_path: 
     listed = list_sessions(repo, env={"HOME": str(tmp_path / "home")})
     assert [item.session.session_id for item in listed] == ["local-2"]
     assert threading.active_count() == before
+    # no record to filter: git was asked all the same, and is waited for
+    empty = committed_repo(tmp_path / "empty", {"app.py": "x\n"})
+    (empty / RUNTIME / "main").mkdir(parents=True)
+    assert list_sessions(empty, env={"HOME": str(tmp_path / "home")}) == []
+    assert threading.active_count() == before
 
 
 def test_contract_without_git_records_are_refused_and_no_records_are_fine(
