@@ -61,6 +61,7 @@ from review_loop.agents.outcomes import (
     SessionRecord,
     SessionStatus,
 )
+from review_loop.orchestrator import unfinished
 from review_loop.orchestrator.environment import reviewer_passthrough
 from review_loop.orchestrator.explain import (
     emit_progress,
@@ -99,6 +100,7 @@ from review_loop.orchestrator.procfs import start_time
 from review_loop.orchestrator.recording import (
     RecordingFailed,
     append_record,
+    record_error,
     write_or_raise,
     write_record,
 )
@@ -266,6 +268,9 @@ class _InFlight:
     deadline_ms: int
     stop_files: tuple[Path, ...]
     record: SessionRecord
+    repo: Path
+    indexed: bool = False
+    """Whether its entry in the index of unfinished records (:mod:`.unfinished`) is made."""
 
     @property
     def record_path(self) -> Path:
@@ -273,8 +278,29 @@ class _InFlight:
         return self.request.directory / SESSION_FILE
 
     def write(self, *, durable: bool = True) -> RecordError | None:
-        """Write ``record`` as it stands; returns what failed instead of raising."""
+        """Write ``record`` (unfinished) as it stands; returns what failed instead of raising.
+
+        Its entry in the index of unfinished records is made first, so the start-up
+        reaper finds it after a crash; when neither the entry nor a full scan by the next
+        reaper can be assured, nothing is written (no record, no launch).
+        """
+        if not self.indexed:
+            try:
+                unfinished.add(
+                    self.repo, self.request.directory, self.record.ownerPid, self.record.ownerStart
+                )
+            except OSError as error:
+                return record_error(Path(error.filename or unfinished.index_dir(self.repo)), error)
+            self.indexed = True
         return write_record(self.record_path, self.record.document(), durable=durable)
+
+    def finished(self) -> None:
+        """Its finished record is written: remove its index entry."""
+        if self.indexed:
+            unfinished.remove(
+                self.repo, self.request.directory, self.record.ownerPid, self.record.ownerStart
+            )
+            self.indexed = False
 
 
 @dataclass
@@ -428,6 +454,9 @@ class Dispatcher:
             return None
         failure = _interrupted(record)
         final = record.ended(INTERRUPTED, failure.state, INTERRUPTED, utc_now())
+        failed = write_record(path, final.document())
+        if failed is None:
+            unfinished.remove(self.repo, request.directory, record.ownerPid, record.ownerStart)
         attempt = Attempt(
             product=record.product,
             peer=record.peer,
@@ -437,7 +466,7 @@ class Dispatcher:
             detail=failure.detail,
             sessionId=record.sessionId,
             resumed=request.resume_session_id is not None,
-            recordError=write_record(path, final.document()),
+            recordError=failed,
         )
         append_record(
             request.directory / "events.jsonl",
@@ -648,6 +677,7 @@ class Dispatcher:
             deadline_ms=self.prefs.timeoutMs if request.timeout_ms is None else request.timeout_ms,
             stop_files=(self.global_stop_file, *request.stop_files),
             record=record,
+            repo=self.repo,
         )
 
     def _stop_before_spawn(self, current: _InFlight) -> Failure | None:
@@ -871,7 +901,10 @@ class Dispatcher:
             updated=utc_now(),
             finishedAt=utc_now(),
         )
-        failed = failed or write_record(current.record_path, final.document())
+        if failed is None:
+            failed = write_record(current.record_path, final.document())
+            if failed is None:
+                current.finished()
         attempt = Attempt(
             product=peer.product,
             peer=peer.name,

@@ -338,6 +338,13 @@ def _found_below(dir_fd: int, prefix: str, levels: int, name: str) -> Iterator[t
             os.close(child_fd)
 
 
+def list_names(directory: Path) -> list[str]:
+    """The names in ``directory``, reached by the no-follow walk (``OSError`` if it cannot
+    be: missing, a link on the way, not a directory)."""
+    with _walk(directory, create=False, whole=True) as (fd, _), os.scandir(fd) as entries:
+        return [entry.name for entry in entries]
+
+
 def make_dirs(path: Path, *, anchor: Path | None = None) -> None:
     """``mkdir -p path``, never through a link under ``.review-handoff/``."""
     with _walk(path, create=True, anchor=anchor, whole=True):

@@ -44,7 +44,7 @@ import anyio
 from review_loop.agents.models import DeliveryState
 from review_loop.agents.outcomes import SESSION_FILE as SESSION_FILE
 from review_loop.agents.outcomes import SessionRecord, SessionStatus
-from review_loop.orchestrator import procfs, subreaper
+from review_loop.orchestrator import procfs, subreaper, unfinished
 from review_loop.orchestrator.files import atomic_write_json, read_bytes, utc_now
 from review_loop.orchestrator.process import MARKER_ENV
 
@@ -55,6 +55,8 @@ ROUNDS = 3
 """Look-again rounds: a process may start another while it is being ended."""
 KILL_WAIT_S = 2.0
 POLL_S = 0.05
+UNFINISHED = ("starting", "running")
+"""A record in either status has not been finished by its owner."""
 
 
 @dataclass
@@ -69,16 +71,42 @@ class _Case:
     survivors: list[int] = field(default_factory=list)
 
 
+def _read_record(path: Path) -> SessionRecord | None:
+    """The record at ``path`` as the model reads it; ``None`` if unreadable or foreign."""
+    try:
+        return SessionRecord.read(json.loads(read_bytes(path)))  # the model's reading
+    except (OSError, ValueError):  # a link under .review-handoff/ too (not followed)
+        return None
+
+
+def indexed_records(repo: Path) -> list[tuple[Path, SessionRecord, unfinished.Entry]]:
+    """The unfinished records the index names (see :mod:`.unfinished`).
+
+    Entries whose record is finished, or missing with its owner gone, are dropped here;
+    one whose owner still runs is kept (its record may not be written yet).
+    """
+    runtime = repo / ".review-handoff" / "runtime"
+    found: list[tuple[Path, SessionRecord, unfinished.Entry]] = []
+    for entry in unfinished.entries(repo):
+        path = runtime / entry.first / entry.second / SESSION_FILE
+        record = _read_record(path)
+        if record is None:
+            if entry.owner_start is None or not _running_since(entry.owner_pid, entry.owner_start):
+                unfinished.drop(repo, entry)
+        elif record.status not in UNFINISHED:
+            unfinished.drop(repo, entry)
+        else:
+            found.append((path, record, entry))
+    return found
+
+
 def find_records(repo: Path) -> list[tuple[Path, SessionRecord]]:
     """Every readable ``reviewer-session.json`` under ``.review-handoff/runtime/*/*/``."""
     runtime = repo / ".review-handoff" / "runtime"
     found: list[tuple[Path, SessionRecord]] = []
     for path in runtime.glob(f"*/*/{SESSION_FILE}"):
-        try:
-            record = SessionRecord.read(json.loads(read_bytes(path)))  # the model's reading
-        except (OSError, ValueError):  # a link under .review-handoff/ too (not followed)
-            continue  # unreadable or foreign: skipped, as the original tool does
-        if record is not None:  # None: not ours (foreign), skipped
+        record = _read_record(path)
+        if record is not None:  # unreadable or foreign: skipped, as the original tool does
             found.append((path, record))
     return found
 
@@ -261,36 +289,78 @@ def _outcome(case: _Case) -> tuple[SessionStatus, str]:
     return "orphaned", f"{reason}; none survived"
 
 
+def _candidates(
+    repo: Path,
+) -> tuple[list[tuple[Path, SessionRecord, unfinished.Entry | None]], bool]:
+    """The records to look at, and whether they come from a full scan.
+
+    The index's when it is trusted (a full scan was made in this boot), else every record.
+    """
+    if unfinished.trusted(repo):
+        return list(indexed_records(repo)), False
+    return [(path, record, None) for path, record in find_records(repo)], True
+
+
 def reap_sync(repo: Path, grace: float) -> list[SessionRecord]:
-    """Mark (and, where proven, end) the sessions of ``repo`` whose owner died."""
-    records = find_records(repo)
-    if not records:
-        return []
-    protected, own_group = _protected()
+    """Mark (and, where proven, end) the sessions of ``repo`` whose owner died.
+
+    Reads the records the index names (:mod:`.unfinished`); when it is not trusted, every
+    record, adopting into the index the unfinished ones whose owner still runs, and then
+    stamps the index as complete for this boot.
+    """
+    records, full_scan = _candidates(repo)
+    complete = True
     reaped: list[SessionRecord] = []
-    for path, record in records:
-        if record.status not in ("starting", "running") or _owner_alive(record):
+    protected: set[int] = set()
+    own_group = 0
+    for path, record, entry in records:
+        if record.status not in UNFINISHED:
             continue
-        case = _Case(path, record)
-        if record.pid is not None or record.pgid is not None or record.marker is not None:
-            _judge(case, protected, own_group)
-            if case.untrusted is None:
-                _end(case, grace, protected, own_group)
-        elif record.ownerStart is None:
-            case.untrusted = "ownerStart is missing"
-        status, reason = _outcome(case)
-        updated = dataclasses.replace(
-            record,
-            status=status,
-            state=DeliveryState.DELIVERY_UNKNOWN,
-            reason=reason,
-            updated=utc_now(),
-            finishedAt=utc_now(),
-        )
-        with suppress(OSError):  # a link or a full disk: the processes are ended anyway
-            atomic_write_json(path, updated.document())
+        if _owner_alive(record):
+            if full_scan:  # a process of another version: its record joins the index
+                complete = unfinished.add(repo, path.parent, record.ownerPid, record.ownerStart)
+            continue
+        if not protected:
+            protected, own_group = _protected()
+        updated, written = _reap_one(path, record, grace, protected, own_group)
+        if written:
+            unfinished.remove(repo, path.parent, record.ownerPid, record.ownerStart)
+            if entry is not None:
+                unfinished.drop(repo, entry)
+        else:
+            complete = False  # it still reads running: the next reaper must see it again
         reaped.append(updated)
+    if full_scan and complete:
+        unfinished.mark_scanned(repo)
     return reaped
+
+
+def _reap_one(
+    path: Path, record: SessionRecord, grace: float, protected: set[int], own_group: int
+) -> tuple[SessionRecord, bool]:
+    """End (where proven) one session whose owner died; its record as rewritten, and
+    whether the rewrite reached the disk."""
+    case = _Case(path, record)
+    if record.pid is not None or record.pgid is not None or record.marker is not None:
+        _judge(case, protected, own_group)
+        if case.untrusted is None:
+            _end(case, grace, protected, own_group)
+    elif record.ownerStart is None:
+        case.untrusted = "ownerStart is missing"
+    status, reason = _outcome(case)
+    updated = dataclasses.replace(
+        record,
+        status=status,
+        state=DeliveryState.DELIVERY_UNKNOWN,
+        reason=reason,
+        updated=utc_now(),
+        finishedAt=utc_now(),
+    )
+    try:
+        atomic_write_json(path, updated.document())
+    except OSError:  # a link or a full disk: the processes are ended anyway
+        return updated, False
+    return updated, True
 
 
 async def reap_sessions(repo: Path, *, grace: float) -> list[SessionRecord]:
