@@ -69,7 +69,17 @@ FORBIDDEN: dict[str, set[str]] = {
     | (PLAIN - {"subprocess"})
     | {"secrets", "review_loop.agents.records"},
     # the core builds plain values; pydantic models only at the embedding API
-    "consult": {"trio", "httpx", "pydantic", "pydantic_core", "psutil", "ctypes"} | OTHER_WORKFLOWS,
+    # (prompt templates are read beside their package, not through importlib.resources)
+    "consult": {
+        "trio",
+        "httpx",
+        "pydantic",
+        "pydantic_core",
+        "psutil",
+        "ctypes",
+        "importlib.resources",
+    }
+    | OTHER_WORKFLOWS,
 }
 
 
