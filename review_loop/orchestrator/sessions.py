@@ -225,8 +225,8 @@ def read_only_resume(product: str, commands: ResumeCommands) -> dict[str, str | 
             "unavailable": f"the {product} adapter gives no read-only resume command; "
             "the commands under resume run without review-loop's read-only flags",
         }
-    # ReadOnlyResume's fields in order, as dataclasses.asdict gives them (a test holds the
-    # two equal), without asdict's deep copy: sessions builds one per listed session
+    # ReadOnlyResume's fields in order, as its _asdict() gives them (a test holds the two
+    # equal), written out: sessions builds one per listed session
     return {
         "interactive": read_only.interactive,
         "headless": read_only.headless,
