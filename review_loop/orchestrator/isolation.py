@@ -200,8 +200,16 @@ def remove_orphaned_scratch(temp: Path | None = None) -> list[Path]:
     :func:`scratch_prefix` for a process that no longer runs, are removed.
     """
     base = Path(tempfile.gettempdir() if temp is None else temp)
-    removed = []
-    for entry in base.glob(f"{SCRATCH_PREFIX}*"):
+    removed: list[Path] = []
+    # a prefix test over one listing, not a glob: every dispatcher's start pays for this
+    # sweep, and a glob compiles its pattern (~0.4 ms of a consult)
+    try:
+        with os.scandir(base) as listing:
+            names = [item.name for item in listing if item.name.startswith(SCRATCH_PREFIX)]
+    except OSError:
+        return removed
+    for name in names:
+        entry = base / name
         try:
             info = entry.lstat()
         except OSError:

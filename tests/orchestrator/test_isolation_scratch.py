@@ -79,3 +79,35 @@ async def test_the_scratch_of_a_killed_owner_is_removed_by_the_next_dispatcher(
     async with open_dispatcher(repo=repo, prefs=Prefs(), progress=lambda _: None):
         pass
     assert [p.name for p in temp.iterdir()] == [Path(alive).name]  # ... until the next run
+
+
+def test_contract_the_sweep_removes_only_real_directories_of_dead_owners(tmp_path: Path) -> None:
+    """What the sweep at every dispatcher's start may remove: a directory (never a link,
+    never what it points to, never a file) named for a review-loop process that is gone."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = f"{isolation.SCRATCH_PREFIX}{gone.pid}-100-"
+    orphan = temp / f"{dead}orphan"
+    (orphan / "work").mkdir(parents=True)
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (target / "keep.txt").write_text("kept")
+    (temp / f"{dead}link").symlink_to(target, target_is_directory=True)
+    (temp / f"{dead}file").write_text("a file")
+    (temp / f"{isolation.SCRATCH_PREFIX}not-a-pid").mkdir()
+    (temp / f"other-{dead}").mkdir()
+    alive = Path(tempfile.mkdtemp(prefix=isolation.scratch_prefix(), dir=temp))
+    assert isolation.remove_orphaned_scratch(temp) == [orphan]
+    assert sorted(p.name for p in temp.iterdir()) == sorted(
+        [
+            f"{dead}link",
+            f"{dead}file",
+            f"{isolation.SCRATCH_PREFIX}not-a-pid",
+            f"other-{dead}",
+            alive.name,
+        ]
+    )
+    assert (target / "keep.txt").read_text() == "kept"
+    assert isolation.remove_orphaned_scratch(tmp_path / "missing") == []
