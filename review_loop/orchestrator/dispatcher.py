@@ -510,8 +510,11 @@ class Dispatcher:
         output = (done.stdout + b"\n" + done.stderr).decode("utf-8", "replace")
         if done.returncode == 0:
             cache[key] = {"stamp": stamp, "output": output}
-            with suppress(OSError):
-                await anyio.to_thread.run_sync(atomic_write_json, _probe_cache_path(), cache)
+            path = _probe_cache_path()
+            with suppress(OSError):  # a cache: never half-written, but not worth an fsync
+                await anyio.to_thread.run_sync(
+                    lambda: atomic_write_json(path, cache, durable=False)
+                )
         return output
 
     def _pick_fallback(
