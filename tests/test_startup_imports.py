@@ -58,6 +58,7 @@ FORBIDDEN: dict[str, set[str]] = {
     | DISPATCH
     | {"pydantic", "pydantic_core", "review_loop.agents.records", "uuid", "platform", "hashlib"}
     | {"dataclasses", "inspect", "review_loop.agents.run_vocabulary"}
+    | {"datetime"}  # only a CLI's own store's session times (adapters._common.iso_utc)
     | {"shutil"},  # argparse asks no terminal width (cli.new_parser)
     # the fields it computed are printed as they are: no model built (and no adapters)
     "evidence": RUNTIME | DISPATCH | PYDANTIC | {"review_loop.adapters.base"},

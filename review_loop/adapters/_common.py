@@ -10,7 +10,6 @@ import json
 import os
 import re
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -261,6 +260,8 @@ def no_answer(completed: Completed, stdout: str, *, session_id: str | None = Non
 
 def iso_utc(mtime: float) -> str:
     """``mtime`` as ISO-8601 UTC with milliseconds and ``Z`` (like JS ``toISOString``)."""
+    from datetime import UTC, datetime  # here: only a CLI's own session store needs it
+
     moment = datetime.fromtimestamp(mtime, tz=UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 

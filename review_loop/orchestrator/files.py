@@ -20,7 +20,6 @@ import os
 import stat
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -515,6 +514,8 @@ def _write_all(fd: int, data: bytes, path: Path, *, sync: bool) -> None:
 
 def utc_now() -> str:
     """Current UTC time, ISO-8601 with milliseconds and ``Z`` (as JavaScript prints it)."""
+    from datetime import UTC, datetime  # here: commands that only read need no datetime
+
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
