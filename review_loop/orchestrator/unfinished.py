@@ -28,7 +28,7 @@ anyway), judged by the same rules: nothing is signalled on a record's word, only
 proven by the marker in their own environment. A planted stamp or a deleted entry only
 makes the reaper skip a record, which the repository could do as well by deleting or
 rewriting the record itself; a session's processes are ended by its supervisor when its
-owner dies, whatever the reaper finds. See ``docs/process-ownership.md``.
+owner dies, whatever the reaper finds. See ``docs/unfinished-index.md``.
 """
 
 from __future__ import annotations
