@@ -42,6 +42,7 @@ __all__ = [
     "isolation_failed",
     "make_scratch",
     "namespace_available",
+    "orphaned_scratch",
     "protected_paths",
     "read_only_argv",
     "remove_orphaned_scratch",
@@ -193,32 +194,38 @@ def _owner_gone(name: str) -> bool:
     return abs(int(proc.create_time() * 100) - started) > 1
 
 
-def remove_orphaned_scratch(temp: Path | None = None) -> list[Path]:
-    """Remove this user's scratch directories whose review-loop is gone; returns them.
-
-    Only real directories (never a link) owned by this user, named by
-    :func:`scratch_prefix` for a process that no longer runs, are removed.
-    """
+def orphaned_scratch(temp: Path | None = None) -> list[Path]:
+    """This user's scratch directories whose review-loop is gone (see
+    :func:`remove_orphaned_scratch`); found without removing anything."""
     base = Path(tempfile.gettempdir() if temp is None else temp)
-    removed: list[Path] = []
     # a prefix test over one listing, not a glob: every dispatcher's start pays for this
     # sweep, and a glob compiles its pattern (~0.4 ms of a consult)
     try:
         with os.scandir(base) as listing:
             names = [item.name for item in listing if item.name.startswith(SCRATCH_PREFIX)]
     except OSError:
-        return removed
+        return []
+    found: list[Path] = []
     for name in names:
         entry = base / name
         try:
             info = entry.lstat()
         except OSError:
             continue
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-            continue
-        if _owner_gone(entry.name):
-            shutil.rmtree(entry, ignore_errors=True)
-            removed.append(entry)
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and _owner_gone(name):
+            found.append(entry)
+    return found
+
+
+def remove_orphaned_scratch(temp: Path | None = None) -> list[Path]:
+    """Remove this user's scratch directories whose review-loop is gone; returns them.
+
+    Only real directories (never a link) owned by this user, named by
+    :func:`scratch_prefix` for a process that no longer runs, are removed.
+    """
+    removed = orphaned_scratch(temp)
+    for entry in removed:
+        shutil.rmtree(entry, ignore_errors=True)
     return removed
 
 

@@ -57,6 +57,9 @@ KILL_WAIT_S = 2.0
 POLL_S = 0.05
 UNFINISHED = ("starting", "running")
 """A record in either status has not been finished by its owner."""
+QUICK_ENTRIES = 64
+"""More entries than this (many sessions at once, or a repository that planted them) are
+read in a worker thread, not in the event loop's."""
 
 
 @dataclass
@@ -299,6 +302,22 @@ def _candidates(
     if unfinished.trusted(repo):
         return list(indexed_records(repo)), False
     return [(path, record, None) for path, record in find_records(repo)], True
+
+
+def nothing_to_reap(repo: Path) -> bool:
+    """Whether the reaper has nothing to do: the index is trusted and names no record of a
+    dead owner still to heal (stale entries are dropped on the way).
+
+    The usual case, cheap enough for the event loop's thread (a stamp, a listing, the few
+    unfinished records): a dispatcher then starts no worker thread for :func:`reap_sync`,
+    which alone reads every record or signals and waits.
+    """
+    if not unfinished.trusted(repo) or len(list(unfinished.entries(repo))) > QUICK_ENTRIES:
+        return False
+    return not any(
+        record.status in UNFINISHED and not _owner_alive(record)
+        for _, record, _ in indexed_records(repo)
+    )
 
 
 def reap_sync(repo: Path, grace: float) -> list[SessionRecord]:

@@ -111,3 +111,24 @@ def test_contract_the_sweep_removes_only_real_directories_of_dead_owners(tmp_pat
     )
     assert (target / "keep.txt").read_text() == "kept"
     assert isolation.remove_orphaned_scratch(tmp_path / "missing") == []
+
+
+@pytest.mark.anyio
+async def test_an_orphaned_scratch_is_removed_when_the_reaper_has_nothing_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dispatcher's quick start (a trusted index with nothing to reap, no worker
+    thread) still finds and removes a dead owner's scratch directory."""
+    repo = committed_repo(tmp_path / "repo", {"a.txt": "hello\n"})
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    async with open_dispatcher(repo=repo, prefs=Prefs(), progress=lambda _: None):
+        pass  # the first one reads every record and stamps the index
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    orphan = temp / f"{isolation.SCRATCH_PREFIX}{gone.pid}-100-orphan"
+    (orphan / "work").mkdir(parents=True)
+    async with open_dispatcher(repo=repo, prefs=Prefs(), progress=lambda _: None) as d:
+        assert d.reaped == []
+    assert not orphan.exists()
