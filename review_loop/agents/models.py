@@ -109,18 +109,29 @@ class EnvPassthrough:
         these; the check is kept because it is cheap (one precompiled pattern) and a
         pattern-like word must never widen what reaches a CLI.
 
+        Each field is a tuple (a list is taken as one, as the pydantic model took it). Any
+        other value is refused, a ``str`` above all: ``prefixes=""`` has no word to refuse
+        yet ``startswith("")`` passes every variable, and ``names="HOME"`` would pass
+        ``"H"`` (``in`` on a string is a substring test).
+
         Raises:
-            ValueError: names the field and the offending word.
+            ValueError: names the field and the offending value or word.
         """
+        checked = []
         for label, words in (("names", names), ("prefixes", prefixes)):
+            if not isinstance(words, tuple | list):
+                raise ValueError(
+                    f"EnvPassthrough.{label}: {words!r} is not a tuple of variable names"
+                )
             for word in words:
                 if not isinstance(word, str) or not _ENV_NAME.fullmatch(word):
                     raise ValueError(
                         f"EnvPassthrough.{label}: {word!r} is not a variable name "
                         f"(accepted: {ENV_NAME_PATTERN})"
                     )
-        object.__setattr__(self, "names", names)
-        object.__setattr__(self, "prefixes", prefixes)
+            checked.append(tuple(words))  # a copy: a list changed later changes nothing
+        object.__setattr__(self, "names", checked[0])
+        object.__setattr__(self, "prefixes", checked[1])
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"cannot assign to field {name!r}: EnvPassthrough is immutable")

@@ -127,6 +127,36 @@ def test_contract_an_unpickled_env_passthrough_passes_the_check_again() -> None:
         pickle.loads(tampered)
 
 
+@pytest.mark.parametrize(
+    ("field", "words"),
+    [
+        ("prefixes", ""),
+        ("names", "HOME"),
+        ("prefixes", "LC_"),
+        ("names", {"HOME"}),
+        ("names", None),
+    ],
+)
+def test_contract_env_passthrough_refuses_words_that_are_not_a_tuple(
+    field: str, words: object
+) -> None:
+    # As the pydantic model it replaced: a string is no tuple of names. Taken as one,
+    # prefixes="" would pass every variable (startswith("")) and names="HOME" would pass
+    # "H", "OM" (``in`` on a string tests substrings).
+    with pytest.raises(ValueError, match=f"EnvPassthrough.{field}: .* is not a tuple"):
+        EnvPassthrough(**{field: words})  # type: ignore[arg-type]
+
+
+def test_contract_env_passthrough_takes_a_list_as_a_tuple_of_its_own() -> None:
+    words = ["A_KEY"]
+    allowed = EnvPassthrough(names=words, prefixes=["LC_"])  # type: ignore[arg-type]
+    words.append("SECRET")  # changing the list afterwards changes nothing
+    assert allowed == EnvPassthrough(names=("A_KEY",), prefixes=("LC_",))
+    assert hash(allowed) == hash(EnvPassthrough(names=("A_KEY",), prefixes=("LC_",)))
+    assert not allowed.allows("SECRET")
+    assert allowed.allows("LC_ALL")
+
+
 @pytest.mark.parametrize("product", sorted(product_names()))
 def test_contract_a_built_in_adapter_cannot_be_changed(product: str) -> None:
     adapter = get_adapter(product)
