@@ -284,10 +284,12 @@ def _read_regular(dir_fd: int, name: str) -> bytes | None:
         if not stat.S_ISREG(info.st_mode):
             return None
         data = os.read(fd, info.st_size + 1)
-        if len(data) <= info.st_size:  # a short read of a regular file: its end
+        if len(data) == info.st_size:  # the usual case: the whole file, in one call
             return data
+        # it grew meanwhile, or the read was short (at most 0x7ffff000 bytes per call; a
+        # network or FUSE file system): to the end, as read() does
         chunks = [data]
-        while chunks[-1]:  # it grew meanwhile: to the end, as read() does
+        while chunks[-1]:
             chunks.append(os.read(fd, 65536))
         return b"".join(chunks)
     except OSError:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from review_loop.orchestrator.files import read_each, read_found
+import pytest
+
+from review_loop.orchestrator.files import read_bytes, read_each, read_found
 
 NAME = "r.json"
 
@@ -97,3 +99,26 @@ def test_contract_depth_is_the_number_of_directory_levels(tmp_path: Path) -> Non
         for rel, data in read_found(root, 2, NAME)
         if rel.startswith("main/")
     ]
+
+
+def test_contract_a_short_read_is_not_taken_for_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A read may return fewer bytes than asked before the end (Linux returns at most
+    # 0x7ffff000 per call, so any file past 2 GiB; network and FUSE file systems): the
+    # file is read to its end, as read_each's handle.read() does, never cut short (a cut
+    # could turn a file that is no JSON into a record). os.read is capped here because a
+    # 2 GiB file is no test fixture.
+    root = tmp_path / "repo" / ".review-handoff" / "runtime"
+    (root / "main" / "p1").mkdir(parents=True)
+    content = bytes(range(256)) * 40
+    (root / "main" / "p1" / NAME).write_bytes(content)
+    real_read = os.read
+
+    def capped(fd: int, size: int) -> bytes:
+        return real_read(fd, min(size, 1000))
+
+    monkeypatch.setattr(os, "read", capped)
+    assert list(read_found(root, 2, NAME)) == [("main/p1/r.json", content)]
+    assert list(read_each(root, ["main/p1/r.json"])) == [("main/p1/r.json", content)]
+    assert read_bytes(root / "main" / "p1" / NAME) == content  # what read() gives
