@@ -71,8 +71,8 @@ def _records(repo: Path) -> list[Record]:
             continue
         try:
             raw = json.loads(data)
-        except ValueError:
-            continue  # not JSON
+        except (ValueError, RecursionError):
+            continue  # not JSON (or nested past what the parser takes)
         record = read_record(relative.rsplit("/", 1)[0], raw, str(repo))
         if record is not None:
             records.append(record)

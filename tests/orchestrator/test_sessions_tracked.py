@@ -58,3 +58,15 @@ def test_contract_without_git_records_are_refused_and_no_records_are_fine(
     record(repo, "p1", "s-1")
     with pytest.raises(InputError, match="git"):
         list_sessions(repo, env=home)
+
+
+def test_contract_a_record_too_deep_to_parse_is_skipped_as_non_json(tmp_path: Path) -> None:
+    # json.loads raises RecursionError (not a ValueError) on deep nesting: such a file is
+    # skipped as any file that is not JSON, never the end of the whole listing.
+    repo = committed_repo(tmp_path / "repo", {"app.py": "x\n"})
+    record(repo, "p1", "s-1")
+    deep = repo / RUNTIME / "main" / "p2" / "reviewer-session.json"
+    deep.parent.mkdir(parents=True)
+    deep.write_text("[" * 200_000)
+    listed = list_sessions(repo, env={"HOME": str(tmp_path / "home")})
+    assert [item.session.session_id for item in listed] == ["s-1"]
