@@ -148,9 +148,13 @@ def trusted(repo: Path) -> bool:
 
 
 def mark_scanned(repo: Path) -> None:
-    """Record that every unfinished record of ``repo`` has an entry (after a full scan)."""
+    """Record that every unfinished record of ``repo`` has an entry (after a full scan).
+
+    Only where records can be (``.review-handoff/runtime/`` exists): a dispatcher creates
+    nothing but its records, and a repository without them has nothing to index yet.
+    """
     current = boot_id()
-    if current is not None:
+    if current is not None and (repo / HANDOFF_DIR / "runtime").is_dir():
         with suppress(OSError):  # no stamp: the next reaper scans everything again
             atomic_write_bytes(index_dir(repo) / STAMP, current.encode(), durable=False)
 

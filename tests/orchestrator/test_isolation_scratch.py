@@ -120,6 +120,7 @@ async def test_an_orphaned_scratch_is_removed_when_the_reaper_has_nothing_to_do(
     """The dispatcher's quick start (a trusted index with nothing to reap, no worker
     thread) still finds and removes a dead owner's scratch directory."""
     repo = committed_repo(tmp_path / "repo", {"a.txt": "hello\n"})
+    (repo / ".review-handoff" / "runtime").mkdir(parents=True)  # review-loop ran here
     temp = tmp_path / "tmp"
     temp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temp))

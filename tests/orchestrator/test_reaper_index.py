@@ -21,14 +21,22 @@ import pytest
 from review_loop.orchestrator import unfinished
 from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
 from tests.fakes import FakeCLIs
+from tests.gitrepo import empty_repo
 from tests.orchestrator.ownership import kill_all, kill_owner_mid_session, noted, with_marker
 from tests.orchestrator.test_reaper import PREFS, dead_pid, forge, reap
 from tests.orchestrator.test_reaper import fakes as fakes  # the ownership tag passed through
-from tests.orchestrator.test_reaper import repo as repo
 
 pytestmark = pytest.mark.anyio
 
 needs_boot_id = pytest.mark.skipif(unfinished.boot_id() is None, reason="no boot id (Linux)")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A repository where review-loop has run: its records' directory exists."""
+    made = empty_repo(tmp_path / "repo")
+    (made / ".review-handoff" / "runtime").mkdir(parents=True)
+    return made
 
 
 def entry_names(repo: Path) -> list[str]:
@@ -143,7 +151,6 @@ async def test_process_an_index_that_cannot_be_written_makes_the_next_reaper_rea
     stamp can say the index is complete), and the next reaper reads every record."""
     fakes.script(claude=[{"mode": "ok"}])
     index = unfinished.index_dir(repo)
-    index.parent.mkdir(parents=True)
     index.write_text("not a directory")
     async with open_dispatcher(repo=repo, prefs=PREFS, progress=lambda _: None) as d:
         delivery = await d.ask(PeerRequest(peer="claude", prompt="q", record_dir="t/asked"))
@@ -234,3 +241,11 @@ async def test_process_a_record_that_could_not_be_healed_keeps_the_index_untrust
     assert [r.status for r in await reap(repo)] == ["lost"]
     assert json.loads(forged.read_text())["status"] == "lost"
     assert unfinished.trusted(repo)
+
+
+async def test_process_a_repository_without_records_gets_no_index(tmp_path: Path) -> None:
+    """A dispatcher creates nothing but its records: no stamp, no directory, in a
+    repository that has none (its first full scan reads nothing)."""
+    fresh = empty_repo(tmp_path / "fresh")
+    assert await reap(fresh) == []
+    assert not (fresh / ".review-handoff").exists()
