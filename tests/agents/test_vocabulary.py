@@ -21,6 +21,7 @@ from review_loop.adapters import get_adapter, product_names
 from review_loop.adapters.base import SessionFile, SessionStore
 from review_loop.agents import models, run_vocabulary
 from review_loop.agents.models import (
+    DeliveryState,
     EnvPassthrough,
     ReadOnlyResume,
     ResumeCommands,
@@ -164,3 +165,18 @@ def test_contract_a_built_in_adapter_cannot_be_changed(product: str) -> None:
         adapter.default_executable = "sh"  # type: ignore[misc]
     assert adapter.name == product
     assert isinstance(adapter.env_passthrough, EnvPassthrough)
+
+
+@pytest.mark.parametrize("state", [DeliveryState.DELIVERED, "DELIVERED", None, ["x"]])
+def test_contract_a_failure_never_says_delivered(state: object) -> None:
+    # The pydantic model refused it; a third-party adapter's Failure(state=DELIVERED)
+    # would otherwise make a DELIVERED delivery with no reply.
+    with pytest.raises(ValueError, match=r"Failure\.state: .* is not a failure's state"):
+        models.Failure(state=state, reason="r")  # type: ignore[arg-type]
+
+
+def test_contract_a_failure_s_state_is_its_member_as_the_model_made_it() -> None:
+    failure = models.Failure(state="NOT_SUBMITTED", reason="r")  # type: ignore[arg-type]
+    assert failure.state is DeliveryState.NOT_SUBMITTED
+    changed = dataclasses.replace(failure, detail="d")  # replace checks again
+    assert changed.state is DeliveryState.NOT_SUBMITTED
