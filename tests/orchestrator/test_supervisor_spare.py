@@ -122,7 +122,8 @@ async def test_a_session_runs_in_the_spare_and_a_new_spare_follows(
         assert await ask(supervisors, "two") != first  # started on the spot
         second = supervisors.spare_pid
         assert second is not None
-        assert [p.pid for p in supervisors_alive()] == [second]
+        # the spare exists; until it has exec'd its command line is still this process's
+        assert await until(lambda: [p.pid for p in supervisors_alive()] == [second])
         assert await ask(supervisors, "three") == second
         last = supervisors.spare_pid
         assert last is not None and last != second
