@@ -83,7 +83,7 @@ def _read_record(path: Path) -> SessionRecord | None:
     """The record at ``path`` as the model reads it; ``None`` if unreadable or foreign."""
     try:
         return SessionRecord.read(json.loads(read_bytes(path)))  # the model's reading
-    except (OSError, ValueError):  # a link under .review-handoff/ too (not followed)
+    except (OSError, ValueError, RecursionError):  # a link (not followed); nested too deep
         return None
 
 

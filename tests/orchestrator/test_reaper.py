@@ -234,3 +234,16 @@ async def test_the_reaper_never_signals_pid_1() -> None:
     assert reaper._send([init, me], 0) == [os.getpid()]
     if os.geteuid() == 0:  # reachable: only the reaper's own guard keeps it out
         assert init.send_signal(0)
+
+
+async def test_a_record_too_deep_to_parse_is_skipped_and_the_others_reaped(repo: Path) -> None:
+    """json.loads raises RecursionError (not a ValueError) on deep nesting: the full scan
+    (no stamp yet) skips such a file as any non-JSON one and still heals the others,
+    instead of ending every dispatcher of the repository with a crash."""
+    path = forge(repo, "lost-one")
+    deep = path.parent.parent / "deep" / "reviewer-session.json"
+    deep.parent.mkdir()
+    deep.write_text("[" * 200_000)
+    reaped = await reap(repo)
+    assert [r.status for r in reaped] == ["lost"]
+    assert json.loads(path.read_text())["status"] == "lost"
