@@ -447,7 +447,7 @@ class Dispatcher:
         path = request.directory / SESSION_FILE
         try:
             record = SessionRecord.read(json.loads(read_bytes(path)))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # RecursionError: nested too deep
             return None  # never written (cancelled before), or unreadable: nothing to finish
         if record is None:
             return None  # not a record the model accepts: not ours to finish

@@ -443,3 +443,19 @@ async def test_open_dispatcher_takes_the_plain_prefs_view_as_the_model(
             assert d.prefs == model.view() and isinstance(d.prefs, PrefsView)
             delivery = await d.ask(request(repo, "cc9"))
         assert delivery.ok and delivery.product == "claude" and delivery.peer == "cc9"
+
+
+async def test_an_unasked_request_whose_record_is_nested_too_deep_is_not_finished(
+    repo: Path,
+) -> None:
+    """The interrupted outcome of a request never launched reads back its record (to finish
+    one this process left unfinished); a file there nested too deep for json.loads
+    (RecursionError, not a ValueError) is not ours to finish, never a crash."""
+    asked = request(repo)
+    asked.directory.mkdir(parents=True)
+    (asked.directory / "reviewer-session.json").write_text("[" * 200_000)
+    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
+        delivery = d.outcome_of(asked)
+    assert delivery.reason == "interrupted"
+    assert delivery.attempts == []
+    assert (asked.directory / "reviewer-session.json").read_text() == "[" * 200_000
