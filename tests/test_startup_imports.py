@@ -79,6 +79,10 @@ FORBIDDEN: dict[str, set[str]] = {
         "psutil",
         "ctypes",
         "importlib.resources",
+        # resumeReadOnly has its own module; aliases' class is defined only with an alias
+        "review_loop.orchestrator.sessions",
+        "review_loop.orchestrator.session_read",
+        "review_loop.prefs.peer_command_view",
     }
     | OTHER_WORKFLOWS,
 }

@@ -20,11 +20,11 @@ from review_loop.agents.constants import SESSION_FILE
 from review_loop.agents.models import StoredSession
 from review_loop.orchestrator.files import HANDOFF_DIR, read_found
 from review_loop.orchestrator.json_text import Written
+from review_loop.orchestrator.resume_read_only import read_only_resume as read_only_resume
 from review_loop.orchestrator.session_read import Record, read_record
 
 if TYPE_CHECKING:
     from review_loop.adapters import Adapter
-    from review_loop.agents.models import ResumeCommands
 
 NOTE = (
     "Resume a session with the same product from its cwd (Claude looks sessions up per "
@@ -208,30 +208,6 @@ def list_sessions(
         if (record.product, session_id) in best:
             offer(listed(record, session_id))
     return sorted(best.values(), key=lambda item: item.session.updated, reverse=True)
-
-
-def read_only_resume(product: str, commands: ResumeCommands) -> dict[str, str | None]:
-    """``resumeReadOnly``: the resume commands with the adapter's read-only flags.
-
-    ``{interactive, headless, unavailable}``; when the adapter gives none (the CLI has no
-    read-only mode, or a third-party adapter does not say), both commands are ``None`` and
-    ``unavailable`` says why: never a writable command in their place.
-    """
-    read_only = commands.read_only
-    if read_only is None:
-        return {
-            "interactive": None,
-            "headless": None,
-            "unavailable": f"the {product} adapter gives no read-only resume command; "
-            "the commands under resume run without review-loop's read-only flags",
-        }
-    # ReadOnlyResume's fields in order, as its _asdict() gives them (a test holds the two
-    # equal), written out: sessions builds one per listed session
-    return {
-        "interactive": read_only.interactive,
-        "headless": read_only.headless,
-        "unavailable": read_only.unavailable,
-    }
 
 
 def session_document(item: Listed) -> dict[str, Any]:

@@ -33,8 +33,19 @@ from review_loop.prefs.defaults import (
 
 if TYPE_CHECKING:
     from review_loop.prefs.model import Prefs
+    from review_loop.prefs.peer_command_view import PeerCommandView as PeerCommandView
 
 __all__ = ["PeerCommandView", "PrefsRules", "PrefsView", "as_view"]
+
+
+def __getattr__(name: str) -> Any:
+    """:class:`PeerCommandView`, defined on first use: only prefs with an alias need it."""
+    if name == "PeerCommandView":
+        from review_loop.prefs.peer_command_view import PeerCommandView
+
+        globals()[name] = PeerCommandView  # later lookups are plain attribute reads
+        return PeerCommandView
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class PrefsRules:
@@ -76,14 +87,6 @@ class PrefsRules:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PeerCommandView:
-    """A peer-command alias: its product and its argv prefix (never a shell string)."""
-
-    product: str
-    command: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class PrefsView(PrefsRules):
     """The user's prefs as the commands that run reviewers read them (see ``Prefs``).
 
@@ -113,10 +116,7 @@ class PrefsView(PrefsRules):
         return cls(
             order=tuple(document["order"]),
             skipHost=document["skipHost"],
-            peerCommands={
-                name: PeerCommandView(product=entry["product"], command=tuple(entry["command"]))
-                for name, entry in document["peerCommands"].items()
-            },
+            peerCommands=_peer_commands(document["peerCommands"]),
             timeoutMs=document["timeoutMs"],
             graceMs=document["graceMs"],
             livenessMs=document["livenessMs"],
@@ -131,6 +131,18 @@ class PrefsView(PrefsRules):
         ``name`` and ``peer`` (a launcher found on PATH, a product among the peers).
         """
         return dataclasses.replace(self, peerCommands={**self.peerCommands, name: peer})
+
+
+def _peer_commands(entries: Mapping[str, Any]) -> dict[str, PeerCommandView]:
+    """Each alias of the JSON form as a :class:`PeerCommandView` (none: no class defined)."""
+    if not entries:
+        return {}
+    from review_loop.prefs.peer_command_view import PeerCommandView
+
+    return {
+        name: PeerCommandView(product=entry["product"], command=tuple(entry["command"]))
+        for name, entry in entries.items()
+    }
 
 
 def as_view(prefs: Prefs | PrefsView) -> PrefsView:

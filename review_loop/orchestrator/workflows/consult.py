@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import anyio
 
@@ -35,7 +34,7 @@ from review_loop.orchestrator.files import (
 )
 from review_loop.orchestrator.recording import RecordingFailed, record_error
 from review_loop.orchestrator.trust import note_stop, reporting_async
-from review_loop.prefs.view import PeerCommandView, PrefsView
+from review_loop.prefs.view import PrefsView
 
 if TYPE_CHECKING:
     from review_loop.prefs.model import Prefs
@@ -56,9 +55,12 @@ PEER_COMMAND_ACCEPTED = (
 MAX_NAME_SUFFIX = 1000
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConsultPlan:
-    """A validated consult: who is asked what, with which fallbacks."""
+class ConsultPlan(NamedTuple):
+    """A validated consult: who is asked what, with which fallbacks.
+
+    Built with keywords and only read: a ``NamedTuple``, a tenth of a dataclass's cost to
+    define on every ``consult`` (``docs/vocabulary.md``).
+    """
 
     peers: tuple[str, ...]
     question: str
@@ -113,6 +115,8 @@ def with_peer_command(
 def _with_alias(prefs: AnyPrefs, name: str, product: str) -> AnyPrefs:
     """``prefs`` with ``name`` bound to the launcher ``name`` of ``product``."""
     if isinstance(prefs, PrefsView):
+        from review_loop.prefs.peer_command_view import PeerCommandView
+
         return prefs.with_alias(name, PeerCommandView(product=product, command=(name,)))
     from review_loop.prefs.model import PeerCommand
 
@@ -398,7 +402,7 @@ def _read_only_resume(delivery: Delivery) -> dict[str, Any]:
     if delivery.sessionId is None or not delivery.attempts:
         return {}
     from review_loop.adapters import get_adapter
-    from review_loop.orchestrator.sessions import read_only_resume
+    from review_loop.orchestrator.resume_read_only import read_only_resume
 
     # The last attempt is the one that answered: its product and launch command (an alias's
     # argv, or a fallback's) are the ones to resume with.
