@@ -364,7 +364,7 @@ class _Supervisor:
 
     process: anyio.abc.Process
     control: int
-    """The write end of its control pipe (non-blocking)."""
+    """The write end of its control pipe (non-blocking); -1 once closed."""
     marker: str
     """Its own environment carries it: the session it runs gets this marker."""
     pinned: procfs.Proc | None
@@ -419,6 +419,7 @@ async def _send_session(supervisor: _Supervisor, frame: bytes) -> bool:
         return False
     finally:
         os.close(supervisor.control)
+        supervisor.control = -1  # _discard must not close the number again (reused by then)
 
 
 async def _discard(supervisor: _Supervisor) -> None:
@@ -433,8 +434,10 @@ async def _discard(supervisor: _Supervisor) -> None:
     with anyio.CancelScope(shield=True):
         if supervisor.pinned is not None:
             supervisor.pinned.send_signal(signal.SIGKILL)
-        with suppress(OSError):
-            os.close(supervisor.control)
+        if supervisor.control >= 0:
+            with suppress(OSError):
+                os.close(supervisor.control)
+            supervisor.control = -1
         for stream in (process.stdin, process.stdout, process.stderr):
             if stream is not None:
                 with suppress(Exception):
@@ -542,9 +545,14 @@ async def _supervise(
     """Hand the session to ``supervisor`` (or to one started now if there is none, or it
     is dead), or a ``Completed`` with the spawn error. Shielded from cancellation: once a
     supervisor has the session, the caller gets it, to end it."""
-    frame = subreaper.session_frame(
-        argv, env, cwd=str(invocation.cwd), grace=grace, stdin=invocation.stdin is not None
-    )
+    try:
+        frame = subreaper.session_frame(
+            argv, env, cwd=str(invocation.cwd), grace=grace, stdin=invocation.stdin is not None
+        )
+    except ValueError:  # what exec refuses (a NUL): the taken spare must not stay idle
+        if supervisor is not None:
+            await _discard(supervisor)
+        raise
     with anyio.CancelScope(shield=True):
         for _ in range(2):  # a dead spare is replaced once; a fresh one must take it
             if supervisor is None:

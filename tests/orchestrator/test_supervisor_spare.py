@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 
 import anyio
@@ -29,7 +30,7 @@ import psutil
 import pytest
 
 from review_loop.agents.models import Invocation
-from review_loop.orchestrator import subreaper
+from review_loop.orchestrator import procfs, subreaper
 from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
 from review_loop.orchestrator.process import (
     MARKER_ENV,
@@ -173,6 +174,44 @@ async def test_a_spare_dead_while_idle_is_replaced(
         assert code == 0 and started.pid != dead
         assert json.loads(stdout)["result"] == "FAKE-ANSWER from claude: still there?"
         assert gone(dead)
+    assert supervisors_alive() == []
+
+
+@needs_supervisor
+async def test_a_dead_spares_control_pipe_is_closed_once(
+    fakes: FakeCLIs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hand-over to a dead spare closes its control pipe; ending that spare then must
+    not close the same number again: by then it may be another file's (a worker thread's
+    /proc read, a record being written). Here a file takes the number as the spare is
+    ended, as another thread's could, and must still be open afterwards."""
+    async with open_supervisors() as supervisors:
+        dead = supervisors.spare_pid
+        spare = supervisors._spare
+        assert dead is not None and spare is not None
+        number = spare.control
+        os.kill(dead, signal.SIGKILL)
+        assert await until(lambda: ended(dead))
+        taken: list[int] = []
+        real = procfs.Proc.send_signal
+
+        def reuse_then_send(proc: procfs.Proc, sig: int) -> bool:
+            if proc.pid == dead and not taken:  # _discard's first step, after the close
+                other = os.open(os.devnull, os.O_RDONLY)
+                taken.append(os.dup2(other, number))
+                os.close(other)
+            return real(proc, sig)
+
+        monkeypatch.setattr(procfs.Proc, "send_signal", reuse_then_send)
+        invocation = Invocation(argv=("claude", "-p"), stdin=b"still there?", cwd=tmp_path)
+        with anyio.fail_after(60):  # hang-catching only
+            _, _, code = await run_recording(invocation, supervisors)
+        assert code == 0 and taken == [number]
+        try:
+            os.fstat(number)  # the other file's descriptor is still its own
+        finally:
+            with suppress(OSError):
+                os.close(number)
     assert supervisors_alive() == []
 
 
@@ -352,3 +391,21 @@ def test_the_cheap_availability_check_agrees_with_prctl() -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     value = ctypes.c_int(0)
     assert int(libc.prctl(37, ctypes.byref(value), 0, 0, 0)) == 0  # PR_GET_CHILD_SUBREAPER
+
+
+@needs_supervisor
+async def test_a_session_refused_before_its_frame_is_sent_does_not_keep_the_spare(
+    tmp_path: Path,
+) -> None:
+    """An argument ``exec`` refuses (a NUL) raises before the taken spare gets a frame:
+    the spare is ended and reaped then, not left idle (with its control pipe's write end
+    open here) until this process exits, beyond the pool's reach."""
+    async with open_supervisors() as supervisors:
+        spare = supervisors.spare_pid
+        assert spare is not None
+        invocation = Invocation(argv=(sys.executable, "-c", "print(1)\0"), cwd=tmp_path)
+        with pytest.raises(ValueError, match="null byte"):
+            await run_process(invocation, deadline=30, grace=GRACE, supervisors=supervisors)
+        assert supervisors.spare_pid is None
+        assert await until(lambda: ended(spare))
+    assert supervisors_alive() == []
