@@ -326,9 +326,12 @@ def _read_exact(fd: int, size: int, owner: int) -> bytes | None:
     """Exactly ``size`` bytes from ``fd``, never one more; ``None`` at end-of-file or once
     the owner is gone (checked every ``OWNER_POLL_S`` while nothing arrives)."""
     data = bytearray()
+    # poll, not select: the pipe keeps the owner's descriptor number (pass_fds), which in
+    # an owner with many files open is past select()'s FD_SETSIZE (1024)
+    waiting = select.poll()
+    waiting.register(fd, select.POLLIN)
     while len(data) < size:
-        ready, _, _ = select.select([fd], [], [], OWNER_POLL_S)
-        if not ready:
+        if not waiting.poll(OWNER_POLL_S * 1000):
             if os.getppid() != owner:
                 return None
             continue

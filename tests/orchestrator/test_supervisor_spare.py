@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -212,6 +213,31 @@ async def test_a_dead_spares_control_pipe_is_closed_once(
         finally:
             with suppress(OSError):
                 os.close(number)
+    assert supervisors_alive() == []
+
+
+@needs_supervisor
+async def test_a_session_runs_when_the_control_pipe_is_past_descriptor_1024(
+    fakes: FakeCLIs, tmp_path: Path
+) -> None:
+    """The control pipe keeps its number in the supervisor (``pass_fds``); in a program
+    with more than 1024 descriptors open (a server, an embedding program) it is past
+    ``select()``'s FD_SETSIZE, and the supervisor must still wait on it (``poll``), not
+    exit with no session, so that every session of that program fails to start."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1200:
+        pytest.skip("needs more than 1200 open files")
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        async with open_supervisors() as supervisors:
+            invocation = Invocation(argv=("claude", "-p"), stdin=b"many files", cwd=tmp_path)
+            with anyio.fail_after(60):  # hang-catching only
+                _, stdout, code = await run_recording(invocation, supervisors)
+            assert code == 0
+            assert json.loads(stdout)["result"] == "FAKE-ANSWER from claude: many files"
+    finally:
+        for fd in held:
+            os.close(fd)
     assert supervisors_alive() == []
 
 
