@@ -263,7 +263,7 @@ def _read_record(record_dir: Path) -> tuple[str, str] | None:
 
     try:
         record = json.loads(read_bytes(record_dir / SESSION_FILE))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested too deep
         return None
     if isinstance(record, dict) and record.get("sessionId") and record.get("product"):
         return str(record["product"]), str(record["sessionId"])

@@ -949,7 +949,7 @@ def _stored_session(runtime: Path, product: str) -> str | None:
 
     try:
         record = json.loads(read_bytes(runtime / SESSION_FILE).decode("utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested too deep
         return None
     if not isinstance(record, dict) or record.get("product") != product:
         return None
