@@ -340,7 +340,9 @@ def test_an_idle_spare_ends_when_its_owner_is_killed(fork: bool, backend: str) -
         spare = psutil.Process(int(said[b"spare"]))
         forked = [int(said[b"child"])] if fork else []
         left = [spare, *(psutil.Process(pid) for pid in forked)]
-        assert subreaper.LAUNCH in spare.cmdline() and spare.ppid() == owner.pid
+        # the spare exists; until it has exec'd its command line is the owner's (or empty)
+        assert wait_until(lambda: subreaper.LAUNCH in spare.cmdline())
+        assert spare.ppid() == owner.pid
         owner.kill()
         owner.wait()
         assert wait_until(lambda: ended(spare.pid))
