@@ -64,7 +64,7 @@ def _chunk_path(text: str) -> str | None:
     if lines and lines[0] == "review-evidence untracked-symlink-v1" and len(lines) > 2:
         try:
             value = json.loads(lines[2])
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deep
             return None
         return value if isinstance(value, str) else None
     for line in lines[1:12]:

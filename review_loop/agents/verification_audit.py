@@ -334,7 +334,7 @@ def _json_object(text: str) -> Any:
     for candidate in candidates:
         try:
             value = json.loads(candidate)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deep
             continue
         if isinstance(value, dict):
             return value

@@ -313,7 +313,7 @@ def parse_verdict(text: str, *, auto: bool = False) -> Verdict | ParseProblem:
         return PARSE_FAILURE
     try:
         data = json.loads(block)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep
         return PARSE_FAILURE
     if not isinstance(data, dict) or any(key not in data for key in REQUIRED_KEYS):
         return SCHEMA_VIOLATION
@@ -589,7 +589,7 @@ def parse_scenarios_reply(text: str) -> tuple[Scenario, ...] | None:
         return None
     try:
         return parse_scenarios(json.loads(block))
-    except (ValueError, ScenarioError):
+    except (ValueError, RecursionError, ScenarioError):
         return None
 
 

@@ -257,7 +257,7 @@ def conforms(value: Any) -> bool:
 def _event(line: bytes) -> dict[str, Any] | None:
     try:
         value = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep
         return None
     return value if conforms(value) else None
 

@@ -98,7 +98,7 @@ def _read(path: Path, *, in_repo: bool) -> Any:
         return None
     try:
         return json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep
         note_untrusted(path, "not JSON")
         return None
 
