@@ -51,3 +51,26 @@ def test_contract_a_pending_answer_nested_too_deep_is_not_json(tmp_path: Path) -
 
 def test_contract_a_journal_line_nested_too_deep_is_no_event() -> None:
     assert store._event(DEEP.encode()) is None
+
+
+DEEP_OBJECT = '{"a":' * 200_000
+
+
+def test_contract_a_cli_stdout_nested_too_deep_holds_no_json_object() -> None:
+    from review_loop.adapters import _common, base
+
+    assert _common.parse_json_object(DEEP_OBJECT) is None
+    assert _common.parse_json_object('{"result": "ok"}') == {"result": "ok"}  # it works
+    deep = DEEP_OBJECT.encode()
+    assert _common.last_json_lines(b"x" * 2 * len(deep) + b"\n" + deep + b"\n", 1) is None
+    assert list(base.json_lines(DEEP_OBJECT + '\n{"type":"done"}')) == [{"type": "done"}]
+
+
+def test_contract_a_codex_rollout_whose_first_line_is_nested_too_deep_is_no_crash() -> None:
+    from review_loop.adapters.base import SessionFile
+    from review_loop.adapters.codex import ADAPTER
+
+    path = Path("/h/.codex/sessions/2026/11/29/rollout-x.jsonl")
+    head = b"[" * 8192  # the head a session store reads (8 KiB), nested past the limit
+    stored = ADAPTER.parse_session(SessionFile(path=path, head=head, mtime=0.0), Path("/r"))
+    assert stored is None

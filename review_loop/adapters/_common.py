@@ -131,7 +131,7 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
     for candidate in candidates:
         try:
             value = json.loads(candidate)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deep
             continue
         if isinstance(value, dict):
             return value
@@ -154,7 +154,7 @@ def last_json_lines(kept: bytes, count: int) -> list[dict[str, Any]] | None:
     for line in lines:
         try:
             value = json.loads(line.decode("utf-8"))
-        except ValueError:  # UnicodeDecodeError is a ValueError
+        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
             return None
         if not isinstance(value, dict):
             return None

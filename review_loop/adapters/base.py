@@ -206,7 +206,7 @@ def json_lines(text: str) -> Iterator[dict[str, Any]]:
             continue
         try:
             value = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deep
             continue
         if isinstance(value, dict):
             yield value

@@ -309,7 +309,7 @@ class CodexAdapter:
         cwd: str | None = None
         try:
             meta: object = json.loads(first)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deep
             meta = None
         if isinstance(meta, dict):
             if meta.get("type") != "session_meta":
