@@ -618,8 +618,17 @@ class RunLog:
                 ino=stat.st_ino,
                 snapshot_seq=int(doc["seq"]),
             )
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, StateError):
-            # Absent, a link, unreadable, forged, stale, or no usable secret: rebuild.
+        except (
+            OSError,
+            ValueError,
+            RecursionError,
+            KeyError,
+            TypeError,
+            AttributeError,
+            StateError,
+        ):
+            # Absent, a link, unreadable, forged (or nested too deep), stale, or no usable
+            # secret: rebuild.
             return None
 
     def _write_snapshot(self, directory: Directory, fd: int, state: StreamState) -> None:

@@ -207,6 +207,15 @@ def test_corrupt_snapshot_is_rebuilt_from_the_log(log: RunLog) -> None:
     assert state.seq == 6 and state.view["n"] == 6
 
 
+def test_a_snapshot_nested_too_deep_is_rebuilt_from_the_log(log: RunLog) -> None:
+    # json.loads raises RecursionError (not a ValueError) on deep nesting: still "corrupt"
+    for index in range(6):
+        log.commit([put(f"k{index}", index)])
+    log.snapshot_path.write_text("[" * 200_000)
+    state = RunLog(log.path, schema=COUNTING).state()
+    assert state.seq == 6 and state.view["n"] == 6
+
+
 def test_snapshot_of_another_log_is_not_trusted(log: RunLog, tmp_path: Path) -> None:
     for index in range(5):
         log.commit([put(f"k{index}", index)])
