@@ -15,17 +15,19 @@ from pathlib import Path
 
 from tests.gitrepo import committed_repo
 
-# As ``python -m review_loop`` does; at exit, says how many objects were frozen.
+# As ``python -m review_loop`` does; at exit, says how many objects were frozen and whether
+# the collector was on.
 HARNESS = """
 import atexit, gc, sys
 from review_loop.orchestrator.cli import main
-atexit.register(lambda: sys.stderr.write(f"frozen={gc.get_freeze_count()}"))
+atexit.register(lambda: sys.stderr.write(f"frozen={gc.get_freeze_count()} {gc.isenabled()}"))
 sys.argv = ["review-loop", *sys.argv[1:]]
 main()
 """
 
 
-def test_process_a_command_exits_frozen_with_its_whole_document(tmp_path: Path) -> None:
+def _sessions_at_exit(tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], int, str]:
+    """One whole ``sessions`` process: its result, frozen objects and collector at exit."""
     repo = committed_repo(tmp_path / "repo", {"a.txt": "a\n"})
     done = subprocess.run(
         [sys.executable, "-c", HARNESS, "sessions", "--repo", str(repo)],
@@ -34,31 +36,20 @@ def test_process_a_command_exits_frozen_with_its_whole_document(tmp_path: Path) 
         timeout=60,
     )
     assert done.returncode == 0, done.stderr[-2000:]
+    frozen, enabled = done.stderr.rsplit("frozen=", 1)[1].split()
+    return done, int(frozen), enabled
+
+
+def test_process_a_command_exits_frozen_with_its_whole_document(tmp_path: Path) -> None:
+    done, frozen, _ = _sessions_at_exit(tmp_path)
     assert json.loads(done.stdout)["ok"] is True  # flushed whole
-    frozen = int(done.stderr.rsplit("frozen=", 1)[1])
     assert frozen > 10_000  # the modules' objects, frozen before the exit
 
 
-# At exit, says whether the collector was on: ``main`` holds it during start-up.
-HARNESS_ENABLED = """
-import atexit, gc, sys
-from review_loop.orchestrator.cli import main
-atexit.register(lambda: sys.stderr.write(f"enabled={gc.isenabled()}"))
-sys.argv = ["review-loop", *sys.argv[1:]]
-main()
-"""
-
-
 def test_process_a_quick_command_runs_without_collections(tmp_path: Path) -> None:
-    repo = committed_repo(tmp_path / "repo", {"a.txt": "a\n"})
-    done = subprocess.run(
-        [sys.executable, "-c", HARNESS_ENABLED, "sessions", "--repo", str(repo)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stderr.rsplit("enabled=", 1)[1] == "False"
+    # ``main`` holds the collector during start-up; a quick command ends before turning it on
+    _, _, enabled = _sessions_at_exit(tmp_path)
+    assert enabled == "False"
 
 
 def _collector_seen_by_a_reviewer_command() -> tuple[bool, int]:
