@@ -26,6 +26,7 @@ from typing import Any, Final, Literal
 
 from review_loop.agents.constants import SESSION_FILE as SESSION_FILE
 from review_loop.agents.models import DeliveryState, Reply, Usage
+from review_loop.agents.record_fields import FIELDS, REQUIRED
 
 SessionStatus = Literal["starting", "running", "finished", "interrupted", "orphaned", "lost"]
 """Where a session is: ``starting`` (record written, not yet spawned), ``running``,
@@ -34,9 +35,6 @@ and ended the session itself), ``orphaned`` (its owner died after the process st
 reaper ended what was left, or found nothing left: its ``reason`` says which) or ``lost``
 (the owner died before the process was recorded, or the record is untrusted and nothing
 was signalled); see ``docs/process-ownership.md``."""
-
-SESSION_STATUSES: Final = ("starting", "running", "finished", "interrupted", "orphaned", "lost")
-"""The values of :data:`SessionStatus` (a test holds them equal)."""
 
 INTERRUPTED: Final = "interrupted"
 """The ``reason`` of an attempt, and the ``status`` of a record, ended by cancellation."""
@@ -227,7 +225,7 @@ class SessionRecord:
         ``{product, sessionId, updated}``). On anything else the model
         (``records.SessionRecord``) decides, and its reading is taken field for field.
         """
-        if type(raw) is not dict or not raw.keys() >= _REQUIRED:
+        if type(raw) is not dict or not raw.keys() >= REQUIRED:
             return None  # the model has no default for a required field: it refuses too
         plain = _plain_record(raw)
         if plain is not None:
@@ -245,81 +243,21 @@ class SessionRecord:
 
 _RECORD_FIELDS: Final = tuple(f.name for f in dataclasses.fields(SessionRecord))
 
-_EXACT_FLOAT = 2**53
-"""Past this an ``int`` is not read plainly as a float (the model rounds it, or refuses)."""
-
-
-def _is_str(value: Any) -> bool:
-    return type(value) is str
-
-
-def _is_int(value: Any) -> bool:
-    return type(value) is int
-
-
-def _is_float(value: Any) -> bool:
-    return type(value) is float or (type(value) is int and abs(value) <= _EXACT_FLOAT)
-
-
-def _is_strings(value: Any) -> bool:
-    return type(value) is list and all(type(item) is str for item in value)
-
-
-def _is_status(value: Any) -> bool:
-    return type(value) is str and value in SESSION_STATUSES
-
-
-_STATES: Final = frozenset(state.value for state in DeliveryState)
-
-
-def _is_state(value: Any) -> bool:
-    return type(value) is str and value in _STATES
-
-
-_PLAIN_CHECKS: Final = {
-    "str": _is_str,
-    "int": _is_int,
-    "float": _is_float,
-    "list[str]": _is_strings,
-    "SessionStatus": _is_status,
-    "DeliveryState": _is_state,
-}
-"""How each annotation of :class:`SessionRecord` is checked plainly (``X | None``: ``X``
-or ``None``); derived from the field list, so a new field cannot be read unchecked."""
-
-
-def _plain_check(annotation: str) -> tuple[Any, bool]:
-    base, optional = annotation.removesuffix(" | None"), annotation.endswith(" | None")
-    return _PLAIN_CHECKS[base], optional
-
-
-_RECORD_CHECKS: Final = {
-    f.name: _plain_check(str(f.type)) for f in dataclasses.fields(SessionRecord)
-}
-_REQUIRED: Final = frozenset(
-    f.name
-    for f in dataclasses.fields(SessionRecord)
-    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-)
-
 
 def _plain_record(raw: Any) -> SessionRecord | None:
     """``raw`` as a record when it is plainly one (see :meth:`SessionRecord.read`)."""
-    if type(raw) is not dict or not raw.keys() >= _REQUIRED:
+    if type(raw) is not dict or not raw.keys() >= REQUIRED:
         return None
     values: dict[str, Any] = {}
     for key, value in raw.items():
-        found = _RECORD_CHECKS.get(key)
-        if found is None:
+        check = FIELDS.get(key)
+        if check is None:
             return None  # unknown: the model (which ignores it) decides
-        check, optional = found
-        if value is None and optional:
-            values[key] = None
-        elif not check(value):
+        if not check(value):
             return None
-        elif key == "state":
+        if value is not None and key == "state":
             values[key] = DeliveryState(value)
-        elif key in ("procStart", "ownerStart"):
+        elif value is not None and key in ("procStart", "ownerStart"):
             values[key] = float(value)
         else:
             values[key] = value

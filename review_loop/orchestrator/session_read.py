@@ -7,11 +7,11 @@ spares ``sessions`` importing pydantic for the records that are plainly valid
 (``docs/sessions-listing.md``):
 
 - :func:`plain_record` reads a record whose every field the model reads has the plain JSON
-  type the model wants (an exact ``str``, ``int``, ``float``, ``list`` of ``str``, a known
-  ``status`` or ``state``), with the model's defaults and, as the model (``extra="ignore"``),
-  ignoring keys it does not know. It reads a record as the original's only when a field
-  ``SessionRecord`` requires is missing, so the model would refuse it as ours. On anything
-  else it returns ``None``.
+  type the model wants (``agents/record_fields.py``: an exact ``str``, ``int``, ``float``,
+  ``list`` of ``str``, a known ``status`` or ``state``), with the model's defaults and,
+  as the model (``extra="ignore"``), ignoring keys it does not know. It reads a record as
+  the original's only when a field ``SessionRecord`` requires is missing, so the model
+  would refuse it as ours. On anything else it returns ``None``.
 - :func:`model_record` reads it with the models: ``SessionRecord`` first, then
   ``OriginalRecord``; it alone decides what a lax value means and what is refused.
 
@@ -22,19 +22,9 @@ both and checks that whatever the plain path reads, the models read the same.
 
 from __future__ import annotations
 
-from typing import Any, Final, NamedTuple
+from typing import Any, NamedTuple
 
-STATUSES: Final = frozenset({"starting", "running", "finished", "interrupted", "orphaned", "lost"})
-"""``SessionRecord.status``'s values (``records.SessionStatus``; a test holds them equal)."""
-
-STATES: Final = frozenset({"DELIVERED", "NOT_SUBMITTED", "DELIVERY_UNKNOWN"})
-"""``DeliveryState``'s values (a test holds them equal)."""
-
-REQUIRED: Final = frozenset({"product", "updated", "cwd", "peer", "ownerPid", "startedAt"})
-"""The fields ``SessionRecord`` requires (a test holds them equal to the model's)."""
-
-_FLOAT_EXACT = 2**53
-"""Past this an ``int`` is not read plainly as a float (the model rounds it, or refuses)."""
+from review_loop.agents.record_fields import FIELDS, REQUIRED
 
 
 class Record(NamedTuple):
@@ -50,64 +40,6 @@ class Record(NamedTuple):
     delivered: bool
 
 
-def _optional_str(value: Any) -> bool:
-    return value is None or type(value) is str
-
-
-def _int(value: Any) -> bool:
-    return type(value) is int
-
-
-def _optional_int(value: Any) -> bool:
-    return value is None or type(value) is int
-
-
-def _optional_float(value: Any) -> bool:
-    kind = type(value)
-    return (
-        value is None or kind is float or (kind is int and -_FLOAT_EXACT <= value <= _FLOAT_EXACT)
-    )
-
-
-def _strings(value: Any) -> bool:
-    return type(value) is list and all(type(item) is str for item in value)
-
-
-def _status(value: Any) -> bool:
-    return type(value) is str and value in STATUSES
-
-
-def _state(value: Any) -> bool:
-    return value is None or (type(value) is str and value in STATES)
-
-
-def _str(value: Any) -> bool:
-    return type(value) is str
-
-
-_FIELDS: Final = {
-    "product": _str,
-    "sessionId": _optional_str,
-    "updated": _str,
-    "cwd": _str,
-    "peer": _str,
-    "command": _strings,
-    "status": _status,
-    "state": _state,
-    "reason": _optional_str,
-    "pid": _optional_int,
-    "pgid": _optional_int,
-    "marker": _optional_str,
-    "procStart": _optional_float,
-    "ownerPid": _int,
-    "ownerStart": _optional_float,
-    "startedAt": _str,
-    "finishedAt": _optional_str,
-    "attempt": _int,
-}
-"""Every field of ``SessionRecord`` and its plain check (a test holds the names equal)."""
-
-
 def plain_record(packet_id: str, raw: Any, repo: str) -> Record | None:
     """``raw`` (parsed JSON) read without the models when it is plainly a record; ``None``
     when only the models can say what it is (:func:`model_record`)."""
@@ -115,7 +47,7 @@ def plain_record(packet_id: str, raw: Any, repo: str) -> Record | None:
         return None
     if raw.keys() >= REQUIRED:
         for key, value in raw.items():
-            check = _FIELDS.get(key)
+            check = FIELDS.get(key)
             if check is not None and not check(value):
                 return None
         return Record(

@@ -62,10 +62,12 @@ def test_contract_twin_has_the_models_fields_order_and_defaults(
 
 
 def test_contract_twin_constants_are_the_models() -> None:
-    from typing import get_args
+    from review_loop.agents import record_fields
 
-    assert get_args(records.SessionStatus) == outcomes.SESSION_STATUSES
     assert records.SESSION_FILE == outcomes.SESSION_FILE == "reviewer-session.json"
+    # the plain reading checks every field of the twin, and no other
+    twin_fields = [f.name for f in dataclasses.fields(outcomes.SessionRecord)]
+    assert list(record_fields.FIELDS) == twin_fields
 
 
 # -- real deliveries ---------------------------------------------------------------------
@@ -133,12 +135,13 @@ async def _interrupted(repo: Path, fakes: FakeCLIs) -> outcomes.Delivery:
 
 
 def _ordered(value: Any) -> Any:
-    """``value`` with every dict as a list of its items: equality then checks key order."""
+    """``value`` with every dict as a list of its items and every scalar with its type:
+    equality then checks key order, and ``True`` is not ``1`` nor ``1.0``."""
     if isinstance(value, dict):
         return [(key, _ordered(item)) for key, item in value.items()]
     if isinstance(value, list):
         return [_ordered(item) for item in value]
-    return value
+    return (type(value), value)
 
 
 def _check_delivery(plain: outcomes.Delivery) -> None:
@@ -237,6 +240,8 @@ PLAIN_RECORDS = [
 ]
 UNUSUAL_RECORDS = [
     _record(pid=True),  # the model reads a bool as 1; the plain path leaves it to the model
+    _record(ownerPid=True),
+    _record(attempt=False),
     _record(pid="12"),
     _record(ownerPid=1.0),
     _record(unknown="kept out"),  # the model ignores it; the plain path defers

@@ -20,13 +20,11 @@ import pytest
 
 from review_loop.agents import constants, records
 from review_loop.agents.models import DeliveryState
+from review_loop.agents.record_fields import FIELDS as _FIELDS
+from review_loop.agents.record_fields import REQUIRED, STATES, STATUSES
 from review_loop.agents.records import SessionRecord, SessionStatus
 from review_loop.orchestrator.original_record import OriginalRecord
 from review_loop.orchestrator.session_read import (
-    _FIELDS,
-    REQUIRED,
-    STATES,
-    STATUSES,
     Record,
     model_record,
     plain_record,
