@@ -45,6 +45,7 @@ PYTHON = ROOT / ".venv" / "bin" / "python"
 FETCHED = ROOT / ".bench/original/skills/agentic-review-handoff/scripts/review-loop.mjs"
 """Where ``scripts/fetch-original`` puts the original."""
 SESSIONS = 2_000
+FLOOR_CASE = "floor: anyio + the fake CLI"
 # ``codex exec --json`` as the real CLI prints it; ``--version`` answers the probe.
 INSTANT_CODEX = r"""#!/bin/sh
 case "$1" in --version) echo "codex-cli 0.50.0"; exit 0;; esac
@@ -169,7 +170,7 @@ def cases(repo: Path, many: Path, original: Path | None, root: Path, ours: Path)
             "its consult",
         ),
         Case(
-            "floor: anyio + the fake CLI",
+            FLOOR_CASE,
             [str(PYTHON), "-c", FLOOR],
             theirs("consult", "--repo", str(repo), "--peer", "codex", "--question", "q"),
             "its consult",
@@ -240,6 +241,13 @@ def report(all_cases: list[Case], found: dict[str, tuple[list[float], list[float
     for name in ("help", "prefs show"):
         mine = statistics.median(found[name][0]) * 1000
         print(f"`{name}` median {mine:.0f} ms (target < 60 ms)")
+    pairs = list(zip(found["consult --peer codex"][0], found[FLOOR_CASE][0], strict=True))
+    extra = statistics.median(a - b for a, b in pairs) * 1000
+    over = statistics.median(a / b for a, b in pairs)
+    print(
+        f"consult over the floor (same rounds): +{extra:.0f} ms, ratio {over:.2f}"
+        " (what is ours: everything a consult does beyond running the CLI under anyio)"
+    )
 
 
 def main() -> None:
