@@ -9,7 +9,10 @@ and the workflows print and write directly, and
 :func:`review_loop.agents.records.public_delivery` turns a twin into the model once, at the
 public boundary (``Dispatcher.consult``/``fan_out``).
 
-Each twin has its model's field names, in the same order, with the same defaults, and its
+Each twin is a frozen, slotted, keyword-only stdlib dataclass (made by
+:func:`~review_loop.agents.frozen_dataclass.frozen_dataclass`, which compiles no code when
+the class is defined: ``docs/consult-startup.md``). It has its model's field names, in the
+same order, with the same defaults, and its
 :meth:`document` is exactly the model's ``model_dump(mode="json", by_alias=True)``;
 ``tests/agents/test_outcomes.py`` holds each twin to its model over real deliveries.
 
@@ -21,10 +24,11 @@ wants (so it can only be stricter than the model), and otherwise lets the model 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Final, Literal
 
 from review_loop.agents.constants import SESSION_FILE as SESSION_FILE
+from review_loop.agents.frozen_dataclass import frozen_dataclass
 from review_loop.agents.models import DeliveryState, Reply, Usage
 from review_loop.agents.record_fields import FIELDS, REQUIRED
 
@@ -40,7 +44,7 @@ INTERRUPTED: Final = "interrupted"
 """The ``reason`` of an attempt, and the ``status`` of a record, ended by cancellation."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_dataclass
 class RecordError:
     """A record that could not be written: which file, the errno's name, the message.
 
@@ -56,7 +60,7 @@ class RecordError:
         return {"path": self.path, "errno": self.errno, "message": self.message}
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_dataclass
 class Fallback:
     """One product swap: ``{from, to, reason}`` (``from_`` in Python, ``from`` in JSON)."""
 
@@ -69,7 +73,7 @@ class Fallback:
         return {"from": self.from_, "to": self.to, "reason": self.reason}
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_dataclass
 class Attempt:
     """One launch of one product, and what became of it."""
 
@@ -111,7 +115,7 @@ class Attempt:
         return data
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_dataclass
 class Delivery:
     """The dispatcher's answer for one request: the last attempt decides ``state``.
 
@@ -173,7 +177,7 @@ class Delivery:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_dataclass
 class SessionRecord:
     """``reviewer-session.json`` as the dispatcher writes it (see the model's docstring).
 

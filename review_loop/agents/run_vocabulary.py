@@ -8,15 +8,18 @@ These are frozen, slotted, keyword-only stdlib dataclasses, because the run path
 them with ``dataclasses.replace`` (the dispatcher, masking, the codex adapter) and
 pydantic validates and describes ``Reply`` and ``Usage`` inside the public ``Delivery``
 (it reads stdlib dataclasses natively and emits their JSON Schemas). They are built by this
-code base alone, never from untrusted input, so ``mypy --strict`` is their check.
+code base alone, never from untrusted input, so ``mypy --strict`` is their check. They are
+made by :func:`~review_loop.agents.frozen_dataclass.frozen_dataclass`, the same dataclass
+without compiling its methods on every start (``docs/consult-startup.md``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Final, Literal
 
+from review_loop.agents.frozen_dataclass import frozen_dataclass
 from review_loop.agents.models import DeliveryState, EnvPassthrough
 
 _NOTHING_PASSED: Final = EnvPassthrough()
@@ -24,7 +27,7 @@ _NOTHING_PASSED: Final = EnvPassthrough()
 value, so one instance serves every invocation)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_dataclass
 class AgentRequest:
     """One question for one product, independent of how that product is launched.
 
@@ -42,7 +45,7 @@ class AgentRequest:
     session_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_dataclass
 class Capabilities:
     """What an installed CLI can do, as read from its ``--version``/``--help``."""
 
@@ -54,7 +57,7 @@ class Capabilities:
     """Run in a throw-away copy of ``cwd`` because the CLI has no read-only mode."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_dataclass
 class Invocation:
     """Everything needed to start one CLI. Building it performs no I/O.
 
@@ -89,7 +92,7 @@ class Invocation:
     home_files: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_dataclass
 class Completed:
     """What a finished (or stopped) process left behind.
 
@@ -113,7 +116,7 @@ class Completed:
     spawn_error: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_dataclass
 class Usage:
     """Token counts where the CLI reports them."""
 
@@ -122,7 +125,7 @@ class Usage:
     cached_input_tokens: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_dataclass
 class Reply:
     """A parsed answer: the only thing that makes an attempt ``DELIVERED``."""
 
@@ -136,7 +139,7 @@ class Reply:
 _FAILURE_STATES: Final = frozenset({DeliveryState.NOT_SUBMITTED, DeliveryState.DELIVERY_UNKNOWN})
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_dataclass
 class Failure:
     """A classified failure. ``state`` is never ``DELIVERED``.
 
