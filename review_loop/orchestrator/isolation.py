@@ -21,16 +21,14 @@ made at all (:func:`namespace_available`), the request is refused before anythin
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import sys
-import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import anyio
 
+from review_loop.agents.frozen_dataclass import frozen_dataclass
 from review_loop.agents.models import Invocation
 from review_loop.orchestrator import procfs
 from review_loop.orchestrator.isolation_wrapper import ISOLATION_FAILED_EXIT, MARKER
@@ -97,6 +95,8 @@ async def namespace_available() -> bool:
     """
     global _available
     if _available is None:
+        import tempfile
+
         from review_loop.orchestrator.process import run_process
 
         with tempfile.TemporaryDirectory(prefix="review-loop-isolate-check-") as tmp:
@@ -126,7 +126,7 @@ async def protected_paths(repo: Path) -> list[Path]:
     return paths
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class Scratch:
     """The one writable directory of an isolated run, and what it holds.
 
@@ -197,7 +197,11 @@ def _owner_gone(name: str) -> bool:
 def orphaned_scratch(temp: Path | None = None) -> list[Path]:
     """This user's scratch directories whose review-loop is gone (see
     :func:`remove_orphaned_scratch`); found without removing anything."""
-    base = Path(tempfile.gettempdir() if temp is None else temp)
+    if temp is None:
+        import tempfile  # here: only the sweep without a given directory needs it
+
+        temp = Path(tempfile.gettempdir())
+    base = Path(temp)
     # a prefix test over one listing, not a glob: every dispatcher's start pays for this
     # sweep, and a glob compiles its pattern (~0.4 ms of a consult)
     try:
@@ -224,8 +228,11 @@ def remove_orphaned_scratch(temp: Path | None = None) -> list[Path]:
     :func:`scratch_prefix` for a process that no longer runs, are removed.
     """
     removed = orphaned_scratch(temp)
-    for entry in removed:
-        shutil.rmtree(entry, ignore_errors=True)
+    if removed:  # a sweep that finds nothing (almost every consult's) imports no shutil
+        import shutil
+
+        for entry in removed:
+            shutil.rmtree(entry, ignore_errors=True)
     return removed
 
 
@@ -242,6 +249,8 @@ def make_scratch(
     for name, relative in zip(home_files, relatives, strict=True):
         if relative.is_absolute() or ".." in relative.parts or not relative.parts:
             raise ValueError(f"home file {name!r} is not a path inside HOME")
+    import shutil  # here: only an isolated run copies anything
+
     scratch = Scratch(
         root=root, copy=root / "work" / repo.name, home=root / "home", tmp=root / "tmp"
     )

@@ -30,7 +30,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 ISOLATION_FAILED_EXIT = 97
 MARKER = "review-loop-isolate:"
@@ -50,9 +50,13 @@ class IsolationError(Exception):
     """A step of the setup failed; the CLI must not start."""
 
 
-@dataclass(frozen=True, slots=True)
-class Mount:
-    """One line of ``/proc/self/mountinfo``."""
+class Mount(NamedTuple):
+    """One line of ``/proc/self/mountinfo``.
+
+    A ``NamedTuple``, not a dataclass: the orchestrator imports this module (for
+    :data:`ISOLATION_FAILED_EXIT` and :data:`MARKER`) in every ``consult``, and a frozen
+    dataclass costs ten times as much to define (``docs/consult-startup.md``).
+    """
 
     id: int
     parent: int

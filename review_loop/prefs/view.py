@@ -2,7 +2,8 @@
 
 :class:`PrefsView` carries the attributes the dispatcher and the workflows read from
 :class:`~review_loop.prefs.model.Prefs` (same names, same values) as a frozen slotted
-dataclass, so ``consult`` can load the user's prefs without building the pydantic model
+dataclass (made by :func:`~review_loop.agents.frozen_dataclass.frozen_dataclass`), so
+``consult`` can load the user's prefs without building the pydantic model
 (``docs/startup.md``). The pydantic model stays the contract: it validates every prefs file
 the plain path does not plainly accept, words every error, and is what embedders pass to
 ``open_dispatcher`` (``Prefs.view()`` / :func:`as_view` turn it into this value).
@@ -20,9 +21,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from review_loop.agents.frozen_dataclass import frozen_dataclass
 from review_loop.prefs.defaults import (
     DEFAULT_GRACE_MS,
     DEFAULT_HOST,
@@ -86,7 +88,7 @@ class PrefsRules:
         return next((p for p in self.order if p != skipped), self.order[0])
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_dataclass
 class PrefsView(PrefsRules):
     """The user's prefs as the commands that run reviewers read them (see ``Prefs``).
 

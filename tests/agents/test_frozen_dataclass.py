@@ -217,15 +217,17 @@ def test_contract_pydantic_validates_dumps_and_describes_it_as_the_dataclass() -
         TypeAdapter(ours).validate_python({"name": "n", "count": -1})
 
 
-def test_process_the_vocabulary_compiles_no_code_when_it_is_defined() -> None:
+def test_process_consult_s_value_classes_compile_no_code_when_they_are_defined() -> None:
     # @dataclass compiles each method with exec; the vocabulary's classes must not (the
     # start-up cost this module exists to remove). An audit hook sees every compile.
     probe = (
         "import sys\n"
-        "import pathlib, review_loop.agents.frozen_dataclass, review_loop.agents.models\n"
+        "import anyio, pathlib, review_loop.agents.frozen_dataclass, review_loop.agents.models\n"
         "compiled = []\n"
         "sys.addaudithook(lambda event, args: event == 'compile' and compiled.append(args[0]))\n"
         "import review_loop.agents.run_vocabulary, review_loop.agents.outcomes\n"
+        "import review_loop.orchestrator.isolation, review_loop.orchestrator.isolation_wrapper\n"
+        "import review_loop.prefs.view, review_loop.prefs.peer_command_view\n"
         "print([source for source in compiled if b'__create_fn__' in source])\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True, text=True)
