@@ -17,22 +17,30 @@ from review_loop.orchestrator.files import append_bytes, make_dirs, read_bytes
 EXCLUDE_ENTRY = "/.review-handoff/"
 
 
+def _environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("GIT_OPTIONAL_LOCKS", "0")  # read-only commands must not take index.lock
+    return env
+
+
+def _no_git() -> InputError:
+    return InputError("git", "the git executable is not on PATH", "an installed git")
+
+
 def git(
     repo: Path, *args: str, check: bool = True, input_bytes: bytes | None = None
 ) -> subprocess.CompletedProcess[bytes]:
     """Run ``git -C repo args...`` and capture its output as bytes."""
-    env = dict(os.environ)
-    env.setdefault("GIT_OPTIONAL_LOCKS", "0")  # read-only commands must not take index.lock
     try:
         return subprocess.run(
             ["git", "-C", str(repo), *args],
             input=input_bytes,
             capture_output=True,
             check=check,
-            env=env,
+            env=_environment(),
         )
     except FileNotFoundError:
-        raise InputError("git", "the git executable is not on PATH", "an installed git") from None
+        raise _no_git() from None
 
 
 class Checkout(NamedTuple):
@@ -69,16 +77,86 @@ def locate(path: str | Path | None) -> Checkout:
 
     Raises:
         NotAGitRepositoryError: ``path`` does not exist or is not inside a work tree.
+        InputError: git is not on PATH.
     """
-    start = _start(path)
-    result = git(start, "rev-parse", "--show-toplevel", "--git-common-dir", check=False)
-    if result.returncode != 0:
-        raise NotAGitRepositoryError(str(start), result.stderr.decode("utf-8", "replace"))
-    lines = result.stdout.decode("utf-8").removesuffix("\n").split("\n")
-    if len(lines) != 2 or not lines[0] or not lines[1]:
-        root = repo_root(start)
-        return Checkout(root, common_dir(root))
-    return Checkout(Path(lines[0]), _absolute(start, lines[1]))
+    with start_locate(path) as locating:
+        return locating.result()
+
+
+_LOCATE = ("rev-parse", "--show-toplevel", "--git-common-dir")
+
+
+class Locating:
+    """A :func:`locate` whose git runs while the caller does something else.
+
+    Made by :func:`start_locate`; :meth:`result` waits for git and gives (or raises) exactly
+    what :func:`locate` would have. Leaving the ``with`` block ends and reaps a git whose
+    answer was never asked for (the command failed first), so no process outlives it. A
+    plain class: built once per ``consult``, before anything else is imported.
+    """
+
+    __slots__ = ("_error", "_process", "_start")
+
+    def __init__(self, path: str | Path | None) -> None:
+        self._process: subprocess.Popen[bytes] | None = None
+        self._error: InputError | NotAGitRepositoryError | None = None
+        self._start = Path()
+        try:
+            self._start = _start(path)
+            self._process = subprocess.Popen(
+                ["git", "-C", str(self._start), *_LOCATE],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=_environment(),
+            )
+        except NotAGitRepositoryError as refused:  # raised by result(), where locate raises
+            self._error = refused
+        except FileNotFoundError:
+            self._error = _no_git()
+
+    def result(self) -> Checkout:
+        """The checkout, once git has answered (see :func:`locate`).
+
+        Raises:
+            NotAGitRepositoryError: the path does not exist or is not inside a work tree.
+            InputError: git is not on PATH.
+        """
+        if self._error is not None:
+            raise self._error
+        if self._process is None:
+            raise RuntimeError("Locating.result() after the block was left")
+        with self._process as process:
+            stdout, stderr = process.communicate()
+        self._process = None
+        start = self._start
+        if process.returncode != 0:
+            raise NotAGitRepositoryError(str(start), stderr.decode("utf-8", "replace"))
+        lines = stdout.decode("utf-8").removesuffix("\n").split("\n")
+        if len(lines) != 2 or not lines[0] or not lines[1]:
+            root = repo_root(start)
+            return Checkout(root, common_dir(root))
+        return Checkout(Path(lines[0]), _absolute(start, lines[1]))
+
+    def close(self) -> None:
+        """End and reap git if its answer was not collected (idempotent)."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        with process:  # closes its pipes, then waits for it
+            if process.poll() is None:
+                process.kill()
+
+    def __enter__(self) -> Locating:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def start_locate(path: str | Path | None) -> Locating:
+    """Start :func:`locate`'s git now; ask for its answer later (``with`` it, see
+    :class:`Locating`). Nothing is raised here: errors come from :meth:`Locating.result`."""
+    return Locating(path)
 
 
 def repo_root(path: str | Path | None) -> Path:

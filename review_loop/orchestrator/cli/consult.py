@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from review_loop.orchestrator.git import Checkout, Locating
+    from review_loop.orchestrator.workflows.consult import ConsultPlan
+    from review_loop.prefs.view import PrefsView
 
 USAGE = [
     "review-loop consult --repo R --peer P [--peer P2 ...] [--fallback F|auto] "
@@ -31,9 +36,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
-    """Validate everything first (nothing is written on bad input), then consult."""
-    import shutil
+    """Validate everything first (nothing is written on bad input), then consult.
 
+    git locates the checkout while the rest of consult is imported and its arguments are
+    checked; its answer is asked for where the checks always asked it, so the same input
+    is refused with the same error (``docs/consult-startup.md``).
+    """
+    from review_loop.orchestrator.git import ensure_layout, start_locate
+
+    with start_locate(args.repo) as locating:  # leaving it ends a git never asked
+        checkout, prefs, plan = _checked(args, locating)
+    ensure_layout(checkout)
+    from review_loop.orchestrator.cli.stops import Stop, run_cancellable
+    from review_loop.orchestrator.workflows.consult import run_consult
+
+    async def main(stop: Stop) -> Mapping[str, Any]:
+        async with stop.open_dispatcher(repo=checkout, prefs=prefs) as dispatcher:
+            return await run_consult(dispatcher, plan, interrupted=stop.keep)
+
+    return run_cancellable(main)
+
+
+def _checked(
+    args: argparse.Namespace, locating: Locating
+) -> tuple[Checkout, PrefsView, ConsultPlan]:
+    """The checkout, the prefs and the plan, or the first error in the order of the checks."""
     from review_loop.agents.errors import InputError
     from review_loop.orchestrator.cli.common import (
         checked_resume_id,
@@ -42,13 +69,10 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         positive_seconds,
         read_text_file,
     )
-    from review_loop.orchestrator.cli.stops import Stop, run_cancellable
     from review_loop.orchestrator.dispatcher import resolve_peer
-    from review_loop.orchestrator.git import ensure_layout, locate
     from review_loop.orchestrator.workflows.consult import (
         ConsultPlan,
         resolve_fallbacks,
-        run_consult,
         select_peers,
         with_peer_command,
     )
@@ -69,7 +93,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
             "the question is empty",
             "non-blank text",
         )
-    checkout = locate(args.repo)  # one git process: the top level and the common dir
+    checkout = locating.result()  # one git process: the top level and the common dir
     prefs = load_user_prefs_view()
     skip_host = parse_bool(args.skip_host, "--skip-host")
     if args.host is not None:
@@ -79,6 +103,8 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     if len(set(peers)) != len(peers):
         raise InputError("--peer", f"the same peer is named twice: {peers}", "distinct peers")
     if args.peer_command is not None:
+        import shutil  # here: only a launcher named on the command line is looked up
+
         prefs, peers = with_peer_command(prefs, peers, args.peer_command, shutil.which)
     resolved = [resolve_peer(p, prefs) for p in peers]
     skipping = prefs.skipHost if skip_host is None else skip_host
@@ -94,10 +120,4 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         timeout_ms=positive_seconds(args.timeout, "--timeout") if args.timeout else None,
         resume_session_id=checked_resume_id(args.resume),
     )
-    ensure_layout(checkout)
-
-    async def main(stop: Stop) -> Mapping[str, Any]:
-        async with stop.open_dispatcher(repo=checkout, prefs=prefs) as dispatcher:
-            return await run_consult(dispatcher, plan, interrupted=stop.keep)
-
-    return run_cancellable(main)
+    return checkout, prefs, plan
