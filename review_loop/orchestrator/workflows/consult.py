@@ -202,23 +202,33 @@ def resolve_fallbacks(
     and must never answer in this peer's place. Products named explicitly are kept as the
     user named them.
     """
-    from review_loop.adapters.registry import OFFLINE, product_names
-
     host_product = resolve_peer(host, prefs, field="--host").product if host else None
-    # An offline stand-in is never swapped in for a real reviewer without being named.
-    excluded = prefs.standard_peers(host_product) | {host_product} | OFFLINE
-    automatic = [p for p in dict.fromkeys((*prefs.order, *product_names())) if p not in excluded]
+    automatic: list[str] | None = None  # listed on first ``auto``: it scans for third parties
     out: list[str] = []
     for value in values:
         for name in (part.strip() for part in value.split(",")):
             if not name:
                 continue
-            names = automatic if name == "auto" else [name]
+            if name != "auto":
+                names = [name]
+            else:
+                if automatic is None:
+                    automatic = _automatic_fallbacks(prefs, host_product)
+                names = automatic
             for item in names:
                 resolve_peer(item, prefs, field="--fallback")
                 if item not in out:
                     out.append(item)
     return tuple(out)
+
+
+def _automatic_fallbacks(prefs: Prefs | PrefsView, host_product: str | None) -> list[str]:
+    """What ``auto`` stands for (see :func:`resolve_fallbacks`), in order."""
+    from review_loop.adapters.registry import OFFLINE, product_names
+
+    # An offline stand-in is never swapped in for a real reviewer without being named.
+    excluded = prefs.standard_peers(host_product) | {host_product} | OFFLINE
+    return [p for p in dict.fromkeys((*prefs.order, *product_names())) if p not in excluded]
 
 
 def _record_text(peer: ResolvedPeer, delivery: Delivery, question: str, created: str) -> str:

@@ -75,6 +75,43 @@ def test_contract_auto_leaves_out_the_host_and_its_standard_peers() -> None:
     assert resolve_fallbacks(prefs, ["grok,auto"], host="claude") == ("grok", "gemini")
 
 
+# Counts the entry_points.txt files a whole command opens (the look for third-party adapters).
+SCAN_COUNTER = """
+import atexit, sys
+opened = []
+sys.addaudithook(
+    lambda event, args: event == "open"
+    and str(args[0]).endswith("entry_points.txt")
+    and opened.append(args[0])
+)
+atexit.register(lambda: print(len(opened), file=sys.stderr))
+sys.argv = ["review-loop", *sys.argv[1:]]
+from review_loop.orchestrator.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize(
+    ("fallback", "scans"),
+    [([], False), (["--fallback", "grok"], False), (["--fallback", "auto"], True)],
+)
+def test_process_only_fallback_auto_looks_for_third_party_adapters(
+    repo: Path, tmp_path: Path, fallback: list[str], scans: bool
+) -> None:
+    # Listing every distribution's entry points costs each consult about a millisecond
+    # (more in a large environment); only ``auto`` needs the full list of products.
+    fakes = FakeCLIs(tmp_path / "fakes")
+    fakes.script(codex=[{"mode": "ok", "text": "fine"}])
+    done = subprocess.run(
+        [sys.executable, "-c", SCAN_COUNTER, "consult", "--repo", str(repo), "--peer", "codex",
+         "--question", "Q", *fallback],
+        capture_output=True, text=True, env=fakes.env(), timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["text"] == "fine"
+    assert (int(done.stderr.strip().splitlines()[-1]) > 0) is scans
+
+
 def test_contract_standard_peers() -> None:
     prefs = Prefs()
     assert prefs.standard_peers("claude") == {"codex", "grok"}
