@@ -27,9 +27,7 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -40,7 +38,7 @@ import anyio
 import anyio.abc
 
 from review_loop.agents.models import Completed, Invocation
-from review_loop.orchestrator import procfs, subreaper
+from review_loop.orchestrator import pidfd_process, procfs, subreaper
 
 MARKER_ENV = "REVIEW_LOOP_SESSION_MARKER"
 STOP_POLL_S = 0.2
@@ -96,7 +94,11 @@ class BoundedCapture:
     def _open_spill(self) -> None:
         from review_loop.orchestrator.files import make_temp_file  # no link followed
 
-        directory = self.spill_dir or Path(tempfile.gettempdir())
+        directory = self.spill_dir
+        if directory is None:
+            import tempfile  # here, not at import: only output past its cap spills
+
+            directory = Path(tempfile.gettempdir())
         fd, name = make_temp_file(directory, "stdout-", ".spill")
         handle = os.fdopen(fd, "wb")
         handle.write(self.head)
@@ -339,6 +341,12 @@ async def _feed(stream: anyio.abc.ByteSendStream | None, data: bytes | None) -> 
             await stream.aclose()
 
 
+def new_marker() -> str:
+    """A fresh session marker: 32 lowercase hex digits (128 random bits, as many as a
+    ``uuid4().hex`` has and more; without importing ``uuid``)."""
+    return os.urandom(16).hex()
+
+
 def resolve_executable(argv0: str, env: dict[str, str]) -> str | None:
     """The path ``argv0`` runs as under ``env``'s PATH, or ``None`` if it is not there."""
     if os.sep in argv0:
@@ -368,7 +376,8 @@ class _Supervisor:
     marker: str
     """Its own environment carries it: the session it runs gets this marker."""
     pinned: procfs.Proc | None
-    """It, pinned by its start time when it was started (a reused pid is not it)."""
+    """It, pinned by its start time when it was started (a reused pid is not it); ``None``
+    when it is a :class:`.pidfd_process.PidfdProcess`, whose pidfd names it exactly."""
 
 
 async def _start_supervisor(marker: str) -> _Supervisor:
@@ -377,27 +386,38 @@ async def _start_supervisor(marker: str) -> _Supervisor:
     It gets the session's three pipes now, and as its own environment only the marker (the
     CLI's comes with the frame); its working directory is ``/`` until then. Raises
     ``OSError`` when it cannot be started. Shielded: a process that exists is returned.
+
+    Where pidfds work it is started synchronously (fork/exec) and watched through its
+    pidfd (:mod:`.pidfd_process`): no thread and no await, where asyncio's child watcher
+    would start a thread per supervisor and wait for it. Elsewhere ``anyio.open_process``.
     """
     read, write = os.pipe()  # both close-on-exec: no other child inherits either end
+    argv = subreaper.supervisor_argv(owner=os.getpid(), control=read)
+    env = {MARKER_ENV: marker}
+    process: anyio.abc.Process
     try:
-        with anyio.CancelScope(shield=True):
-            process = await anyio.open_process(
-                subreaper.supervisor_argv(owner=os.getpid(), control=read),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd="/",
-                env={MARKER_ENV: marker},
-                start_new_session=True,
-                pass_fds=(read,),
-            )
+        if pidfd_process.available():
+            process = pidfd_process.spawn(argv, cwd="/", env=env, pass_fds=(read,))
+        else:
+            with anyio.CancelScope(shield=True):
+                process = await anyio.open_process(
+                    argv,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    cwd="/",
+                    env=env,
+                    start_new_session=True,
+                    pass_fds=(read,),
+                )
     except BaseException:
         os.close(write)
         raise
     finally:
         os.close(read)
     os.set_blocking(write, False)
-    return _Supervisor(process, write, marker, procfs.Proc.of(process.pid))
+    exact = isinstance(process, pidfd_process.PidfdProcess)
+    return _Supervisor(process, write, marker, None if exact else procfs.Proc.of(process.pid))
 
 
 async def _send_session(supervisor: _Supervisor, frame: bytes) -> bool:
@@ -427,12 +447,15 @@ async def _discard(supervisor: _Supervisor) -> None:
 
     It started nothing (its group and subtree are empty), so it is simply killed: waiting
     for it to see end-of-file would wait for its interpreter's start when it is still
-    starting. Killed through its pinned identity (never a reused pid), not through the
-    process handle: that would reap it behind the event loop's child watcher.
+    starting. Killed through its pidfd, or else its pinned identity (never a reused pid),
+    not through anyio's process handle: that would reap it behind the event loop's child
+    watcher.
     """
     process = supervisor.process
     with anyio.CancelScope(shield=True):
-        if supervisor.pinned is not None:
+        if isinstance(process, pidfd_process.PidfdProcess):
+            process.kill()
+        elif supervisor.pinned is not None:
             supervisor.pinned.send_signal(signal.SIGKILL)
         if supervisor.control >= 0:
             with suppress(OSError):
@@ -486,7 +509,7 @@ class Supervisors:
             return
         self._starting = True
         try:
-            spare = await _start_supervisor(uuid.uuid4().hex)
+            spare = await _start_supervisor(new_marker())
         except OSError:
             return
         finally:
@@ -604,7 +627,7 @@ async def _start(
 ) -> tuple[anyio.abc.Process, ProcessTree] | Completed:
     """The session's process (its supervisor, where there is one) and its tree, or a
     ``Completed`` saying why it did not start."""
-    marker = uuid.uuid4().hex
+    marker = new_marker()
     env = child_env(invocation, marker)
     executable = resolve_executable(invocation.argv[0], env)
     if executable is None:

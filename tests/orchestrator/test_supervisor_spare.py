@@ -33,6 +33,7 @@ import pytest
 from review_loop.agents.models import Invocation
 from review_loop.orchestrator import procfs, subreaper
 from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
+from review_loop.orchestrator.pidfd_process import PidfdProcess
 from review_loop.orchestrator.process import (
     MARKER_ENV,
     Started,
@@ -194,16 +195,28 @@ async def test_a_dead_spares_control_pipe_is_closed_once(
         os.kill(dead, signal.SIGKILL)
         assert await until(lambda: ended(dead))
         taken: list[int] = []
-        real = procfs.Proc.send_signal
 
-        def reuse_then_send(proc: procfs.Proc, sig: int) -> bool:
-            if proc.pid == dead and not taken:  # _discard's first step, after the close
+        def take_the_number(pid: int) -> None:
+            if pid == dead and not taken:  # _discard's first step, after the close
                 other = os.open(os.devnull, os.O_RDONLY)
                 taken.append(os.dup2(other, number))
                 os.close(other)
+
+        # _discard kills the spare through its pidfd where there is one, else through its
+        # pinned identity: the number is taken at whichever comes first.
+        real = procfs.Proc.send_signal
+        real_pidfd = PidfdProcess.send_signal
+
+        def reuse_then_send(proc: procfs.Proc, sig: int) -> bool:
+            take_the_number(proc.pid)
             return real(proc, sig)
 
+        def reuse_then_send_pidfd(process: PidfdProcess, sig: signal.Signals) -> None:
+            take_the_number(process.pid)
+            real_pidfd(process, sig)
+
         monkeypatch.setattr(procfs.Proc, "send_signal", reuse_then_send)
+        monkeypatch.setattr(PidfdProcess, "send_signal", reuse_then_send_pidfd)
         invocation = Invocation(argv=("claude", "-p"), stdin=b"still there?", cwd=tmp_path)
         with anyio.fail_after(60):  # hang-catching only
             _, _, code = await run_recording(invocation, supervisors)

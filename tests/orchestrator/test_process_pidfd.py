@@ -1,0 +1,427 @@
+"""Process and contract tests of supervisors started without asyncio's child watcher.
+
+Where pidfds work, a session supervisor (the warm spare, or one started on the spot) is
+started by a synchronous fork/exec and watched by the event loop itself: its exit through
+a pidfd, its pipes as non-blocking descriptors (``orchestrator/pidfd_process.py``). These
+tests run real supervisors and real CLIs on asyncio and trio: no thread is started for a
+supervisor; no descriptor and no child (zombie or running) is left after many sessions,
+cancelled ones included; the spare has the same shape (session, group, directory,
+environment, descriptors) whichever way it is started; and :class:`PidfdProcess` keeps
+``anyio.abc.Process``'s contract (exit codes, concurrent waits, signals only before the
+reap, end-of-file, a child that never reads or already exited).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import pytest
+
+from review_loop.agents.models import Invocation
+from review_loop.orchestrator import pidfd_process, subreaper
+from review_loop.orchestrator.pidfd_process import PidfdProcess, spawn
+from review_loop.orchestrator.process import (
+    MARKER_ENV,
+    Started,
+    Supervisors,
+    open_supervisors,
+    run_process,
+)
+from tests.fakes import FakeCLIs
+from tests.orchestrator.ownership import wait_until
+
+pytestmark = pytest.mark.anyio
+needs_pidfd = pytest.mark.skipif(
+    not (subreaper.available() and pidfd_process.available()),
+    reason="needs the session supervisor and pidfds (Linux 5.3+)",
+)
+GRACE = 0.5
+
+
+def open_fds() -> list[str]:
+    """This process's open descriptors, as what each names (sorted, for a readable diff)."""
+    found = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            found.append(f"{name} -> {os.readlink(f'/proc/self/fd/{name}')}")
+        except OSError:
+            continue  # the listing's own descriptor, closed by now
+    return sorted(found)
+
+
+def kinds(fds: list[str]) -> list[str]:
+    """The descriptors' kinds only (``pipe``, ``anon_inode:[pidfd]``, a path)."""
+    return sorted(entry.split(" -> ", 1)[1].split(":[")[0] for entry in fds)
+
+
+def my_children() -> list[int]:
+    """This process's children, zombies included (read from /proc)."""
+    return subreaper.children(os.getpid())
+
+
+def script(tmp_path: Path, name: str, body: str) -> Path:
+    """An executable Python script (this interpreter) that runs ``body``."""
+    path = tmp_path / name
+    path.write_text(f"#!{sys.executable}\n{body}\n")
+    path.chmod(0o755)
+    return path
+
+
+def claude(tmp_path: Path, prompt: str = "hello") -> Invocation:
+    return Invocation(argv=("claude", "-p"), stdin=prompt.encode(), cwd=tmp_path)
+
+
+async def until(predicate: Callable[[], bool]) -> bool:
+    return bool(await anyio.to_thread.run_sync(wait_until, predicate))
+
+
+# --- process tier: sessions through the real supervisor -----------------------------------
+
+
+@needs_pidfd
+async def test_no_thread_is_started_for_a_supervisor(fakes: FakeCLIs, tmp_path: Path) -> None:
+    """Neither the spare nor the supervisor of a running session has a thread of its own
+    in this process (asyncio's child watcher started one per supervisor: it fails there
+    without the pidfd watch). Threads are compared while each session runs and while the
+    next spare idles."""
+    await anyio.to_thread.run_sync(lambda: None)  # the runtime's worker, if any, counts
+    before = set(threading.enumerate())
+    extra: list[list[str]] = []
+
+    async def on_started(info: Started) -> None:
+        extra.append([t.name for t in set(threading.enumerate()) - before])
+
+    async with open_supervisors() as supervisors:
+        for i in range(4):
+            done = await run_process(
+                claude(tmp_path, f"q{i}"),
+                deadline=30,
+                grace=GRACE,
+                on_started=on_started,
+                supervisors=supervisors,
+            )
+            assert done.returncode == 0, done
+            assert json.loads(done.stdout)["result"] == f"FAKE-ANSWER from claude: q{i}"
+            extra.append([t.name for t in set(threading.enumerate()) - before])
+        assert supervisors.spare_pid is not None  # a spare idles as the last count is taken
+    assert len(extra) == 8 and extra == [[]] * 8, extra
+
+
+@needs_pidfd
+async def test_a_spare_is_watched_through_a_pidfd(tmp_path: Path) -> None:
+    """While the spare idles, this process holds a pidfd (its exit is watched by the event
+    loop); once the pool is closed the spare is reaped and the pidfd is gone."""
+    before = open_fds()
+    async with open_supervisors() as supervisors:
+        spare = supervisors.spare_pid
+        assert spare is not None
+        held = kinds(sorted(set(open_fds()) - set(before)))
+        assert "anon_inode" in held, held  # the pidfd (its kind is 'anon_inode:[pidfd]')
+    assert open_fds() == before
+    assert spare not in my_children()
+
+
+@needs_pidfd
+async def test_no_descriptor_or_child_is_left_after_many_sessions(
+    fakes: FakeCLIs, tmp_path: Path
+) -> None:
+    """Descriptors and children are counted before and after sessions of every kind on
+    one pool: answered, cancelled in ``on_started``, cancelled while the CLI hangs,
+    cancelled while stdin is fed to a CLI that never reads, cancelled after varied short
+    delays (wherever that lands), timed out, refused at spawn, handed to a spare killed
+    while idle; then the pool is closed. Nothing may be left: no pipe, no pidfd, no zombie,
+    no running child."""
+    never_reads = script(tmp_path, "never-reads", "import time; time.sleep(60)")
+    big = b"x" * (1024 * 1024)  # far past a pipe's buffer: the feed blocks
+
+    async def session(
+        supervisors: Supervisors, invocation: Invocation, deadline: float = 30
+    ) -> None:
+        await run_process(invocation, deadline=deadline, grace=GRACE, supervisors=supervisors)
+
+    async with open_supervisors() as supervisors:  # warm: the runtime's own descriptors
+        await session(supervisors, claude(tmp_path))
+    before, children_before = open_fds(), my_children()
+
+    async with open_supervisors() as supervisors:
+        for i in range(3):
+            await session(supervisors, claude(tmp_path, f"ok{i}"))
+
+        with anyio.CancelScope() as scope:
+
+            async def cancel_at_start(info: Started) -> None:
+                scope.cancel()
+
+            await run_process(
+                claude(tmp_path),
+                deadline=30,
+                grace=GRACE,
+                on_started=cancel_at_start,
+                supervisors=supervisors,
+            )
+        assert scope.cancelled_caught
+
+        fakes.script(claude=[{"mode": "hang"}])
+        with anyio.move_on_after(0.5) as hung:
+            await session(supervisors, claude(tmp_path))
+        assert hung.cancelled_caught
+
+        feeding = Invocation(argv=(str(never_reads),), stdin=big, cwd=tmp_path)
+        with anyio.move_on_after(0.5) as fed:
+            await session(supervisors, feeding)
+        assert fed.cancelled_caught
+
+        fakes.script(claude=[{"mode": "ok"}])
+        for delay in (0, 0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064):
+            with anyio.move_on_after(delay):
+                await session(supervisors, claude(tmp_path))
+
+        fakes.script(claude=[{"mode": "hang"}])
+        await session(supervisors, claude(tmp_path), deadline=0.3)  # timed out
+
+        nowhere = Invocation(argv=("claude", "-p"), stdin=b"q", cwd=tmp_path / "gone")
+        done = await run_process(nowhere, deadline=30, grace=GRACE, supervisors=supervisors)
+        assert done.spawn_error is not None and done.spawn_error.startswith("spawn failed")
+
+        fakes.script(claude=[{"mode": "ok"}])
+        dead = supervisors.spare_pid
+        if dead is None:  # the last session's spare may still be on its way
+            await supervisors.prestart()
+            dead = supervisors.spare_pid
+        assert dead is not None
+        os.kill(dead, signal.SIGKILL)
+        assert await until(lambda: subreaper.stat_of(dead) is None or not subreaper.running(dead))
+        done = await run_process(
+            claude(tmp_path), deadline=30, grace=GRACE, supervisors=supervisors
+        )
+        assert done.returncode == 0, done  # EPIPE: replaced by one started on the spot
+
+    assert open_fds() == before
+    assert my_children() == children_before
+
+
+@needs_pidfd
+async def test_stdin_to_a_cli_that_never_reads_and_exits(tmp_path: Path) -> None:
+    """A CLI that answers without reading its (large) stdin: the feed ends with EPIPE and
+    the answer comes back; nothing waits for a reader that will never come."""
+    answers = script(tmp_path, "answers", "print('answered', flush=True)")
+    invocation = Invocation(argv=(str(answers),), stdin=b"y" * (1024 * 1024), cwd=tmp_path)
+    async with open_supervisors() as supervisors:
+        with anyio.fail_after(30):  # hang-catching only
+            done = await run_process(invocation, deadline=30, grace=GRACE, supervisors=supervisors)
+    assert done.returncode == 0 and done.stdout == b"answered\n"
+
+
+@needs_pidfd
+async def test_output_past_the_cap_is_spilled_through_the_pipes(
+    fakes: FakeCLIs, tmp_path: Path
+) -> None:
+    """Output far past a pipe's buffer and the in-memory cap arrives whole through the
+    non-blocking pipe: its head and tail in memory, all of it in the spill file."""
+    fakes.script(claude=[{"mode": "huge", "bytes": 3 * 1024 * 1024}])
+    cap = 64 * 1024
+    async with open_supervisors() as supervisors:
+        done = await run_process(
+            claude(tmp_path),
+            deadline=60,
+            grace=GRACE,
+            supervisors=supervisors,
+            spill_dir=tmp_path,
+            head_cap=cap,
+            tail_cap=cap,
+        )
+    line = b"x" * 65536 + b"\n"  # what the fake writes, as many whole lines as fit
+    expected = line * (3 * 1024 * 1024 // len(line))
+    assert done.returncode == 0 and done.stdout_truncated
+    assert done.stdout_bytes == len(expected)
+    assert done.stdout == expected[:cap] + expected[-cap:]
+    assert done.stdout_spill is not None and Path(done.stdout_spill).read_bytes() == expected
+
+
+def spare_shape(pid: int) -> dict[str, object]:
+    """What a spare is, read from /proc: its session and group, directory, own
+    environment, and the kinds of the descriptors it holds (the control pipe among them,
+    at the number its command line names)."""
+    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    control = next(w for w in cmdline if w.startswith(b"--control=")).split(b"=")[1].decode()
+    fds = sorted(os.listdir(f"/proc/{pid}/fd"), key=int)
+    return {
+        "session": os.getsid(pid) == pid,
+        "group": os.getpgid(pid) == pid,
+        "cwd": os.readlink(f"/proc/{pid}/cwd"),
+        "environ": Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")[0].split(b"=")[0],
+        "fds": [os.readlink(f"/proc/{pid}/fd/{fd}").split(":[")[0] for fd in fds],
+        "control": control in fds,
+        "parent": subreaper.stat_of(pid) == ("S", os.getpid()),
+    }
+
+
+@needs_pidfd
+@pytest.mark.parametrize("watched", [True, False], ids=["pidfd", "child-watcher"])
+async def test_the_spare_has_the_same_shape_either_way(
+    watched: bool, fakes: FakeCLIs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Started by fork/exec and watched through a pidfd, or (where pidfds do not work)
+    through ``anyio.open_process``, the spare is the same process: a session and group of
+    its own, ``/`` as its directory, its marker as its whole environment, three pipes and
+    its control pipe and nothing else; and a session runs in it."""
+    monkeypatch.setattr(pidfd_process, "_available", watched)
+    async with open_supervisors() as supervisors:
+        spare = supervisors.spare_pid
+        assert spare is not None
+        assert await until(
+            lambda: subreaper.LAUNCH.encode() in Path(f"/proc/{spare}/cmdline").read_bytes()
+        )
+        assert await until(lambda: subreaper.stat_of(spare) == ("S", os.getpid()))
+        shape = spare_shape(spare)
+        assert shape == {
+            "session": True,
+            "group": True,
+            "cwd": "/",
+            "environ": MARKER_ENV.encode(),
+            "fds": ["pipe", "pipe", "pipe", "pipe"],
+            "control": True,
+            "parent": True,
+        }, shape
+        is_pidfd = isinstance(supervisors._spare.process, PidfdProcess)  # type: ignore[union-attr]
+        assert is_pidfd == watched
+        done = await run_process(
+            claude(tmp_path, "shape"), deadline=30, grace=GRACE, supervisors=supervisors
+        )
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["result"] == "FAKE-ANSWER from claude: shape"
+
+
+# --- contract: PidfdProcess is an anyio Process ------------------------------------------
+
+
+def python(*code: str) -> list[str]:
+    return [sys.executable, "-I", "-S", "-c", "; ".join(code)]
+
+
+async def test_exit_codes_and_signals_are_reported_as_anyio_does(tmp_path: Path) -> None:
+    """The exit code; ``-N`` for a child killed by signal ``N``; ``None`` until waited."""
+    exits = spawn(python("import sys", "sys.exit(7)"), cwd="/", env={})
+    assert exits.returncode is None
+    assert await exits.wait() == 7 and exits.returncode == 7
+    await exits.aclose()
+    sleeps = spawn(python("import time", "time.sleep(60)"), cwd="/", env={})
+    sleeps.kill()
+    assert await sleeps.wait() == -signal.SIGKILL
+    await sleeps.aclose()
+
+
+async def test_only_its_own_pid_is_reaped() -> None:
+    """Waiting for one child never takes another child's status (no ``waitpid(-1)``): the
+    embedding program's own exited child is still a zombie for it to wait for."""
+    other = subprocess.Popen(python("import sys", "sys.exit(3)"))
+    assert await until(lambda: subreaper.stat_of(other.pid) == ("Z", os.getpid()))
+    child = spawn(python("import sys", "sys.exit(5)"), cwd="/", env={})
+    assert await child.wait() == 5
+    await child.aclose()
+    assert subreaper.stat_of(other.pid) == ("Z", os.getpid())
+    assert other.wait(timeout=30) == 3
+
+
+async def test_concurrent_waits_all_see_the_one_exit(tmp_path: Path) -> None:
+    """Several tasks wait at once (one watches the pidfd at a time); all get the code, the
+    child is reaped once, and its pidfd is closed; signals after the reap are no-ops."""
+    before = open_fds()
+    child = spawn(python("import time", "time.sleep(0.3)"), cwd="/", env={})
+    codes: list[int] = []
+
+    async def waiter() -> None:
+        codes.append(await child.wait())
+
+    async with anyio.create_task_group() as group:
+        for _ in range(3):
+            group.start_soon(waiter)
+    assert codes == [0, 0, 0]
+    child.kill()  # reaped: nothing is sent (a reused pid is never signalled)
+    child.terminate()
+    await child.aclose()
+    assert open_fds() == before
+    assert child.pid not in my_children()
+
+
+async def test_a_cancelled_wait_leaves_the_child_to_a_later_wait() -> None:
+    """Cancelling a wait leaves the child unreaped and its pidfd open; a later wait reaps."""
+    child = spawn(python("import time", "time.sleep(60)"), cwd="/", env={})
+    with anyio.move_on_after(0.1) as scope:
+        await child.wait()
+    assert scope.cancelled_caught and child.returncode is None
+    child.terminate()
+    assert await child.wait() == -signal.SIGTERM
+    await child.aclose()
+
+
+async def test_pipes_carry_bytes_both_ways_and_end_of_file() -> None:
+    """What is sent arrives (more than a pipe's buffer, both ways); closing our end is
+    the child's end-of-file; the child's exit is ours (``EndOfStream``)."""
+    echo = python(
+        "import sys",
+        "data = sys.stdin.buffer.read()",
+        "sys.stdout.buffer.write(data[::-1])",
+        "sys.stderr.buffer.write(b'%d' % len(data))",
+    )
+    child = spawn(echo, cwd="/", env={})
+    assert child.stdin and child.stdout and child.stderr
+    payload = os.urandom(300_000)
+    out = bytearray()
+    err = bytearray()
+
+    async def read_all(stream: object, into: bytearray) -> None:
+        while True:
+            try:
+                into += await stream.receive()  # type: ignore[attr-defined]
+            except anyio.EndOfStream:
+                return
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(read_all, child.stdout, out)
+        group.start_soon(read_all, child.stderr, err)
+        await child.stdin.send(payload)
+        await child.stdin.aclose()
+    assert bytes(out) == payload[::-1] and bytes(err) == b"300000"
+    assert await child.wait() == 0
+    await child.aclose()
+    with pytest.raises(anyio.ClosedResourceError):
+        await child.stdout.receive()
+
+
+async def test_sending_to_a_child_that_exited_is_a_broken_resource() -> None:
+    """``EPIPE`` (SIGPIPE is ignored here) becomes ``BrokenResourceError``."""
+    child = spawn(python("import os", "os.close(0)"), cwd="/", env={})
+    assert await child.wait() == 0
+    assert child.stdin is not None
+    with pytest.raises(anyio.BrokenResourceError):
+        await child.stdin.send(b"z" * 200_000)
+    await child.aclose()
+
+
+async def test_a_send_to_a_child_that_never_reads_is_cancellable() -> None:
+    """A full pipe waits (it never blocks the event loop) until cancelled."""
+    child = spawn(python("import time", "time.sleep(60)"), cwd="/", env={})
+    assert child.stdin is not None
+    with anyio.move_on_after(0.2) as scope:
+        await child.stdin.send(b"w" * (1024 * 1024))
+    assert scope.cancelled_caught
+    child.kill()
+    await child.aclose()
+    assert child.returncode == -signal.SIGKILL
+
+
+async def test_a_child_that_cannot_be_started_leaves_nothing(tmp_path: Path) -> None:
+    """An executable that does not exist raises ``OSError``; no descriptor is left."""
+    before = open_fds()
+    with pytest.raises(FileNotFoundError):
+        spawn([str(tmp_path / "no-such-program")], cwd="/", env={})
+    assert open_fds() == before
