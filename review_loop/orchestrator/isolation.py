@@ -196,12 +196,17 @@ def _owner_gone(name: str) -> bool:
 
 def orphaned_scratch(temp: Path | None = None) -> list[Path]:
     """This user's scratch directories whose review-loop is gone (see
-    :func:`remove_orphaned_scratch`); found without removing anything."""
-    if temp is None:
-        import tempfile  # here: only the sweep without a given directory needs it
+    :func:`remove_orphaned_scratch`); found without removing anything.
 
-        temp = Path(tempfile.gettempdir())
-    base = Path(temp)
+    ``temp``: the directory to look in; by default every one :func:`temp_directories`
+    names (where ``tempfile.mkdtemp`` put them).
+    """
+    if temp is not None:
+        return _orphaned_in(Path(temp))
+    return [entry for base in temp_directories() for entry in _orphaned_in(base)]
+
+
+def _orphaned_in(base: Path) -> list[Path]:
     # a prefix test over one listing, not a glob: every dispatcher's start pays for this
     # sweep, and a glob compiles its pattern (~0.4 ms of a consult)
     try:
@@ -219,6 +224,39 @@ def orphaned_scratch(temp: Path | None = None) -> list[Path]:
         if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and _owner_gone(name):
             found.append(entry)
     return found
+
+
+TEMP_VARIABLES = ("TMPDIR", "TEMP", "TMP")
+STANDARD_TEMP = ("/tmp", "/var/tmp", "/usr/tmp")
+"""Where :func:`tempfile.gettempdir` looks, in its order, before the working directory."""
+
+
+def temp_directories() -> list[Path]:
+    """The directories the scratch sweep looks in: one of them is ``tempfile.gettempdir()``.
+
+    Once :mod:`tempfile` is imported (an embedding program may have set
+    ``tempfile.tempdir``), its own answer. Before (a ``consult``, whose every start sweeps),
+    without importing it — ``tempfile`` and ``random`` cost about a millisecond, and
+    ``gettempdir`` creates and removes a file to choose: each place it would try before the
+    working directory (``$TMPDIR``, ``$TEMP``, ``$TMP``, ``/tmp``, ``/var/tmp``,
+    ``/usr/tmp``) that is a directory, each once. ``gettempdir`` takes the first of them in
+    which it can create a file, so its answer is among them unless it can create one in
+    none; when none is even writable (``os.access``), ``tempfile`` is asked (it falls back
+    to the working directory). Looking in more places than needed is safe: what is removed
+    is decided by name, owner and a dead owner process, never by place
+    (``docs/consult-startup.md``).
+    """
+    if "tempfile" not in sys.modules:
+        named = [value for value in map(os.environ.get, TEMP_VARIABLES) if value]
+        found: dict[str, str] = {}  # its real path -> the place as tempfile names it
+        for place in map(os.path.abspath, (*named, *STANDARD_TEMP)):
+            if os.path.isdir(place):
+                found.setdefault(os.path.realpath(place), place)  # a link to one: once
+        if any(os.access(place, os.W_OK | os.X_OK) for place in found.values()):
+            return [Path(place) for place in found.values()]
+    import tempfile
+
+    return [Path(tempfile.gettempdir())]
 
 
 def remove_orphaned_scratch(temp: Path | None = None) -> list[Path]:

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
@@ -91,6 +89,8 @@ async def masking_available() -> bool:
     """Whether paths can be hidden here (checked once per process, by hiding one)."""
     global _available
     if _available is None:
+        import tempfile  # here, not at import: consult imports this module, a probe is rare
+
         from review_loop.orchestrator.process import run_process
 
         with tempfile.TemporaryDirectory(prefix="review-loop-mask-check-") as tmp:
@@ -127,6 +127,8 @@ def remove_from_copy(copy: Path, hidden: Sequence[str]) -> None:
     """Delete ``hidden`` from a throw-away copy of the repository (links themselves only)."""
     for path in present(checked_paths(copy, hidden)):
         if path.is_dir() and not path.is_symlink():
+            import shutil  # here, not at import (as tempfile above)
+
             shutil.rmtree(path)
         else:
             path.unlink()
