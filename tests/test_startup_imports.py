@@ -83,6 +83,8 @@ FORBIDDEN: dict[str, set[str]] = {
         "review_loop.orchestrator.sessions",
         "review_loop.orchestrator.session_read",
         "review_loop.prefs.peer_command_view",
+        # only a request without a record directory names one with uuid (dispatcher._place)
+        "uuid",
     }
     | OTHER_WORKFLOWS,
 }

@@ -24,23 +24,19 @@ Rules (docs/design.md, "The dispatcher"):
 
 from __future__ import annotations
 
-import dataclasses
+import dataclasses  # replace() of the run vocabulary's frozen twins (already imported)
 import json
 import os
-import shutil
-import tempfile
-import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass, field
 from pathlib import Path
-from shlex import quote as shlex_quote
 from typing import TYPE_CHECKING
 
 import anyio
 
 from review_loop.adapters import Adapter, get_adapter, is_product, product_names
 from review_loop.agents.errors import AdapterRefusalError, InputError
+from review_loop.agents.frozen_dataclass import frozen_dataclass
 from review_loop.agents.models import (
     AgentRequest,
     Capabilities,
@@ -117,7 +113,7 @@ RESUME_NOT_FOUND_WINDOW_MS = 5000
 PROBE_DEADLINE_S = 15.0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_dataclass  # @dataclass(frozen=True, slots=True, kw_only=True), defined cheaply
 class PeerRequest:
     """One question for one peer.
 
@@ -189,9 +185,9 @@ def _check_request_text(peer: object, prompt: object) -> None:
         raise InputError("PeerRequest.prompt", "the prompt is empty", "non-blank text")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class ResolvedPeer:
-    """A peer name resolved to its product, adapter and launch command."""
+    """A peer name resolved to its product, adapter and launch command (keywords only)."""
 
     name: str
     product: str
@@ -207,10 +203,14 @@ def resolve_peer(name: str, prefs: Prefs | PrefsView, *, field: str = "--peer") 
     """
     alias = prefs.peerCommands.get(name)
     if alias is not None:
-        return ResolvedPeer(name, alias.product, get_adapter(alias.product), alias.command)
+        adapter = get_adapter(alias.product)
+        return ResolvedPeer(
+            name=name, product=alias.product, adapter=adapter, command=alias.command
+        )
     if is_product(name):
         adapter = get_adapter(name, field=field)
-        return ResolvedPeer(name, name, adapter, (adapter.default_executable,))
+        command = (adapter.default_executable,)
+        return ResolvedPeer(name=name, product=name, adapter=adapter, command=command)
     accepted = ", ".join([*product_names(), *sorted(prefs.peerCommands)])
     raise InputError(field, f"unknown product or peer-command {name!r}", accepted)
 
@@ -255,28 +255,49 @@ _Result = tuple[Reply | Failure, Attempt, bool]
 ``RESUME_NOT_FOUND_WINDOW_MS`` (a "session not found" that fast degrades to a new session)."""
 
 
-@dataclass(slots=True, kw_only=True)
 class _InFlight:
     """One attempt in progress: what it asks and its session record as last written.
 
     ``record`` is replaced as the attempt goes on (a session id chosen up front, then the
-    pid); finishing, and the cancellation path, read the latest one.
+    pid); finishing, and the cancellation path, read the latest one. ``indexed``: whether
+    its entry in the index of unfinished records (:mod:`.unfinished`) is made.
+
+    A plain class: a dataclass would only generate methods nobody calls, at about half a
+    millisecond of every command's start (``docs/dispatcher-path.md``).
     """
 
-    request: PeerRequest
-    peer: ResolvedPeer
-    resume: str | None
-    deadline_ms: int
-    stop_files: tuple[Path, ...]
-    record: SessionRecord
-    repo: Path
-    indexed: bool = False
-    """Whether its entry in the index of unfinished records (:mod:`.unfinished`) is made."""
+    __slots__ = (
+        "deadline_ms",
+        "indexed",
+        "peer",
+        "record",
+        "record_path",
+        "repo",
+        "request",
+        "resume",
+        "stop_files",
+    )
 
-    @property
-    def record_path(self) -> Path:
-        """This request's ``reviewer-session.json``."""
-        return self.request.directory / SESSION_FILE
+    def __init__(
+        self,
+        *,
+        request: PeerRequest,
+        peer: ResolvedPeer,
+        resume: str | None,
+        deadline_ms: int,
+        stop_files: tuple[Path, ...],
+        record: SessionRecord,
+        repo: Path,
+    ) -> None:
+        self.request = request
+        self.peer = peer
+        self.resume = resume
+        self.deadline_ms = deadline_ms
+        self.stop_files = stop_files
+        self.record = record
+        self.repo = repo
+        self.indexed = False
+        self.record_path = request.directory / SESSION_FILE  # its reviewer-session.json
 
     def write(self, *, durable: bool = True) -> RecordError | None:
         """Write ``record`` (unfinished) as it stands; returns what failed instead of raising.
@@ -304,7 +325,6 @@ class _InFlight:
             self.indexed = False
 
 
-@dataclass
 class Dispatcher:
     """Runs peer requests. Create with :func:`open_dispatcher`.
 
@@ -313,19 +333,38 @@ class Dispatcher:
     returns their plain twins (:mod:`review_loop.agents.outcomes`), which the command line
     and the workflows print and write without importing pydantic (``docs/startup.md``);
     :attr:`outcomes` and :meth:`outcome_of` hold twins too.
+
+    Attributes:
+        repo: the checkout's top level.
+        prefs: deadlines, grace, liveness interval and aliases (plain view).
+        progress: receives the liveness and progress lines.
+        supervisors: where each session's supervisor is taken from.
+        checkout: the located checkout (``git.locate``), when known.
+        reaped: the records the start-up reaper finished.
+        outcomes: what became of each request asked so far, in order.
     """
 
-    repo: Path
-    prefs: PrefsView
-    progress: Callable[[str], None]
-    supervisors: Supervisors | None = None
-    checkout: Checkout | None = None
-    reaped: list[SessionRecord] = field(default_factory=list)
-    outcomes: list[Delivery] = field(default_factory=list)
-    _interrupted: dict[Path, Attempt] = field(default_factory=dict)
-    _capabilities: dict[tuple[str, ...], Capabilities] = field(default_factory=dict)
-    _claimed: set[str] = field(default_factory=set)
-    _placed: dict[int, Path] = field(default_factory=dict)
+    def __init__(
+        self,
+        *,
+        repo: Path,
+        prefs: PrefsView,
+        progress: Callable[[str], None],
+        supervisors: Supervisors | None = None,
+        checkout: Checkout | None = None,
+    ) -> None:
+        # A plain class, not a dataclass: its generated methods (eq, repr) were never used,
+        # and building them cost every command's start about half a millisecond.
+        self.repo = repo
+        self.prefs = prefs
+        self.progress = progress
+        self.supervisors = supervisors
+        self.checkout = checkout
+        self.reaped: list[SessionRecord] = []
+        self.outcomes: list[Delivery] = []
+        self._interrupted: dict[Path, Attempt] = {}
+        self._capabilities: dict[tuple[str, ...], Capabilities] = {}
+        self._placed: dict[int, Path] = {}
 
     @property
     def global_stop_file(self) -> Path:
@@ -409,6 +448,8 @@ class Dispatcher:
         await anyio.to_thread.run_sync(ensure_layout, self.checkout or self.repo)
         runtime = self.repo / ".review-handoff" / "runtime"
         if request.directory == Path():
+            import uuid  # here: only a request without a record directory needs it
+
             stamp = utc_now().replace(":", "-").replace(".", "-")
             record_dir = runtime / "embedded" / f"{stamp}-{uuid.uuid4().hex[:8]}"
             await anyio.to_thread.run_sync(make_dir_exclusive, record_dir)
@@ -962,6 +1003,9 @@ class Dispatcher:
         if not invocation.isolate_in_copy:
             yield invocation
             return
+        import shutil  # here, not at import: only an isolated run makes a scratch copy
+        import tempfile
+
         root = Path(tempfile.mkdtemp(prefix=scratch_prefix()))
         source_home = Path(invocation.env.get("HOME") or os.environ.get("HOME") or Path.home())
         home_files = invocation.home_files if whole_filesystem else ()
@@ -1025,6 +1069,8 @@ def _end_line(name: str, outcome: Reply | Failure, completed: Completed | None) 
     elapsed = _clock(completed.elapsed_ms / 1000) if completed else None
     if isinstance(outcome, Reply):
         return progress_line(name, "answered", elapsed=elapsed)
+    from shlex import quote as shlex_quote  # here: only a failure's line quotes its reason
+
     if outcome.reason == "timeout":
         return progress_line(name, "timeout", elapsed=elapsed)
     if outcome.state is DeliveryState.NOT_SUBMITTED and (
