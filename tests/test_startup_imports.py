@@ -85,6 +85,12 @@ FORBIDDEN: dict[str, set[str]] = {
         "review_loop.prefs.peer_command_view",
         # only a request without a record directory names one with uuid (dispatcher._place)
         "uuid",
+        # a plain command line is read without argparse (cli/plain_args.py)
+        "argparse",
+        "gettext",
+        # the scratch sweep finds the temp directory itself (isolation.temp_directories)
+        "tempfile",
+        "random",
     }
     | OTHER_WORKFLOWS,
 }

@@ -19,7 +19,6 @@ that command runs, so ``sessions`` never pays for the dispatcher.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import importlib
 import json
@@ -27,7 +26,10 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+
+if TYPE_CHECKING:
+    import argparse
 
 # command name -> module under review_loop.orchestrator.cli. Order is the help order.
 COMMANDS: dict[str, str] = {
@@ -63,7 +65,12 @@ VERSION_FLAGS = ("-V", "--version")
 
 
 class CommandModule(Protocol):
-    """What a command module provides."""
+    """What a command module provides.
+
+    It may also provide ``parse_plain(words) -> namespace | None``: its command line read
+    without argparse when it is plainly one argparse would read the same way, ``None``
+    otherwise (then argparse reads it and words any error): see :mod:`.plain_args`.
+    """
 
     USAGE: Sequence[str]
     OUTPUT: str  # "json" (pretty document) or "line" (spx-style one compact line)
@@ -77,27 +84,44 @@ class UsageError(Exception):
     """A command line the parser refused."""
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of printing usage and exiting 2."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}")
-
-    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
-        raise UsageError(message or f"{self.prog}: exit {status}")
+_parser_classes: Any = None
 
 
-class _Formatter(argparse.HelpFormatter):
-    """argparse's formatter at a fixed width: argparse never prints help here (``help`` is
-    a command), and asking the terminal's width imports ``shutil`` in every command."""
+def _parser_types() -> Any:
+    """The parser and formatter classes, defined (and argparse imported) on first use: a
+    command line read plainly (``parse_plain``) needs neither."""
+    global _parser_classes
+    if _parser_classes is not None:
+        return _parser_classes
+    import argparse
 
-    def __init__(self, prog: str) -> None:
-        super().__init__(prog, width=80)
+    class _Formatter(argparse.HelpFormatter):
+        """argparse's formatter at a fixed width: argparse never prints help here (``help``
+        is a command), and asking the terminal's width imports ``shutil`` in every command."""
+
+        def __init__(self, prog: str) -> None:
+            super().__init__(prog, width=80)
+
+    class _Parser(argparse.ArgumentParser):
+        """argparse that raises instead of printing usage and exiting 2."""
+
+        def error(self, message: str) -> NoReturn:
+            raise UsageError(f"{self.prog}: {message}")
+
+        def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+            raise UsageError(message or f"{self.prog}: exit {status}")
+
+    _parser_classes = (_Parser, _Formatter)
+    return _parser_classes
 
 
 def new_parser(prog: str) -> argparse.ArgumentParser:
     """A parser for one command: raises on errors, no ``-h`` (``help`` is a command)."""
-    return _Parser(prog=prog, add_help=False, allow_abbrev=False, formatter_class=_Formatter)
+    parser_type, formatter_type = _parser_types()
+    parser: argparse.ArgumentParser = parser_type(
+        prog=prog, add_help=False, allow_abbrev=False, formatter_class=formatter_type
+    )
+    return parser
 
 
 def load_command(name: str) -> CommandModule:
@@ -189,9 +213,7 @@ def _execute(
 ) -> int:
     output = getattr(module, "OUTPUT", "json")
     try:
-        parser = new_parser(f"review-loop {name}")
-        module.configure(parser)
-        namespace = parser.parse_args(args[1:])
+        namespace = _parsed(module, name, args[1:])
         document = module.execute(namespace)
     except KeyboardInterrupt:
         raise
@@ -208,6 +230,17 @@ def _execute(
         return 1
     write(_dump(document, output))
     return 2 if document.get("ok") is False else 0
+
+
+def _parsed(module: CommandModule, name: str, words: list[str]) -> Any:
+    """The command's arguments: read plainly when the module can, else by argparse."""
+    plain = getattr(module, "parse_plain", None)
+    namespace = None if plain is None else plain(words)
+    if namespace is None:
+        parser = new_parser(f"review-loop {name}")
+        module.configure(parser)
+        namespace = parser.parse_args(words)
+    return namespace
 
 
 def main() -> NoReturn:

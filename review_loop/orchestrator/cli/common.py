@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from review_loop.agents.errors import InputError
 
 if TYPE_CHECKING:
+    import argparse
+
     from review_loop.prefs import Prefs, PrefsView
 
 
