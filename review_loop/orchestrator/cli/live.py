@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-_LINE = re.compile(r"^\[review-loop\] reviewer=(\S+) status=(\S+)\s*(.*)$")
+# A pattern, compiled by ``re`` on first use (its cache): off a terminal it is never used.
+_LINE = r"^\[review-loop\] reviewer=(\S+) status=(\S+)\s*(.*)$"
 _DONE = frozenset({"answered", "timeout", "failed", "not-started", "fallback"})
 
 
@@ -33,7 +34,7 @@ class LiveStatus:
 
     def line(self, text: str) -> None:
         """Take one progress line: a reviewer's state, or any other line to print above."""
-        match = _LINE.match(text)
+        match = re.match(_LINE, text)
         if match is None:
             self._start().console.print(text, markup=False, highlight=False)
             return
