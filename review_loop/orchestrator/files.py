@@ -419,14 +419,75 @@ def make_temp_file(directory: Path, prefix: str, suffix: str) -> tuple[int, Path
                 return _open_in(dir_fd, name, directory / name, flags, 0o600), directory / name
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
+def _fill_made(made: Path, data: bytes, path: Path, *, sync: bool) -> bool:
+    """Write ``data`` into ``made``, an empty file made ahead; whether it was.
+
+    ``False`` when ``made`` is not an empty regular file of one name owned by this user
+    (missing, used, a link, planted) or cannot be written (a full disk): the caller then
+    writes as usual, and reports that write's errors.
+    """
+    try:
+        fd = open_fd(made, os.O_WRONLY)
+    except OSError:
+        return False
+    try:
+        info = os.fstat(fd)
+        mine = info.st_uid == os.geteuid()
+        if not (mine and stat.S_ISREG(info.st_mode)) or info.st_size or info.st_nlink != 1:
+            return False
+        _write_all(fd, data, path, sync=sync)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def _rename_made(made: Path, path: Path, *, durable: bool) -> bool:
+    """Rename ``made`` over ``path`` (its directory fsynced when ``durable``); whether it was.
+
+    A link at ``path`` is refused (:class:`HandoffPathError`), as :func:`atomic_write_bytes`
+    refuses it; any other failure returns ``False`` and the caller writes as usual.
+    """
+    try:
+        with (
+            _walk(made, create=False) as (src_fd, src_name),
+            _walk(path, create=True) as (dir_fd, name),
+        ):
+            if _guarded(path):
+                _refuse_if_link(dir_fd, name, path, path)
+            os.rename(src_name, name, src_dir_fd=src_fd, dst_dir_fd=dir_fd)
+            if durable:
+                os.fsync(dir_fd)
+    except HandoffPathError:
+        raise
+    except OSError:
+        return False
+    return True
+
+
+def atomic_write_bytes(
+    path: Path, data: bytes, *, durable: bool = True, made: Path | None = None
+) -> None:
     """Write ``data`` to ``path`` via a temp file in the same directory and a rename.
 
     ``durable=False`` skips the fsyncs: the file is still never half-written, and it
     survives a crash of this process, only not a crash of the machine. A link at ``path``
     itself is refused too, though the rename would only replace it: a planted link is a
     sign to stop, not to paper over.
+
+    ``made``: an empty file made ahead on the same file system (by a caller that had time
+    to spare: making an inode is the costly part of a new file on some disks, 0.1-0.8 ms
+    here, where a rename takes tens of microseconds). It is filled, fsynced and renamed
+    over ``path`` instead of a new temp file, when it can be; otherwise the write is made
+    as usual and ``made`` is left for its maker to remove.
     """
+    if (
+        made is not None
+        and _fill_made(made, data, path, sync=durable)
+        and _rename_made(made, path, durable=durable)
+    ):
+        return
     with _walk(path, create=True) as (dir_fd, name):
         if _guarded(path):
             _refuse_if_link(dir_fd, name, path, path)
@@ -446,7 +507,9 @@ def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None
             os.fsync(dir_fd)
 
 
-def atomic_write_json(path: Path, document: Any, *, durable: bool = True) -> None:
+def atomic_write_json(
+    path: Path, document: Any, *, durable: bool = True, made: Path | None = None
+) -> None:
     """Write ``document`` as pretty JSON atomically (see :func:`atomic_write_bytes`).
 
     The text is ``json.dumps(document, ensure_ascii=False, indent=2)``, byte for byte,
@@ -456,7 +519,7 @@ def atomic_write_json(path: Path, document: Any, *, durable: bool = True) -> Non
     from review_loop.orchestrator.json_text import pretty
 
     text = pretty(document) + "\n"
-    atomic_write_bytes(path, text.encode("utf-8"), durable=durable)
+    atomic_write_bytes(path, text.encode("utf-8"), durable=durable, made=made)
 
 
 def append_bytes(path: Path, data: bytes, *, anchor: Path | None = None) -> None:
@@ -472,6 +535,12 @@ def append_line(path: Path, document: Any) -> None:
     """Append one JSON line and fsync it (O_APPEND keeps concurrent lines whole)."""
     line = (json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
     append_bytes(path, line)
+
+
+def make_file(path: Path) -> None:
+    """Make ``path`` exist (empty when new; an existing file is left as it is), never
+    through a link: for a file a later write appends to, made while there is time."""
+    os.close(open_fd(path, os.O_WRONLY | os.O_CREAT))
 
 
 def rename(source: Path, target: Path) -> None:

@@ -45,15 +45,19 @@ class RecordingFailed(ReviewLoopError):
         super().__init__(f"RECORD_FAILED: {error.message} [{error.errno}]")
 
 
-def write_record(path: Path, document: Any, *, durable: bool = True) -> RecordError | None:
+def write_record(
+    path: Path, document: Any, *, durable: bool = True, made: Path | None = None
+) -> RecordError | None:
     """Write a JSON record atomically; on failure, in place; return what failed, if anything.
 
     The in-place rewrite (``O_WRONLY`` without ``O_TRUNC``, then ``ftruncate``) is tried only
     when the atomic write failed and the file already exists; it needs no new block when
-    the compact text is no longer than what the file held.
+    the compact text is no longer than what the file held. ``made``: an empty file made
+    ahead to serve as the temporary file (see
+    :func:`~review_loop.orchestrator.files.atomic_write_bytes`).
     """
     try:
-        atomic_write_json(path, document, durable=durable)
+        atomic_write_json(path, document, durable=durable, made=made)
     except OSError as error:
         failure = record_error(path, error)
     else:

@@ -14,6 +14,10 @@ consult). The index makes it O(unfinished):
   link to ``.entry``, an empty file made once: a new name, not a new inode (making an
   inode took 0.1-0.8 ms on this machine's disk, a link about 10 us); where no link can be
   made, an empty file of its own.
+- ``.review-handoff/unfinished/.<entry>``: while the session runs, an empty file made
+  ahead to become its finished record (renamed over it: :func:`make_ahead`), so that no
+  inode is made between the CLI's exit and the answer. Removed with the entry (also when
+  the reaper drops the entry of a dead owner), so a crash leaves nothing behind for long.
 - ``.review-handoff/unfinished/.scanned``: the boot id of the last *full* scan. The index
   is trusted only when it holds this boot's id. Otherwise (a repository from before the
   index, an index deleted, a reboot after which a non-fsynced entry may be lost) the reaper
@@ -46,6 +50,7 @@ from review_loop.orchestrator.files import (
     HANDOFF_DIR,
     atomic_write_bytes,
     list_names,
+    make_file,
     make_name,
     read_bytes,
     unlink,
@@ -192,15 +197,50 @@ def add(repo: Path, record_dir: Path, owner_pid: int, owner_start: float | None)
     return True
 
 
+def made_path(
+    repo: Path, record_dir: Path, owner_pid: int, owner_start: float | None
+) -> Path | None:
+    """Where :func:`make_ahead` makes the record's next file: ``.<entry>`` in the index
+    (``None`` for a record without an entry). Not an entry: :func:`parse` refuses it."""
+    parts = record_parts(repo, record_dir)
+    if parts is None:
+        return None
+    name = "." + entry_name(parts, owner_pid, owner_start)
+    return index_dir(repo) / name if len(name.encode()) <= NAME_MAX else None
+
+
+def make_ahead(
+    repo: Path, record_dir: Path, owner_pid: int, owner_start: float | None
+) -> Path | None:
+    """Make the empty file that is to become the record's next version, while the session
+    runs (see :func:`.files.atomic_write_bytes`, ``made``); ``None`` when it cannot be."""
+    path = made_path(repo, record_dir, owner_pid, owner_start)
+    if path is None:
+        return None
+    try:
+        make_file(path)
+    except OSError:
+        return None
+    return path
+
+
 def remove(repo: Path, record_dir: Path, owner_pid: int, owner_start: float | None) -> None:
-    """Remove the entry of a record that is finished (a stale one costs a reaper one read)."""
+    """Remove the entry of a record that is finished (a stale one costs a reaper one read),
+    and what was made ahead for it and not used."""
     parts = record_parts(repo, record_dir)
     if parts is None:
         return
     name = entry_name(parts, owner_pid, owner_start)
     if len(name.encode()) <= NAME_MAX:
-        with suppress(OSError):
-            unlink(index_dir(repo) / name, missing_ok=True)
+        _unlink_both(repo, name)
+
+
+def _unlink_both(repo: Path, name: str) -> None:
+    """Remove entry ``name`` and the file made ahead beside it (``.<name>``), if any."""
+    for each in (name, "." + name):
+        if len(each.encode()) <= NAME_MAX:
+            with suppress(OSError):
+                unlink(index_dir(repo) / each, missing_ok=True)
 
 
 def entries(repo: Path) -> Iterator[Entry]:
@@ -216,6 +256,6 @@ def entries(repo: Path) -> Iterator[Entry]:
 
 
 def drop(repo: Path, entry: Entry) -> None:
-    """Remove ``entry`` (its record is finished, or gone with its owner)."""
-    with suppress(OSError):
-        unlink(index_dir(repo) / entry.name, missing_ok=True)
+    """Remove ``entry`` (its record is finished, or gone with its owner) and what was made
+    ahead for its record (left by an owner that died during the session)."""
+    _unlink_both(repo, entry.name)

@@ -9,7 +9,17 @@ hold each cut to the behaviour it stands for:
 - an entry of the index of unfinished records is a new name (a hard link), not a new file:
   making an inode cost more than an fsync on this machine's disk; where no link can be
   made it is an empty file of its own, and nothing is ever followed through a link;
-- a record is still written as ``json.dumps(indent=2)`` writes it, byte for byte.
+- a record is still written as ``json.dumps(indent=2)`` writes it, byte for byte;
+- the files the finish writes are made while the CLI runs (the finished record's next
+  version beside its index entry, ``unfinished.make_ahead``; ``events.jsonl``), and the
+  finished record and the event line are still on disk — fsynced, the record's directory
+  after its rename — before the answer is returned; what was made ahead and not used is
+  removed with the entry, also when the reaper drops a dead owner's entry; no descriptor
+  stays open while the CLI runs.
+
+Async tests run on asyncio and trio, with the fake CLIs through the real process layer;
+``os.fsync`` and the makers are only observed (wrapped, still called): nothing else can
+see when a file reached the disk.
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -24,9 +35,11 @@ from pathlib import Path
 import pytest
 
 from review_loop.agents.errors import InputError
-from review_loop.orchestrator import files, unfinished
-from review_loop.orchestrator.dispatcher import PeerRequest
+from review_loop.orchestrator import dispatcher, files, unfinished
+from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
 from review_loop.orchestrator.files import HandoffPathError
+from review_loop.prefs import Prefs
+from tests.fakes import FakeCLIs
 from tests.gitrepo import empty_repo
 
 
@@ -180,3 +193,138 @@ def test_contract_missing_directories_are_still_made(tmp_path: Path) -> None:
     guarded = tmp_path / "new-repo" / ".review-handoff" / "runtime" / "x" / "events.jsonl"
     files.append_line(guarded, {"b": 2})
     assert json.loads(guarded.read_text()) == {"b": 2}
+
+
+# -- files made ahead ----------------------------------------------------------------------
+
+
+def test_contract_a_file_made_ahead_becomes_the_record(repo: Path) -> None:
+    directory = repo / ".review-handoff" / "runtime" / "c" / "r"
+    record = directory / "reviewer-session.json"
+    files.atomic_write_json(record, {"status": "running"})
+    assert unfinished.add(repo, directory, 77, 1.5)
+    made = unfinished.make_ahead(repo, directory, 77, 1.5)
+    assert made is not None and made.name.startswith(".") and unfinished.parse(made.name) is None
+    inode = made.stat().st_ino
+    files.atomic_write_json(record, {"status": "finished"}, made=made)
+    assert record.stat().st_ino == inode and not made.exists()
+    assert record.read_text() == json.dumps({"status": "finished"}, indent=2) + "\n"
+    assert sorted(p.name for p in directory.iterdir()) == ["reviewer-session.json"]
+    unused = unfinished.make_ahead(repo, directory, 77, 1.5)  # made, then not needed
+    assert unused is not None and unused.exists()
+    unfinished.remove(repo, directory, 77, 1.5)  # the record is finished: both go
+    assert sorted(p.name for p in unfinished.index_dir(repo).iterdir()) == [unfinished.LINKED]
+
+
+def test_contract_a_file_made_ahead_that_cannot_serve_is_not_used(
+    repo: Path, tmp_path: Path
+) -> None:
+    directory = repo / ".review-handoff" / "runtime" / "c" / "r"
+    record = directory / "reviewer-session.json"
+    made = unfinished.made_path(repo, directory, 77, 1.5)
+    assert made is not None
+    victim = tmp_path / "victim"
+    victim.write_text("")
+    made.parent.mkdir(parents=True)
+    for planted in ("used", "link", "directory", "missing"):
+        if planted == "used":
+            made.write_text("not empty")
+        elif planted == "link":
+            made.symlink_to(victim)
+        elif planted == "directory":
+            made.mkdir()
+        files.atomic_write_json(record, {"planted": planted}, made=made)
+        assert json.loads(record.read_text()) == {"planted": planted}
+        assert record.stat().st_nlink == 1 and not record.is_symlink()
+        assert sorted(p.name for p in directory.iterdir()) == ["reviewer-session.json"]
+        if made.is_dir() and not made.is_symlink():
+            made.rmdir()
+        elif planted != "missing":
+            made.unlink()
+    assert victim.read_text() == ""
+
+
+def test_contract_a_dropped_entry_takes_what_was_made_ahead(repo: Path) -> None:
+    directory = repo / ".review-handoff" / "runtime" / "c" / "r"
+    assert unfinished.add(repo, directory, 77, 1.5)
+    made = unfinished.make_ahead(repo, directory, 77, 1.5)
+    assert made is not None and made.exists()
+    (entry,) = unfinished.entries(repo)
+    unfinished.drop(repo, entry)  # the reaper, for a record whose owner died
+    assert not made.exists()
+    assert sorted(p.name for p in unfinished.index_dir(repo).iterdir()) == [unfinished.LINKED]
+
+
+class Observed:
+    """What reached the disk, in order: each fsync (a file's inode and bytes then; for a
+    directory, its path and the record's bytes then), and the inodes made ahead."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, record: Path) -> None:
+        self.record = record
+        self.fsyncs: list[tuple[int | str, bytes]] = []
+        self.made: list[int] = []
+        self.open_while_running: list[list[str]] = []
+        real_fsync, real_make_file = os.fsync, files.make_file
+
+        def fsync(fd: int) -> None:
+            real_fsync(fd)
+            info = os.fstat(fd)
+            if stat.S_ISDIR(info.st_mode):
+                seen = self.record.read_bytes() if self.record.exists() else b""
+                self.fsyncs.append((os.readlink(f"/proc/self/fd/{fd}"), seen))
+            else:  # opened for writing only: read through /proc
+                self.fsyncs.append((info.st_ino, Path(f"/proc/self/fd/{fd}").read_bytes()))
+
+        def make_file(path: Path) -> None:
+            real_make_file(path)
+            self.made.append(path.stat().st_ino)
+            self.open_while_running.append(open_files_below(record.parents[3]))
+
+        monkeypatch.setattr(os, "fsync", fsync)
+        monkeypatch.setattr(files, "make_file", make_file)
+        monkeypatch.setattr(unfinished, "make_file", make_file)
+        monkeypatch.setattr(dispatcher, "make_file", make_file)
+
+
+def open_files_below(directory: Path) -> list[str]:
+    """This process's descriptors on a file below ``directory``."""
+    found = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:
+            continue
+        if target.startswith(str(directory)):
+            found.append(target)
+    return found
+
+
+@pytest.mark.anyio
+async def test_collaboration_the_answer_is_on_disk_before_it_is_returned(
+    repo: Path, fakes: FakeCLIs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fakes.script(claude=[{"mode": "ok", "text": "looks right"}])
+    directory = repo / ".review-handoff" / "runtime" / "t" / "claude"
+    record, events = directory / "reviewer-session.json", directory / "events.jsonl"
+    observed = Observed(monkeypatch, record)
+    prefs = Prefs.model_validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
+    async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as opened:
+        delivery = await opened.ask(PeerRequest(peer="claude", prompt="ok?", record_dir=directory))
+        synced = list(observed.fsyncs)  # as the answer is returned
+    assert delivery.reply is not None and delivery.reply.text == "looks right"
+    final, lines = record.read_bytes(), events.read_bytes()
+    assert json.loads(final)["status"] == "finished"
+    assert [json.loads(line)["event"] for line in lines.splitlines()] == ["attempt"]
+    # the finished record's bytes were fsynced, then its directory once it was renamed...
+    data_at = synced.index((record.stat().st_ino, final))
+    assert (str(directory), final) in synced[data_at + 1 :]
+    # ...and the event line, in events.jsonl itself
+    assert (events.stat().st_ino, lines) in synced
+    # both files were made while the CLI ran, not after it, and none was held open
+    assert record.stat().st_ino in observed.made and events.stat().st_ino in observed.made
+    assert observed.open_while_running == [[], []]
+    assert sorted(p.name for p in directory.iterdir()) == ["events.jsonl", "reviewer-session.json"]
+    assert sorted(p.name for p in unfinished.index_dir(repo).iterdir()) == [
+        unfinished.LINKED,
+        unfinished.STAMP,
+    ]
