@@ -750,7 +750,8 @@ async def run_process(
         out.close()
         err.close()
         with anyio.CancelScope(shield=True):
-            for stream in (process.stdout, process.stderr):
+            # stdin too: the feed closes it, but no feed ran if on_started raised.
+            for stream in (process.stdin, process.stdout, process.stderr):
                 if stream is not None:
                     with suppress(Exception):
                         await stream.aclose()

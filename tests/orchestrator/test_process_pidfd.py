@@ -209,6 +209,34 @@ async def test_no_descriptor_or_child_is_left_after_many_sessions(
 
 
 @needs_pidfd
+@pytest.mark.parametrize("watched", [True, False], ids=["pidfd", "child-watcher"])
+async def test_a_failed_on_started_closes_every_pipe_at_once(
+    watched: bool, fakes: FakeCLIs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``on_started`` raises (its session record could not be written) before stdin is fed:
+    the session is ended and all three pipes are closed before the error reaches the
+    caller, not when the garbage collector frees the process (the caller keeps the error,
+    and with it the frames that hold the process; stdin was left open before)."""
+    monkeypatch.setattr(pidfd_process, "_available", watched)
+    async with open_supervisors() as supervisors:  # warm: the runtime's own descriptors
+        await run_process(claude(tmp_path), deadline=30, grace=GRACE, supervisors=supervisors)
+    before, children_before = open_fds(), my_children()
+
+    async def record_fails(info: Started) -> None:
+        raise OSError(28, "No space left on device")
+
+    invocation = claude(tmp_path)
+    async with open_supervisors() as pool:
+        with pytest.raises(OSError) as kept:  # holds the traceback, and its frames
+            await run_process(
+                invocation, deadline=30, grace=GRACE, on_started=record_fails, supervisors=pool
+            )
+    assert kept.value.__traceback__ is not None
+    assert open_fds() == before
+    assert my_children() == children_before
+
+
+@needs_pidfd
 async def test_stdin_to_a_cli_that_never_reads_and_exits(tmp_path: Path) -> None:
     """A CLI that answers without reading its (large) stdin: the feed ends with EPIPE and
     the answer comes back; nothing waits for a reader that will never come."""
