@@ -81,7 +81,12 @@ def _read_file(path: Path, env: Mapping[str, str]) -> dict[str, Any]:
         raise PrefsError(
             str(path), f"cannot read prefs file: {error.strerror}{where}", _REPAIR
         ) from None
-    import tomllib  # only when there is a file: without one (the defaults) it costs ~2 ms
+    from review_loop.prefs.plain_toml import plain_toml
+
+    document = plain_toml(raw)  # the file as `review-loop prefs` writes it: no tomllib
+    if document is not None:
+        return document
+    import tomllib  # only for a file the plain reader leaves to it: it costs ~2 ms
 
     try:
         return tomllib.loads(raw.decode("utf-8"))
