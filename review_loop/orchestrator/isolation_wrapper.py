@@ -30,7 +30,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
-from typing import NamedTuple
 
 ISOLATION_FAILED_EXIT = 97
 MARKER = "review-loop-isolate:"
@@ -50,19 +49,24 @@ class IsolationError(Exception):
     """A step of the setup failed; the CLI must not start."""
 
 
-class Mount(NamedTuple):
-    """One line of ``/proc/self/mountinfo``.
+class Mount:
+    """One line of ``/proc/self/mountinfo`` (only read).
 
-    A ``NamedTuple``, not a dataclass: the orchestrator imports this module (for
-    :data:`ISOLATION_FAILED_EXIT` and :data:`MARKER`) in every ``consult``, and a frozen
-    dataclass costs ten times as much to define (``docs/consult-startup.md``).
+    A small class, not a dataclass or a ``NamedTuple``: the orchestrator imports this
+    module (for :data:`ISOLATION_FAILED_EXIT` and :data:`MARKER`) in every ``consult``, and
+    those cost ten to a hundred times as much to define (``docs/consult-startup.md``).
     """
 
-    id: int
-    parent: int
-    mount_point: str
-    read_only: bool
-    fstype: str
+    __slots__ = ("fstype", "id", "mount_point", "parent", "read_only")
+
+    def __init__(
+        self, *, id: int, parent: int, mount_point: str, read_only: bool, fstype: str
+    ) -> None:
+        self.id = id
+        self.parent = parent
+        self.mount_point = mount_point
+        self.read_only = read_only
+        self.fstype = fstype
 
 
 def _unescape(field: str) -> str:

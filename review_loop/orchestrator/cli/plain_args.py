@@ -21,16 +21,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
-from typing import Any, NamedTuple
+from typing import Any
 
 
-class PlainOption(NamedTuple):
-    """One option a command reads plainly: its spellings, where it goes, how it repeats."""
+class PlainOption:
+    """One option a command reads plainly: its spellings, where it goes, how it repeats.
 
-    strings: tuple[str, ...]
-    dest: str
-    repeated: bool = False
-    """``action="append", default=[]`` (else ``action="store", default=None``)."""
+    ``repeated``: ``action="append", default=[]`` (else ``action="store", default=None``).
+    A small class, not a ``NamedTuple``: it is defined on every ``consult``, and a
+    ``NamedTuple`` costs ten times as much to define.
+    """
+
+    __slots__ = ("dest", "repeated", "strings")
+
+    def __init__(self, strings: tuple[str, ...], dest: str, *, repeated: bool = False) -> None:
+        self.strings = strings
+        self.dest = dest
+        self.repeated = repeated
 
 
 def plain_namespace(words: Sequence[str], options: Sequence[PlainOption]) -> SimpleNamespace | None:
