@@ -22,6 +22,7 @@ elsewhere callers use ``anyio.open_process``.
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -38,18 +39,30 @@ UNKNOWN_STATUS = 255
 the embedding program) and its status is lost: not a success (asyncio's own choice)."""
 
 _available: bool | None = None
+_SHORT_OF = (errno.EMFILE, errno.ENFILE, errno.ENOMEM)
+"""Why a pidfd may be refused for now only: the answer is not kept, the next call asks."""
 
 
 def available() -> bool:
-    """Whether children can be watched through a pidfd here (checked once per process):
-    ``os.pidfd_open`` and ``signal.pidfd_send_signal`` exist and the kernel grants one."""
+    """Whether children can be watched through a pidfd here: ``os.pidfd_open`` and
+    ``signal.pidfd_send_signal`` both exist and are granted (a seccomp profile may allow
+    one and refuse the other). Checked once per process, unless it was refused for lack
+    of descriptors or memory (then ``False`` this time only)."""
     global _available
     if _available is None:
         try:
-            os.close(os.pidfd_open(os.getpid()))
-            _available = hasattr(signal, "pidfd_send_signal")
+            pidfd = os.pidfd_open(os.getpid())
+        except (AttributeError, OSError) as error:
+            if getattr(error, "errno", None) not in _SHORT_OF:
+                _available = False
+            return False
+        try:
+            signal.pidfd_send_signal(pidfd, 0)  # to ourselves: checks, sends nothing
+            _available = True
         except (AttributeError, OSError):
             _available = False
+        finally:
+            os.close(pidfd)
     return _available
 
 

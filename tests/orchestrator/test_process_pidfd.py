@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import os
+import platform
+import resource
 import signal
 import subprocess
 import sys
@@ -326,6 +328,101 @@ async def test_the_spare_has_the_same_shape_either_way(
         )
     assert done.returncode == 0
     assert json.loads(done.stdout)["result"] == "FAKE-ANSWER from claude: shape"
+
+
+SANDBOXED_POOL = r"""
+import ctypes, json, os, struct, sys
+from pathlib import Path
+
+import anyio
+
+
+def deny(number):
+    # A seccomp filter: syscall `number` fails with EPERM, every other one is allowed.
+    code = [(0x20, 0, 0, 0), (0x15, 0, 1, number), (0x06, 0, 0, 0x50001), (0x06, 0, 0, 0x7FFF0000)]
+    program = b"".join(struct.pack("HBBI", *op) for op in code)
+    buffer = ctypes.create_string_buffer(program, len(program))
+
+    class Fprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    fprog = Fprog(len(code), ctypes.addressof(buffer))
+    if libc.prctl(38, 1, 0, 0, 0) or libc.prctl(22, 2, ctypes.byref(fprog), 0, 0):
+        sys.exit(77)  # no seccomp here
+
+
+deny(int(sys.argv[1]))
+from review_loop.agents.models import Invocation
+from review_loop.orchestrator import pidfd_process, subreaper
+from review_loop.orchestrator.process import open_supervisors, run_process
+
+
+async def main():
+    answers = []
+    async with open_supervisors() as pool:
+        for i in range(3):
+            invocation = Invocation(argv=(sys.argv[3],), stdin=b"q%d" % i, cwd=Path("/"))
+            done = await run_process(invocation, deadline=30, grace=0.5, supervisors=pool)
+            answers.append([done.returncode, done.stdout.decode(), done.spawn_error])
+        await pool.prestart()
+        spare = pool.spare_pid  # killed and reaped as the pool closes
+    left = subreaper.children(os.getpid())
+    watched = pidfd_process.available()
+    print(json.dumps({"pidfd": watched, "answers": answers, "spare": spare, "left": left}))
+
+
+anyio.run(main, backend=sys.argv[2])
+"""
+
+PIDFD_SEND_SIGNAL, PIDFD_OPEN = 424, 434  # the same number on every Linux architecture
+
+
+@needs_pidfd
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "aarch64"), reason="x86_64, aarch64")
+@pytest.mark.parametrize("denied", [PIDFD_SEND_SIGNAL, PIDFD_OPEN], ids=["send", "open"])
+async def test_a_seccomp_profile_refusing_a_pidfd_call_gets_the_child_watcher(
+    denied: int, anyio_backend: str, tmp_path: Path
+) -> None:
+    """Under a seccomp filter that refuses ``pidfd_send_signal`` (while ``pidfd_open``
+    works) or ``pidfd_open``, supervisors are started with ``anyio.open_process``: sessions
+    answer, and the idle spare is killed and reaped when its pool closes. With only
+    ``pidfd_open`` probed, the spare was watched through a pidfd and closing the pool
+    raised ``PermissionError`` before the spare was reaped."""
+    program = tmp_path / "sandboxed_pool.py"
+    program.write_text(SANDBOXED_POOL)
+    echo = script(tmp_path, "echo", "import sys; sys.stdout.write(sys.stdin.read())")
+    argv = [sys.executable, str(program), str(denied), anyio_backend, str(echo)]
+    with anyio.fail_after(60):  # hang-catching only
+        ran = await anyio.run_process(argv, check=False)
+    if ran.returncode == 77:
+        pytest.skip("seccomp filters cannot be installed here")
+    assert ran.returncode == 0, ran.stderr.decode()
+    result = json.loads(ran.stdout)
+    assert result["pidfd"] is False
+    assert result["answers"] == [[0, f"q{i}", None] for i in range(3)]
+    assert result["spare"] is not None and result["left"] == []
+    assert not subreaper.running(result["spare"])
+
+
+@needs_pidfd
+def test_a_pidfd_refused_for_lack_of_descriptors_is_asked_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Out of descriptors (``EMFILE``) when first asked, :func:`available` says no that
+    time only; once descriptors are free, pidfds are used again (the first answer was kept
+    for the whole process before)."""
+    monkeypatch.setattr(pidfd_process, "_available", None)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    lowest = os.open(os.devnull, os.O_RDONLY)  # every number below it is taken
+    os.close(lowest)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (lowest, hard))
+    try:
+        short = pidfd_process.available()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert short is False
+    assert pidfd_process.available() is True
 
 
 # --- contract: PidfdProcess is an anyio Process ------------------------------------------
