@@ -48,7 +48,7 @@ from review_loop.orchestrator.files import atomic_write_json, read_bytes, utc_no
 from review_loop.orchestrator.process import MARKER_ENV
 
 MARKER_PATTERN = re.compile(r"[0-9a-f]{32}")
-"""What ``process.run_process`` writes: ``uuid4().hex``."""
+"""What ``process.run_process`` writes: ``process.new_marker()``, 32 lowercase hex digits."""
 START_TOLERANCE_S = 0.01
 ROUNDS = 3
 """Look-again rounds: a process may start another while it is being ended."""

@@ -28,12 +28,13 @@ import anyio
 import pytest
 
 from review_loop.agents.models import Invocation
-from review_loop.orchestrator import pidfd_process, subreaper
+from review_loop.orchestrator import pidfd_process, reaper, subreaper
 from review_loop.orchestrator.pidfd_process import PidfdProcess, spawn
 from review_loop.orchestrator.process import (
     MARKER_ENV,
     Started,
     Supervisors,
+    new_marker,
     open_supervisors,
     run_process,
 )
@@ -423,6 +424,14 @@ def test_a_pidfd_refused_for_lack_of_descriptors_is_asked_again(
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     assert short is False
     assert pidfd_process.available() is True
+
+
+def test_every_new_marker_is_one_the_reaper_accepts() -> None:
+    """The reaper proves a recorded session by its marker and refuses one that is not 32
+    lowercase hex digits: every marker ``run_process`` gives (``new_marker``) is one."""
+    markers = {new_marker() for _ in range(1000)}
+    assert len(markers) == 1000
+    assert all(reaper.MARKER_PATTERN.fullmatch(marker) for marker in markers)
 
 
 # --- contract: PidfdProcess is an anyio Process ------------------------------------------
