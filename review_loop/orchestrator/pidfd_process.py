@@ -235,7 +235,8 @@ def spawn(
     ``pass_fds``; returns once it has been executed.
 
     Raises:
-        OSError: it could not be started (nothing is left behind).
+        OSError: it could not be started, or its pidfd could not be opened (nothing is
+            left behind: a started child is killed and reaped, as on any interruption).
     """
     popen = subprocess.Popen(
         list(argv),
@@ -248,13 +249,16 @@ def spawn(
         start_new_session=True,
         pass_fds=tuple(pass_fds),
     )
+    pidfd = -1
     try:
         pidfd = os.pidfd_open(popen.pid)
-    except OSError:  # out of descriptors: end the child rather than lose sight of it
+        return PidfdProcess(popen, pidfd)
+    except BaseException:  # out of descriptors, or interrupted (a KeyboardInterrupt): end
+        if pidfd >= 0:  # the child rather than lose sight of it, and leave no descriptor
+            os.close(pidfd)
         popen.kill()
         popen.wait()
         for file in (popen.stdin, popen.stdout, popen.stderr):
             if file is not None:
                 file.close()
         raise
-    return PidfdProcess(popen, pidfd)

@@ -553,6 +553,56 @@ async def test_a_send_to_a_child_that_never_reads_is_cancellable() -> None:
     assert child.returncode == -signal.SIGKILL
 
 
+class Interrupted(BaseException):
+    """Stands for a ``KeyboardInterrupt`` raised by a signal handler between two lines."""
+
+
+@needs_pidfd
+@pytest.mark.parametrize(
+    ("where", "error"),
+    [
+        ("pidfd_open", OSError(24, "Too many open files")),
+        ("pidfd_open", Interrupted()),
+        ("set_blocking", Interrupted()),
+    ],
+    ids=["pidfd-emfile", "pidfd-interrupted", "wrap-interrupted"],
+)
+def test_a_child_whose_watch_cannot_be_set_up_is_killed_and_reaped(
+    where: str, error: BaseException, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The child has been started, then its pidfd cannot be opened (out of descriptors)
+    or an interruption arrives while it is opened or its pipes are wrapped: ``spawn``
+    raises that, and leaves nothing: the child killed and reaped, no pipe, no pidfd.
+    (Only ``OSError`` from ``pidfd_open`` was handled: an interruption left the child
+    running and, once its pidfd was open, the pidfd too.)"""
+    started: list[int] = []
+    real_open, real_set_blocking = os.pidfd_open, os.set_blocking
+
+    def pidfd_open(pid: int, flags: int = 0) -> int:
+        started.append(pid)
+        if where == "pidfd_open":
+            raise error
+        return real_open(pid, flags)
+
+    def set_blocking(fd: int, blocking: bool) -> None:
+        if started:  # the child's pipes, not the test's own set-up
+            raise error
+        real_set_blocking(fd, blocking)
+
+    before = open_fds()
+    monkeypatch.setattr(os, "pidfd_open", pidfd_open)
+    monkeypatch.setattr(os, "set_blocking", set_blocking)
+    with pytest.raises(type(error)):
+        spawn(python("import time", "time.sleep(60)"), cwd="/", env={})
+    monkeypatch.undo()
+    left = [pid for pid in started if pid in my_children()]
+    for pid in left:  # only when it fails: this test's child is ended by the test
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    assert len(started) == 1 and not left
+    assert open_fds() == before
+
+
 async def test_a_child_that_cannot_be_started_leaves_nothing(tmp_path: Path) -> None:
     """An executable that does not exist raises ``OSError``; no descriptor is left."""
     before = open_fds()
