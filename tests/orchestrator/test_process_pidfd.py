@@ -331,6 +331,38 @@ async def test_the_spare_has_the_same_shape_either_way(
     assert json.loads(done.stdout)["result"] == "FAKE-ANSWER from claude: shape"
 
 
+@needs_pidfd
+async def test_out_of_descriptors_a_session_fails_clearly_and_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    """With the descriptor limit just past this process's descriptors by 0 to 11 (its
+    control pipe, its three pipes and the start's own pipe are refused in turn), a session
+    started on the spot either answers or is ``spawn failed: [Errno 24] ...``; no
+    descriptor and no child is left either way. (A pidfd needs fewer descriptors than the
+    start already held: the limit never refuses it alone; see
+    ``test_a_child_whose_watch_cannot_be_set_up_is_killed_and_reaped``.)"""
+    echo = script(tmp_path, "echo", "import sys; sys.stdout.write(sys.stdin.read())")
+    invocation = Invocation(argv=(str(echo),), stdin=b"fd", cwd=tmp_path)
+    await run_process(invocation, deadline=30, grace=GRACE)  # warm: the runtime's own
+    before, children_before = open_fds(), my_children()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    outcomes = []
+    for room in range(12):
+        lowest = os.open(os.devnull, os.O_RDONLY)  # every number below it is taken
+        os.close(lowest)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (lowest + room, hard))
+        try:
+            done = await run_process(invocation, deadline=30, grace=GRACE)
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        outcomes.append((done.returncode, done.stdout, done.spawn_error))
+        assert open_fds() == before
+        assert my_children() == children_before
+    refused = (None, b"", "spawn failed: [Errno 24] Too many open files")
+    assert set(outcomes) <= {refused, (0, b"fd", None)}, outcomes
+    assert outcomes[0] == refused and outcomes[-1] == (0, b"fd", None)
+
+
 SANDBOXED_POOL = r"""
 import ctypes, json, os, struct, sys
 from pathlib import Path
