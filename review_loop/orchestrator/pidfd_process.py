@@ -184,8 +184,11 @@ class PidfdProcess(anyio.abc.Process):
         # The Popen object must not think it still runs: its finalizer would list it for
         # subprocess's own later waitpid (and warn).
         self._popen.returncode = code
-        os.close(self._pidfd)
-        self._pidfd = -1
+        # Forgotten before it is closed: once closed its number may be another descriptor's
+        # (another child's pidfd, even) at once, and an interruption between the two steps
+        # must not leave send_signal holding it.
+        pidfd, self._pidfd = self._pidfd, -1
+        os.close(pidfd)
         return True
 
     async def wait(self) -> int:

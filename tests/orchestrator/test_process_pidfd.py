@@ -86,6 +86,10 @@ async def until(predicate: Callable[[], bool]) -> bool:
     return bool(await anyio.to_thread.run_sync(wait_until, predicate))
 
 
+class Interrupted(BaseException):
+    """Stands for a ``KeyboardInterrupt`` raised by a signal handler between two lines."""
+
+
 # --- process tier: sessions through the real supervisor -----------------------------------
 
 
@@ -518,6 +522,41 @@ async def test_concurrent_waits_all_see_the_one_exit(tmp_path: Path) -> None:
     assert child.pid not in my_children()
 
 
+async def test_a_reap_interrupted_after_the_close_signals_nothing_later(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An interruption (a ``KeyboardInterrupt``) right after the reap closed the pidfd, and
+    that number is at once another child's pidfd: a later ``kill`` of the reaped child
+    sends nothing, and the other child lives. (The number was forgotten only after the
+    close: the kill went to the other child.)"""
+    reaped = spawn(python("pass"), cwd="/", env={})
+    other = spawn(python("import time", "time.sleep(60)"), cwd="/", env={})
+    number = reaped._pidfd
+    real_close = os.close
+
+    def close_then_interrupt(fd: int) -> None:
+        real_close(fd)
+        if fd == number:
+            monkeypatch.setattr(os, "close", real_close)
+            raise Interrupted
+
+    monkeypatch.setattr(os, "close", close_then_interrupt)
+    with pytest.raises(Interrupted):
+        await reaped.wait()
+    os.dup2(other._pidfd, number)  # the number is another child's pidfd now
+    try:
+        reaped.kill()
+        assert await reaped.wait() == 0
+        with anyio.move_on_after(0.2):
+            await other.wait()
+        assert other.returncode is None and subreaper.running(other.pid)
+    finally:
+        os.close(number)
+        other.kill()
+        await other.aclose()
+    await reaped.aclose()
+
+
 async def test_a_cancelled_wait_leaves_the_child_to_a_later_wait() -> None:
     """Cancelling a wait leaves the child unreaped and its pidfd open; a later wait reaps."""
     child = spawn(python("import time", "time.sleep(60)"), cwd="/", env={})
@@ -583,10 +622,6 @@ async def test_a_send_to_a_child_that_never_reads_is_cancellable() -> None:
     child.kill()
     await child.aclose()
     assert child.returncode == -signal.SIGKILL
-
-
-class Interrupted(BaseException):
-    """Stands for a ``KeyboardInterrupt`` raised by a signal handler between two lines."""
 
 
 @needs_pidfd
