@@ -17,12 +17,13 @@ asyncio and trio alike:
 
 :class:`PidfdProcess` is an ``anyio.abc.Process``, so :mod:`.process` uses it as it uses
 what ``anyio.open_process`` returns. :func:`available` says whether this works here;
-elsewhere callers use ``anyio.open_process``.
+elsewhere callers use ``anyio.open_process``. The start itself needs no anyio and is
+:mod:`.pidfd_start`'s (``consult`` uses it before anyio is imported); :func:`watch` wraps
+what it started.
 """
 
 from __future__ import annotations
 
-import errno
 import os
 import signal
 import subprocess
@@ -34,36 +35,12 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
+from review_loop.orchestrator import pidfd_start
+from review_loop.orchestrator.pidfd_start import available as available
+
 UNKNOWN_STATUS = 255
 """The exit code given when the child was reaped by someone else (a ``waitpid(-1)`` in
 the embedding program) and its status is lost: not a success (asyncio's own choice)."""
-
-_available: bool | None = None
-_SHORT_OF = (errno.EMFILE, errno.ENFILE, errno.ENOMEM)
-"""Why a pidfd may be refused for now only: the answer is not kept, the next call asks."""
-
-
-def available() -> bool:
-    """Whether children can be watched through a pidfd here: ``os.pidfd_open`` and
-    ``signal.pidfd_send_signal`` both exist and are granted (a seccomp profile may allow
-    one and refuse the other). Checked once per process, unless it was refused for lack
-    of descriptors or memory (then ``False`` this time only)."""
-    global _available
-    if _available is None:
-        try:
-            pidfd = os.pidfd_open(os.getpid())
-        except (AttributeError, OSError) as error:
-            if getattr(error, "errno", None) not in _SHORT_OF:
-                _available = False
-            return False
-        try:
-            signal.pidfd_send_signal(pidfd, 0)  # to ourselves: checks, sends nothing
-            _available = True
-        except (AttributeError, OSError):
-            _available = False
-        finally:
-            os.close(pidfd)
-    return _available
 
 
 class PipeReceiveStream(anyio.abc.ByteReceiveStream):
@@ -235,33 +212,21 @@ def spawn(
 ) -> PidfdProcess:
     """Start ``argv`` now (fork/exec, no thread, no await) in a session and group of its
     own, with three pipes, ``cwd``, exactly ``env``, and no other descriptor than
-    ``pass_fds``; returns once it has been executed.
+    ``pass_fds``; returns once it has been executed (:func:`.pidfd_start.start`).
 
     Raises:
         OSError: it could not be started, or its pidfd could not be opened (nothing is
             left behind: a started child is killed and reaped, as on any interruption).
     """
-    popen = subprocess.Popen(
-        list(argv),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        bufsize=0,
-        cwd=cwd,
-        env=env,
-        start_new_session=True,
-        pass_fds=tuple(pass_fds),
-    )
-    pidfd = -1
+    return watch(*pidfd_start.start(argv, cwd=cwd, env=env, pass_fds=pass_fds))
+
+
+def watch(popen: subprocess.Popen[bytes], pidfd: int) -> PidfdProcess:
+    """A child :func:`.pidfd_start.start` started, now watched by the event loop (its
+    pipes made non-blocking). On any exception while that is set up (an interruption) the
+    child is killed and reaped and every descriptor closed before it is raised."""
     try:
-        pidfd = os.pidfd_open(popen.pid)
         return PidfdProcess(popen, pidfd)
-    except BaseException:  # out of descriptors, or interrupted (a KeyboardInterrupt): end
-        if pidfd >= 0:  # the child rather than lose sight of it, and leave no descriptor
-            os.close(pidfd)
-        popen.kill()
-        popen.wait()
-        for file in (popen.stdin, popen.stdout, popen.stderr):
-            if file is not None:
-                file.close()
+    except BaseException:
+        pidfd_start.end(popen, pidfd)
         raise

@@ -24,7 +24,6 @@ The invariants, coded once here (the design: ``docs/process-ownership.md``):
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -38,9 +37,10 @@ import anyio
 import anyio.abc
 
 from review_loop.agents.models import Completed, Invocation
-from review_loop.orchestrator import pidfd_process, procfs, subreaper
+from review_loop.orchestrator import early_spare, pidfd_process, pidfd_start, procfs, subreaper
+from review_loop.orchestrator.early_spare import MARKER_ENV as MARKER_ENV
+from review_loop.orchestrator.early_spare import new_marker as new_marker
 
-MARKER_ENV = "REVIEW_LOOP_SESSION_MARKER"
 STOP_POLL_S = 0.2
 TRACK_POLL_S = 0.1
 TRACK_POLL_MAX_S = 2.0
@@ -341,16 +341,12 @@ async def _feed(stream: anyio.abc.ByteSendStream | None, data: bytes | None) -> 
             await stream.aclose()
 
 
-def new_marker() -> str:
-    """A fresh session marker: 32 lowercase hex digits, 128 random bits (``uuid4().hex``
-    has 122; this needs no ``uuid`` import)."""
-    return os.urandom(16).hex()
-
-
 def resolve_executable(argv0: str, env: dict[str, str]) -> str | None:
     """The path ``argv0`` runs as under ``env``'s PATH, or ``None`` if it is not there."""
     if os.sep in argv0:
         return argv0 if os.access(argv0, os.X_OK) and os.path.isfile(argv0) else None
+    import shutil  # here, not at import: it loads the compression modules (~1.4 ms)
+
     return shutil.which(argv0, path=env.get("PATH", os.defpath))
 
 
@@ -387,37 +383,37 @@ async def _start_supervisor(marker: str) -> _Supervisor:
     CLI's comes with the frame); its working directory is ``/`` until then. Raises
     ``OSError`` when it cannot be started. Shielded: a process that exists is returned.
 
-    Where pidfds work it is started synchronously (fork/exec) and watched through its
-    pidfd (:mod:`.pidfd_process`): no thread and no await, where asyncio's child watcher
-    would start a thread per supervisor and wait for it. Elsewhere ``anyio.open_process``.
+    Where pidfds work it is started synchronously (fork/exec,
+    :func:`.early_spare.start_supervisor`) and watched through its pidfd
+    (:mod:`.pidfd_process`): no thread and no await, where asyncio's child watcher would
+    start a thread per supervisor and wait for it. Elsewhere ``anyio.open_process``.
     """
-    read, write = os.pipe()  # both close-on-exec: no other child inherits either end
-    argv = subreaper.supervisor_argv(owner=os.getpid(), control=read)
-    env = {MARKER_ENV: marker}
-    process: anyio.abc.Process
+    if pidfd_start.available():
+        return _watched(early_spare.start_supervisor(marker))
+    with early_spare.control_pipe() as (read, write), anyio.CancelScope(shield=True):
+        process = await anyio.open_process(
+            subreaper.supervisor_argv(owner=os.getpid(), control=read),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd="/",
+            env={MARKER_ENV: marker},
+            start_new_session=True,
+            pass_fds=(read,),
+        )
+    return _Supervisor(process, write, marker, procfs.Proc.of(process.pid))
+
+
+def _watched(begun: early_spare.Begun) -> _Supervisor:
+    """A supervisor started without anyio (:mod:`.early_spare`), now watched by the event
+    loop through its pidfd. On any exception while that is set up it is killed and
+    reaped, and its control pipe closed, before the exception goes up."""
     try:
-        if pidfd_process.available():
-            process = pidfd_process.spawn(argv, cwd="/", env=env, pass_fds=(read,))
-        else:
-            with anyio.CancelScope(shield=True):
-                process = await anyio.open_process(
-                    argv,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    cwd="/",
-                    env=env,
-                    start_new_session=True,
-                    pass_fds=(read,),
-                )
+        process = pidfd_process.watch(begun.popen, begun.pidfd)
     except BaseException:
-        os.close(write)
+        os.close(begun.control)
         raise
-    finally:
-        os.close(read)
-    os.set_blocking(write, False)
-    exact = isinstance(process, pidfd_process.PidfdProcess)
-    return _Supervisor(process, write, marker, None if exact else procfs.Proc.of(process.pid))
+    return _Supervisor(process, begun.control, begun.marker, None)
 
 
 async def _send_session(supervisor: _Supervisor, frame: bytes) -> bool:
@@ -506,12 +502,17 @@ class Supervisors:
         returns once the process has been executed (a synchronous fork/exec of about
         0.4 ms where pidfds work); its interpreter starts meanwhile. Failing to start one
         is not an error: the next session starts its own. Async because, without pidfds,
-        the start awaits ``anyio.open_process``."""
+        the start awaits ``anyio.open_process``.
+
+        Where ``consult`` already started one before its imports
+        (:func:`.early_spare.held`), that one is adopted instead (once, by its own
+        process): from then on it is this pool's spare, ended by :meth:`aclose`."""
         if not self._usable() or self._spare is not None or self._starting:
             return
         self._starting = True
         try:
-            spare = await _start_supervisor(new_marker())
+            early = early_spare.adopt()  # consult's, started before its imports
+            spare = _watched(early) if early is not None else await _start_supervisor(new_marker())
         except OSError:
             return
         finally:

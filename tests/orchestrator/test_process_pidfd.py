@@ -28,7 +28,7 @@ import anyio
 import pytest
 
 from review_loop.agents.models import Invocation
-from review_loop.orchestrator import pidfd_process, reaper, subreaper
+from review_loop.orchestrator import pidfd_process, pidfd_start, reaper, subreaper
 from review_loop.orchestrator.pidfd_process import PidfdProcess, spawn
 from review_loop.orchestrator.process import (
     MARKER_ENV,
@@ -224,7 +224,7 @@ async def test_a_failed_on_started_closes_every_pipe_at_once(
     the session is ended and all three pipes are closed before the error reaches the
     caller, not when the garbage collector frees the process (the caller keeps the error,
     and with it the frames that hold the process; stdin was left open before)."""
-    monkeypatch.setattr(pidfd_process, "_available", watched)
+    monkeypatch.setattr(pidfd_start, "_available", watched)
     async with open_supervisors() as supervisors:  # warm: the runtime's own descriptors
         await run_process(claude(tmp_path), deadline=30, grace=GRACE, supervisors=supervisors)
     before, children_before = open_fds(), my_children()
@@ -308,7 +308,7 @@ async def test_the_spare_has_the_same_shape_either_way(
     through ``anyio.open_process``, the spare is the same process: a session and group of
     its own, ``/`` as its directory, its marker as its whole environment, three pipes and
     its control pipe and nothing else; and a session runs in it."""
-    monkeypatch.setattr(pidfd_process, "_available", watched)
+    monkeypatch.setattr(pidfd_start, "_available", watched)
     async with open_supervisors() as supervisors:
         spare = supervisors.spare_pid
         assert spare is not None
@@ -449,7 +449,7 @@ def test_a_pidfd_refused_for_lack_of_descriptors_is_asked_again(
     """Out of descriptors (``EMFILE``) when first asked, :func:`available` says no that
     time only; once descriptors are free, pidfds are used again (the first answer was kept
     for the whole process before)."""
-    monkeypatch.setattr(pidfd_process, "_available", None)
+    monkeypatch.setattr(pidfd_start, "_available", None)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     lowest = os.open(os.devnull, os.O_RDONLY)  # every number below it is taken
     os.close(lowest)

@@ -60,21 +60,25 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
 
     git locates the checkout while the rest of consult is imported and its arguments are
     checked; its answer is asked for where the checks always asked it, so the same input
-    is refused with the same error (``docs/consult-startup.md``).
+    is refused with the same error (``docs/consult-startup.md``). The session's
+    supervisor starts meanwhile too (the early spare, adopted by the dispatcher's pool;
+    leaving the block without that ends it: ``docs/process-ownership.md``).
     """
+    from review_loop.orchestrator import early_spare
     from review_loop.orchestrator.git import ensure_layout, start_locate
 
-    with start_locate(args.repo) as locating:  # leaving it ends a git never asked
+    # Leaving it ends a git never asked, and a spare no pool adopted.
+    with start_locate(args.repo) as locating, early_spare.held():
         checkout, prefs, plan = _checked(args, locating)
-    ensure_layout(checkout)
-    from review_loop.orchestrator.cli.stops import Stop, run_cancellable
-    from review_loop.orchestrator.workflows.consult import run_consult
+        ensure_layout(checkout)
+        from review_loop.orchestrator.cli.stops import Stop, run_cancellable
+        from review_loop.orchestrator.workflows.consult import run_consult
 
-    async def main(stop: Stop) -> Mapping[str, Any]:
-        async with stop.open_dispatcher(repo=checkout, prefs=prefs) as dispatcher:
-            return await run_consult(dispatcher, plan, interrupted=stop.keep)
+        async def main(stop: Stop) -> Mapping[str, Any]:
+            async with stop.open_dispatcher(repo=checkout, prefs=prefs) as dispatcher:
+                return await run_consult(dispatcher, plan, interrupted=stop.keep)
 
-    return run_cancellable(main)
+        return run_cancellable(main)
 
 
 def _checked(

@@ -1,0 +1,153 @@
+"""A session supervisor started with the standard library alone, and consult's early spare.
+
+:func:`start_supervisor` starts a supervisor exactly as the process layer's warm spare is
+started where pidfds work (``docs/process-ownership.md``): fork/exec of
+:func:`.subreaper.supervisor_argv`, a session and group of its own, ``/`` as its directory,
+its marker as its whole environment, three pipes and its control pipe, a pidfd on it. It
+imports nothing of anyio, so ``consult`` can start its session's supervisor before it
+imports the dispatcher and the async runtime (about 7-8 ms of interpreter start that then
+overlaps its own imports instead of following them): :func:`held` around the command,
+:func:`adopt` in the pool (``process.Supervisors.prestart``), which then owns it as its
+spare. :mod:`.process` starts every pidfd-watched supervisor with the same function, so
+the early spare and a later one are the same process.
+
+Whoever holds it ends it: a command that leaves :func:`held` before the pool adopted the
+spare (a refused input, a refused repository, an exception, an interruption, a signal
+that cancelled the command first) kills and reaps it there, synchronously, so nothing is
+left, not even a zombie. One adoption only, and never across ``fork()``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from review_loop.orchestrator import pidfd_start, subreaper
+
+MARKER_ENV = "REVIEW_LOOP_SESSION_MARKER"
+"""The variable carrying a session's marker: a supervisor's whole environment, and the
+CLI's (beside what the allow-list passes); the reaper proves a session by it."""
+
+
+def new_marker() -> str:
+    """A fresh session marker: 32 lowercase hex digits, 128 random bits (``uuid4().hex``
+    has 122; this needs no ``uuid`` import)."""
+    return os.urandom(16).hex()
+
+
+class Begun:
+    """A supervisor started by :func:`start_supervisor`, not yet watched by an event loop:
+    its ``Popen`` (pipes unbuffered), the pidfd on it, the write end of its control pipe
+    (non-blocking), its marker, and the pid of the process that started it."""
+
+    __slots__ = ("control", "marker", "owner", "pidfd", "popen")
+
+    def __init__(
+        self, popen: subprocess.Popen[bytes], pidfd: int, control: int, marker: str
+    ) -> None:
+        self.popen = popen
+        self.pidfd = pidfd
+        self.control = control
+        self.marker = marker
+        self.owner = os.getpid()
+
+    def end(self) -> None:
+        """Kill and reap it, closing every descriptor it came with (its owner only: a
+        forked child only closes its copies, and leaves its parent's supervisor alone)."""
+        os.close(self.control)
+        if self.owner == os.getpid():
+            pidfd_start.end(self.popen, self.pidfd)
+            return
+        os.close(self.pidfd)
+        for file in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
+            if file is not None:
+                file.close()
+
+
+@contextmanager
+def control_pipe() -> Iterator[tuple[int, int]]:
+    """A supervisor's control pipe, ``(read, write)``, for the block that starts it with
+    the read end (``pass_fds``). Leaving the block closes the read end (the supervisor
+    has its own copy); the write end is made non-blocking for the owner, or closed too
+    when the block raised (nothing was started)."""
+    read, write = os.pipe()  # both close-on-exec: no other child inherits either end
+    try:
+        yield read, write
+    except BaseException:
+        os.close(write)
+        raise
+    finally:
+        os.close(read)
+    os.set_blocking(write, False)
+
+
+def start_supervisor(marker: str) -> Begun:
+    """Start a session supervisor now (fork/exec, no await) that waits for its session on
+    its control pipe, carrying ``marker``; see the module's docstring for its shape.
+
+    Raises:
+        OSError: it could not be started (nothing is left behind).
+    """
+    with control_pipe() as (read, write):
+        argv = subreaper.supervisor_argv(owner=os.getpid(), control=read)
+        popen, pidfd = pidfd_start.start(argv, cwd="/", env={MARKER_ENV: marker}, pass_fds=(read,))
+    return Begun(popen, pidfd, write, marker)
+
+
+_held: Begun | None = None
+"""The early spare while no pool has adopted it."""
+_lock = threading.Lock()
+"""Taking it from ``_held`` (to adopt or to end it) is one step, whatever thread asks."""
+
+
+def available() -> bool:
+    """Whether a supervisor can be started here without anyio: supervisors work and
+    children can be watched through a pidfd. Elsewhere there is no early spare (the pool
+    starts its spare with ``anyio.open_process``, as before)."""
+    return subreaper.available() and pidfd_start.available()
+
+
+@contextmanager
+def held() -> Iterator[Begun | None]:
+    """Start the early spare now, and end it when the block is left unless a pool
+    adopted it (:func:`adopt`) meanwhile; yields it (``None`` where there is none: no
+    pidfds or supervisors, it could not be started, or one is already held).
+
+    Leaving the block ends only the spare this block started, and only while it is
+    still held: once adopted, it is its pool's to end.
+    """
+    global _held
+    mine: Begun | None = None
+    with _lock:
+        if _held is None and available():
+            try:
+                mine = _held = start_supervisor(new_marker())
+            except OSError:  # out of descriptors or processes: the pool starts one later
+                mine = None
+    try:
+        yield mine
+    finally:
+        unadopted = _taken(mine)
+        if unadopted is not None:
+            unadopted.end()
+
+
+def adopt() -> Begun | None:
+    """The early spare, now the caller's to watch and end (``None`` when there is none,
+    it was adopted already, or it belongs to another process: after ``fork()`` the child
+    never takes its parent's)."""
+    begun = _held
+    return _taken(begun) if begun is not None and begun.owner == os.getpid() else None
+
+
+def _taken(begun: Begun | None) -> Begun | None:
+    """``begun``, no longer held, if it still was (``None`` if another took it first)."""
+    global _held
+    with _lock:
+        if begun is None or _held is not begun:
+            return None
+        _held = None
+        return begun
