@@ -99,20 +99,25 @@ class Locating:
 
     def __init__(self, path: str | Path | None) -> None:
         self._process: subprocess.Popen[bytes] | None = None
-        self._error: InputError | NotAGitRepositoryError | None = None
+        # Every error is raised by result(), where locate raised it: a refusal keeps its order.
+        self._error: Exception | None = None
         self._start = Path()
-        try:
+        try:  # apart from git's start: a vanished working directory is no missing git
             self._start = _start(path)
+        except (NotAGitRepositoryError, OSError) as refused:
+            self._error = refused
+            return
+        try:
             self._process = subprocess.Popen(
                 ["git", "-C", str(self._start), *_LOCATE],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=_environment(),
             )
-        except NotAGitRepositoryError as refused:  # raised by result(), where locate raises
-            self._error = refused
         except FileNotFoundError:
             self._error = _no_git()
+        except OSError as failed:  # a git that cannot be run (not executable, ...): as git()
+            self._error = failed
 
     def result(self) -> Checkout:
         """The checkout, once git has answered (see :func:`locate`).
@@ -120,6 +125,7 @@ class Locating:
         Raises:
             NotAGitRepositoryError: the path does not exist or is not inside a work tree.
             InputError: git is not on PATH.
+            OSError: as :func:`locate` (no working directory, a git that cannot be run).
         """
         if self._error is not None:
             raise self._error
