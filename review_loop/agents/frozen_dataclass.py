@@ -25,8 +25,12 @@ the generated ones (``tests/agents/test_frozen_dataclass.py`` compares the two s
 - assigning or deleting any attribute raises ``dataclasses.FrozenInstanceError``;
 - ``copy``, ``deepcopy`` and ``pickle`` round-trip it (``__getstate__``/``__setstate__``).
 
-Only what these classes need is supported: no ``order``, no positional fields, no
-``InitVar``; a class that asks for more keeps ``@dataclass``.
+As ``@dataclass`` does, a method the class defines itself (``__repr__``, ``__eq__``,
+``__hash__``, ...) is kept, its own ``__setattr__``/``__delattr__`` is refused, and a
+dataclass base must be frozen (a subclass of one made here or by ``@dataclass`` works).
+Only what these classes need is supported: no ``order``, no ``InitVar``, no field its
+``__init__`` does not take as a keyword (``init=False``, ``kw_only=False``: refused with a
+``TypeError`` when the class is defined); a class that asks for more keeps ``@dataclass``.
 """
 
 from __future__ import annotations
@@ -64,6 +68,12 @@ class _Spec:
 
     def __init__(self, cls: type) -> None:
         fields = dataclasses.fields(cls)
+        for f in fields:
+            if not f.init or f.kw_only is False:  # the shared __init__ takes keywords only
+                raise TypeError(
+                    f"{cls.__qualname__}.{f.name}: @frozen_dataclass makes keyword-only fields"
+                    " its __init__ sets; for init=False or kw_only=False use @dataclass"
+                )
         self.cls = cls
         self.names = tuple(f.name for f in fields)
         self.known = frozenset(self.names)
@@ -93,15 +103,40 @@ def frozen_dataclass(cls: _T) -> _T:
         TypeError: what ``@dataclass`` itself refuses (a field without a default after
             nothing, a mutable default, ...), refused by ``@dataclass`` with its own words.
     """
-    made: Any = dataclasses.dataclass(  # fields, slots, __match_args__: no code compiled
-        cls, init=False, repr=False, eq=False, kw_only=True, slots=True
+    kept = _own_methods(cls)  # read before @dataclass copies the class for its slots
+    # Under a dataclass base, dataclass's own check that it is frozen too (it then compiles
+    # __setattr__/__delattr__, replaced below); no such base: no code compiled at all.
+    based = any(hasattr(base, "__dataclass_fields__") for base in cls.__mro__[1:])
+    made: Any = dataclasses.dataclass(  # fields, slots, __match_args__
+        cls, init=False, repr=False, eq=False, frozen=based, kw_only=True, slots=True
     )
     for function in _methods(_Spec(made)):
+        if function.__name__ in kept:
+            continue
         function.__qualname__ = f"{made.__qualname__}.{function.__name__}"
         setattr(made, function.__name__, function)
     params = made.__dataclass_params__  # what @dataclass(frozen=True) would have recorded
     params.init = params.repr = params.eq = params.frozen = True
     return made  # type: ignore[no-any-return]
+
+
+def _own_methods(cls: type) -> set[str]:
+    """The methods ``cls`` defines itself that ``@dataclass`` keeps (it writes only the rest).
+
+    Raises:
+        TypeError: ``__setattr__``/``__delattr__``, which a frozen ``@dataclass`` refuses.
+    """
+    own = cls.__dict__
+    for name in ("__setattr__", "__delattr__"):
+        if name in own:
+            raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
+    kept = {
+        n for n in ("__init__", "__repr__", "__eq__", "__getstate__", "__setstate__") if n in own
+    }
+    explicit = own.get("__hash__", _MISSING)  # None beside an own __eq__: Python's, not the class's
+    if not (explicit is _MISSING or (explicit is None and "__eq__" in own)):
+        kept.add("__hash__")
+    return kept
 
 
 def _methods(spec: _Spec) -> tuple[Callable[..., Any], ...]:

@@ -232,3 +232,89 @@ def test_process_consult_s_value_classes_compile_no_code_when_they_are_defined()
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True, text=True)
     assert done.stdout.strip() == "[]"
+
+
+def _decorated_both_ways(body: dict[str, Any], bases: tuple[type, ...] = ()) -> list[Any]:
+    """The class decorated each way, or the exception's type and message for each."""
+    made: list[Any] = []
+    for decorate in (
+        dataclasses.dataclass(frozen=True, slots=True, kw_only=True),
+        frozen_dataclass,
+    ):
+        try:
+            made.append(decorate(type("Own", bases, {"__module__": __name__, **body})))
+        except TypeError as error:
+            made.append(("TypeError", str(error)))
+    return made
+
+
+def _same_outcome(call: Any, ours: Any, generated: Any) -> bool:
+    return _outcome(lambda: call(ours)) == _outcome(lambda: call(generated))
+
+
+def test_contract_methods_the_class_defines_are_kept_as_the_dataclass_keeps_them() -> None:
+    def own_repr(self: Any) -> str:
+        return "own repr"
+
+    def own_eq(self: Any, other: Any) -> bool:
+        return True
+
+    def own_hash(self: Any) -> int:
+        return 7
+
+    fields = {"__annotations__": {"a": "int"}, "a": 0}
+    bodies: list[dict[str, Any]] = [
+        {"__repr__": own_repr},
+        {"__eq__": own_eq},  # Python sets __hash__ = None beside it: dataclass writes one
+        {"__eq__": own_eq, "__hash__": own_hash},
+        {"__hash__": own_hash},
+        {"__hash__": None},  # said to be unhashable: kept
+    ]
+    for body in bodies:
+        generated, ours = _decorated_both_ways({**fields, **body})
+        for call in (
+            lambda cls: repr(cls(a=1)),
+            lambda cls: cls(a=1) == cls(a=2),
+            lambda cls: hash(cls(a=1)),
+        ):
+            assert _same_outcome(call, ours, generated), body
+    for name in ("__setattr__", "__delattr__"):  # refused by a frozen dataclass, with its words
+        generated, ours = _decorated_both_ways({**fields, name: own_repr})
+        assert ours == generated == ("TypeError", f"Cannot overwrite attribute {name} in class Own")
+
+
+def test_contract_a_subclass_is_the_dataclass_s() -> None:
+    fields = {"__annotations__": {"b": "str"}, "b": "x"}
+    base_fields = {"__annotations__": {"a": "int"}}
+    frozen_base: Any = dataclasses.dataclass(frozen=True, slots=True, kw_only=True)(
+        type("Base", (), {"__module__": __name__, **base_fields})
+    )
+    our_base = frozen_dataclass(type("Base", (), {"__module__": __name__, **base_fields}))
+    for base in (frozen_base, our_base):
+        generated, ours = _decorated_both_ways(fields, (base,))
+        for call in (
+            lambda cls: cls(a=1),
+            lambda cls: cls(b="y"),
+            lambda cls: cls(a=1) == cls(a=1, b="x"),
+            lambda cls: hash(cls(a=1)) == hash((1, "x")),
+            lambda cls: [f.name for f in dataclasses.fields(cls)],
+            lambda cls: copy.deepcopy(cls(a=1)),
+            lambda cls: dataclasses.replace(cls(a=1), a=2),
+        ):
+            assert _same_outcome(call, ours, generated)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            ours(a=1).a = 2
+    mutable_base: Any = dataclasses.dataclass(
+        type("Base", (), {"__module__": __name__, **base_fields})
+    )
+    generated, ours = _decorated_both_ways(fields, (mutable_base,))
+    assert (
+        ours == generated == ("TypeError", "cannot inherit frozen dataclass from a non-frozen one")
+    )
+
+
+@pytest.mark.parametrize("made", [field(default=0, init=False), field(default=0, kw_only=False)])
+def test_contract_a_field_its_init_cannot_set_is_refused_when_defined(made: Any) -> None:
+    body = {"__module__": __name__, "__annotations__": {"a": "int"}, "a": made}
+    with pytest.raises(TypeError, match=r"Own\.a: .*use @dataclass"):
+        frozen_dataclass(type("Own", (), body))
