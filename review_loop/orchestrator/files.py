@@ -390,6 +390,8 @@ def make_name(path: Path, like: str) -> None:
         HandoffPathError: a directory on the way under ``.review-handoff/`` is a link.
         OSError: ``path`` could neither be linked nor created, naming ``path``.
     """
+    # O_EXCL: a file is only ever made here, never opened (a FIFO swapped in would block)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NONBLOCK
     with _walk(path, create=True) as (dir_fd, name):
         for _ in range(2):
             try:
@@ -397,14 +399,14 @@ def make_name(path: Path, like: str) -> None:
             except FileExistsError:
                 return
             except FileNotFoundError:  # ``like`` is missing: make it, then link again
-                with suppress(OSError):
-                    flags = os.O_WRONLY | os.O_CREAT
+                with suppress(OSError):  # made meanwhile (FileExistsError): link to it
                     os.close(_open_in(dir_fd, like, path.parent / like, flags, 0o644))
                 continue
             except OSError:
                 break
             return
-        os.close(_open_in(dir_fd, name, path, os.O_WRONLY | os.O_CREAT, 0o644))
+        with suppress(FileExistsError):  # made meanwhile: left as it is
+            os.close(_open_in(dir_fd, name, path, flags, 0o644))
 
 
 def make_temp_file(directory: Path, prefix: str, suffix: str) -> tuple[int, Path]:
@@ -419,50 +421,57 @@ def make_temp_file(directory: Path, prefix: str, suffix: str) -> tuple[int, Path
                 return _open_in(dir_fd, name, directory / name, flags, 0o600), directory / name
 
 
-def _fill_made(made: Path, data: bytes, path: Path, *, sync: bool) -> bool:
-    """Write ``data`` into ``made``, an empty file made ahead; whether it was.
+def _fresh(info: os.stat_result) -> bool:
+    """Whether ``info`` is an empty regular file of one name owned by this user: a file
+    made ahead and not touched since (nothing planted, linked or used)."""
+    mine = info.st_uid == os.geteuid()
+    return mine and stat.S_ISREG(info.st_mode) and not info.st_size and info.st_nlink == 1
 
-    ``False`` when ``made`` is not an empty regular file of one name owned by this user
-    (missing, used, a link, planted) or cannot be written (a full disk): the caller then
-    writes as usual, and reports that write's errors.
+
+def _write_made(made: Path, data: bytes, path: Path, *, durable: bool) -> bool:
+    """Fill ``made`` (an empty file made ahead) with ``data`` and rename it over ``path``;
+    whether it was.
+
+    Every check is made on the opened descriptor (non-blocking: a FIFO planted there is
+    never waited on), and the name renamed over ``path`` is checked to be that descriptor's
+    file afterwards: a file swapped in between is not left as the record. ``False`` when
+    ``made`` cannot serve (missing, used, a link, planted, swapped) or cannot be written (a
+    full disk): the caller then writes as usual (which replaces anything swapped in), and
+    reports that write's errors. A link at ``path`` is refused (:class:`HandoffPathError`),
+    as :func:`atomic_write_bytes` refuses it.
     """
     try:
-        fd = open_fd(made, os.O_WRONLY)
+        fd = open_fd(made, os.O_WRONLY | os.O_NONBLOCK)
     except OSError:
         return False
     try:
-        info = os.fstat(fd)
-        mine = info.st_uid == os.geteuid()
-        if not (mine and stat.S_ISREG(info.st_mode)) or info.st_size or info.st_nlink != 1:
+        if not _fresh(os.fstat(fd)):
             return False
-        _write_all(fd, data, path, sync=sync)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-    return True
-
-
-def _rename_made(made: Path, path: Path, *, durable: bool) -> bool:
-    """Rename ``made`` over ``path`` (its directory fsynced when ``durable``); whether it was.
-
-    A link at ``path`` is refused (:class:`HandoffPathError`), as :func:`atomic_write_bytes`
-    refuses it; any other failure returns ``False`` and the caller writes as usual.
-    """
-    try:
-        with (
-            _walk(made, create=False) as (src_fd, src_name),
-            _walk(path, create=True) as (dir_fd, name),
-        ):
-            if _guarded(path):
-                _refuse_if_link(dir_fd, name, path, path)
-            os.rename(src_name, name, src_dir_fd=src_fd, dst_dir_fd=dir_fd)
-            if durable:
-                os.fsync(dir_fd)
+        _write_all(fd, data, path, sync=durable)
+        return _rename_made(made, path, fd, durable=durable)
     except HandoffPathError:
         raise
     except OSError:
         return False
+    finally:
+        os.close(fd)
+
+
+def _rename_made(made: Path, path: Path, fd: int, *, durable: bool) -> bool:
+    """Rename ``made`` over ``path``; whether the file now there is ``fd``'s (then its
+    directory is fsynced when ``durable``)."""
+    with (
+        _walk(made, create=False) as (src_fd, src_name),
+        _walk(path, create=True) as (dir_fd, name),
+    ):
+        if _guarded(path):
+            _refuse_if_link(dir_fd, name, path, path)
+        os.rename(src_name, name, src_dir_fd=src_fd, dst_dir_fd=dir_fd)
+        ours, there = os.fstat(fd), os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        if (ours.st_dev, ours.st_ino) != (there.st_dev, there.st_ino):
+            return False  # swapped between the checks and the rename: written anew
+        if durable:
+            os.fsync(dir_fd)
     return True
 
 
@@ -482,11 +491,7 @@ def atomic_write_bytes(
     over ``path`` instead of a new temp file, when it can be; otherwise the write is made
     as usual and ``made`` is left for its maker to remove.
     """
-    if (
-        made is not None
-        and _fill_made(made, data, path, sync=durable)
-        and _rename_made(made, path, durable=durable)
-    ):
+    if made is not None and _write_made(made, data, path, durable=durable):
         return
     with _walk(path, create=True) as (dir_fd, name):
         if _guarded(path):
@@ -523,9 +528,19 @@ def atomic_write_json(
 
 
 def append_bytes(path: Path, data: bytes, *, anchor: Path | None = None) -> None:
-    """Append ``data`` with one ``O_APPEND`` write and fsync it; never through a link."""
-    fd = open_fd(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, anchor=anchor)
+    """Append ``data`` with one ``O_APPEND`` write and fsync it; never through a link.
+
+    Appended only to a regular file (opened non-blocking: a planted FIFO is refused, never
+    waited on) and, under ``.review-handoff/``, only to one with no other name: a hard link
+    planted there may be a file outside the repository.
+
+    Raises:
+        OSError: as :func:`open_fd`, or ``EINVAL``/``EMLINK`` naming ``path`` for a file
+            that is not one to append to.
+    """
+    fd = open_fd(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK, anchor=anchor)
     try:
+        _refuse_unless_own_file(fd, path, guarded=HANDOFF_DIR in path.parts)
         _write_all(fd, data, path, sync=True)
     finally:
         os.close(fd)
@@ -539,8 +554,26 @@ def append_line(path: Path, document: Any) -> None:
 
 def make_file(path: Path) -> None:
     """Make ``path`` exist (empty when new; an existing file is left as it is), never
-    through a link: for a file a later write appends to, made while there is time."""
-    os.close(open_fd(path, os.O_WRONLY | os.O_CREAT))
+    through a link: for a file a later write appends to, made while there is time.
+
+    Opened non-blocking (a planted FIFO is never waited on: this runs in the event loop's
+    thread) and written nothing; ``OSError`` (``EINVAL``) for what is not a regular file.
+    """
+    fd = open_fd(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK)
+    try:
+        _refuse_unless_own_file(fd, path, guarded=False)
+    finally:
+        os.close(fd)
+
+
+def _refuse_unless_own_file(fd: int, path: Path, *, guarded: bool) -> None:
+    """Raise ``OSError`` naming ``path`` unless ``fd`` is a regular file and, when
+    ``guarded``, one of a single name (a hard link may be a file outside the repository)."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    if guarded and info.st_nlink != 1:
+        raise OSError(errno.EMLINK, "a hard link (the file has other names)", str(path))
 
 
 def rename(source: Path, target: Path) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno as errno_names
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -68,13 +69,22 @@ def write_record(
 
 
 def _rewrite_in_place(path: Path, document: Any) -> bool:
+    """Rewrite the record at ``path`` in place, if it is a regular file of one name.
+
+    Checked on the opened descriptor (opened non-blocking: a planted FIFO is never waited
+    on): a hard link planted as the record may be a file outside the repository, and
+    writing in place would write into it.
+    """
     data = (json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
     try:
-        fd = open_fd(path, os.O_WRONLY)
+        fd = open_fd(path, os.O_WRONLY | os.O_NONBLOCK)
     except OSError:
         return False
     try:
-        if len(data) > os.fstat(fd).st_size:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            return False  # not a file of ours alone: the failure stands
+        if len(data) > info.st_size:
             return False  # would need new room: the old record is better than a torn one
         written = 0
         while written < len(data):

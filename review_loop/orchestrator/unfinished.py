@@ -236,8 +236,10 @@ def remove(repo: Path, record_dir: Path, owner_pid: int, owner_start: float | No
 
 
 def _unlink_both(repo: Path, name: str) -> None:
-    """Remove entry ``name`` and the file made ahead beside it (``.<name>``), if any."""
-    for each in (name, "." + name):
+    """Remove the file made ahead beside entry ``name`` (``.<name>``), if any, then the
+    entry: never the other way round, as an end between the two would leave the made file
+    with no entry to find it by (an entry left alone costs the next reaper one read)."""
+    for each in ("." + name, name):
         if len(each.encode()) <= NAME_MAX:
             with suppress(OSError):
                 unlink(index_dir(repo) / each, missing_ok=True)

@@ -24,9 +24,12 @@ see when a file reached the disk.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -35,7 +38,7 @@ from pathlib import Path
 import pytest
 
 from review_loop.agents.errors import InputError
-from review_loop.orchestrator import dispatcher, files, unfinished
+from review_loop.orchestrator import dispatcher, files, recording, unfinished
 from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
 from review_loop.orchestrator.files import HandoffPathError
 from review_loop.prefs import Prefs
@@ -328,3 +331,222 @@ async def test_collaboration_the_answer_is_on_disk_before_it_is_returned(
         unfinished.LINKED,
         unfinished.STAMP,
     ]
+
+
+# -- what is planted where a file is made ahead or written -----------------------------------
+
+
+class Unblocker:
+    """Frees a writer blocked on opening a FIFO: after a generous bound, each FIFO is
+    opened for reading (kept open until :meth:`close`), and that it had to is noted. A
+    write that waits on a planted FIFO would otherwise hang the test (and the event loop)."""
+
+    def __init__(self, *fifos: Path, after_s: float = 10.0) -> None:
+        import threading
+
+        self.fifos = fifos
+        self.readers: list[int] = []
+        self.fired = False
+        self._timer = threading.Timer(after_s, self._free)
+        self._timer.start()
+
+    def _free(self) -> None:
+        self.fired = True
+        for fifo in self.fifos:
+            with contextlib.suppress(OSError):
+                self.readers.append(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+
+    def close(self) -> None:
+        self._timer.cancel()
+        for fd in self.readers:
+            os.close(fd)
+
+
+def test_contract_a_planted_fifo_is_never_waited_on(repo: Path) -> None:
+    directory = repo / ".review-handoff" / "runtime" / "c" / "r"
+    record, events = directory / "reviewer-session.json", directory / "events.jsonl"
+    made = unfinished.made_path(repo, directory, 77, 1.5)
+    assert made is not None
+    made.parent.mkdir(parents=True)
+    directory.mkdir(parents=True)
+    os.mkfifo(made)
+    os.mkfifo(events)
+    unblocker = Unblocker(made, events)
+    try:
+        with pytest.raises(OSError, match=re.escape(str(events))):
+            files.make_file(events)  # what the dispatcher makes while the CLI runs
+        assert unfinished.make_ahead(repo, directory, 77, 1.5) is None
+        files.atomic_write_json(record, {"status": "finished"}, made=made)  # written as usual
+        with pytest.raises(OSError, match=re.escape(str(events))):
+            files.append_line(events, {"event": "attempt"})
+        failed = recording.append_record(events, {"event": "attempt"})
+        assert failed is not None and failed.path == str(events)
+    finally:
+        unblocker.close()
+    assert not unblocker.fired
+    assert json.loads(record.read_text()) == {"status": "finished"}
+    assert stat.S_ISFIFO(os.lstat(made).st_mode) and stat.S_ISFIFO(os.lstat(events).st_mode)
+
+
+def test_contract_a_record_rewritten_in_place_is_a_file_of_one_name(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The atomic write fails (a full disk, injected: nothing else makes it fail for root);
+    # the in-place rewrite must not write into a file outside the repository through a
+    # hard link planted as the record, nor wait on a FIFO planted there.
+    def full(*_: object, **__: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(recording, "atomic_write_json", full)
+    directory = repo / ".review-handoff" / "runtime" / "c" / "r"
+    directory.mkdir(parents=True)
+    record = directory / "reviewer-session.json"
+    victim = tmp_path / "victim"
+    victim.write_text("x" * 4096)
+    os.link(victim, record)
+    failed = recording.write_record(record, {"status": "finished"})
+    assert failed is not None and failed.errno == "ENOSPC"
+    assert victim.read_text() == "x" * 4096
+    record.unlink()
+    os.mkfifo(record)
+    unblocker = Unblocker(record)
+    try:
+        assert recording.write_record(record, {"status": "finished"}) is not None
+    finally:
+        unblocker.close()
+    assert not unblocker.fired
+    record.unlink()
+    record.write_text("y" * 4096)  # a file of its own: rewritten in place, as before
+    assert recording.write_record(record, {"status": "finished"}) is None
+    assert json.loads(record.read_text()) == {"status": "finished"}
+
+
+def test_contract_an_event_line_is_not_appended_through_a_hard_link(
+    repo: Path, tmp_path: Path
+) -> None:
+    directory = repo / ".review-handoff" / "runtime" / "c" / "r"
+    directory.mkdir(parents=True)
+    events = directory / "events.jsonl"
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    os.link(victim, events)
+    failed = recording.append_record(events, {"event": "attempt"})
+    assert failed is not None and failed.path == str(events) and failed.errno == "EMLINK"
+    assert victim.read_text() == "keep\n"
+    events.unlink()
+    assert recording.append_record(events, {"event": "attempt"}) is None
+    assert json.loads(events.read_text()) == {"event": "attempt"}
+
+
+def test_contract_a_file_swapped_in_for_the_made_one_does_not_become_the_record(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Between the checks on the made file and its rename, another process puts a file of
+    # its own in its place (a race: only a wrapper around the rename can hit it every time).
+    directory = repo / ".review-handoff" / "runtime" / "c" / "r"
+    record = directory / "reviewer-session.json"
+    files.atomic_write_json(record, {"status": "running"})
+    assert unfinished.add(repo, directory, 77, 1.5)
+    made = unfinished.make_ahead(repo, directory, 77, 1.5)
+    assert made is not None
+    real_rename = os.rename
+
+    def rename(src: str, dst: str, **kwargs: int) -> None:
+        if src == made.name:
+            made.unlink()
+            made.write_text('{"status": "planted"}\n')
+        real_rename(src, dst, **kwargs)
+
+    monkeypatch.setattr(os, "rename", rename)
+    files.atomic_write_json(record, {"status": "finished"}, made=made)
+    assert json.loads(record.read_text()) == {"status": "finished"}
+    assert record.stat().st_nlink == 1
+
+
+def test_contract_an_end_between_the_two_removals_leaves_the_entry(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The entry is what finds the made file: removed last, an end between the two (the
+    # process killed) leaves an entry the next reaper drops with the made file, never a
+    # made file nothing names.
+    directory = repo / ".review-handoff" / "runtime" / "c" / "r"
+    assert unfinished.add(repo, directory, 77, 1.5)
+    made = unfinished.make_ahead(repo, directory, 77, 1.5)
+    assert made is not None
+    real_unlink = files.unlink  # what unfinished removes with
+    calls: list[Path] = []
+
+    def unlink(path: Path, *, missing_ok: bool = False) -> None:
+        calls.append(path)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the end, between the two
+        real_unlink(path, missing_ok=missing_ok)
+
+    monkeypatch.setattr(unfinished, "unlink", unlink)
+    with pytest.raises(KeyboardInterrupt):
+        unfinished.remove(repo, directory, 77, 1.5)
+    monkeypatch.setattr(unfinished, "unlink", real_unlink)
+    (entry,) = unfinished.entries(repo)
+    unfinished.drop(repo, entry)  # the reaper, once the owner is gone
+    assert sorted(p.name for p in unfinished.index_dir(repo).iterdir()) == [unfinished.LINKED]
+
+
+@pytest.mark.anyio
+async def test_collaboration_fifos_planted_where_the_finish_writes_block_nothing(
+    repo: Path, fakes: FakeCLIs
+) -> None:
+    # The made-ahead record and events.jsonl as FIFOs (the CLI under review can list the
+    # index and plant them): the files made while the CLI runs are made in the event loop's
+    # thread, so a blocking open there would stop the loop, deadline included.
+    fakes.script(claude=[{"mode": "ok", "text": "looks right"}])
+    directory = repo / ".review-handoff" / "runtime" / "t" / "claude"
+    directory.mkdir(parents=True)
+    record, events = directory / "reviewer-session.json", directory / "events.jsonl"
+    pid = os.getpid()
+    made = unfinished.made_path(repo, directory, pid, dispatcher._process_start(pid))
+    assert made is not None
+    made.parent.mkdir(parents=True)
+    os.mkfifo(made)
+    os.mkfifo(events)
+    prefs = Prefs.model_validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
+    unblocker = Unblocker(made, events)
+    try:
+        async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as opened:
+            delivery = await opened.ask(
+                PeerRequest(peer="claude", prompt="ok?", record_dir=directory)
+            )
+    finally:
+        unblocker.close()
+    assert not unblocker.fired
+    assert delivery.reply is not None and delivery.reply.text == "looks right"
+    assert json.loads(record.read_bytes())["status"] == "finished"
+    assert delivery.recordError is not None and delivery.recordError.path == str(events)
+
+
+def test_contract_make_name_never_opens_a_file_planted_while_it_makes_one(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ``.entry`` is missing when the link is tried, and a FIFO is planted before it is made
+    # (a race: only a wrapper around the link can hit it every time): it is linked, as any
+    # file there, never opened and waited on.
+    index = unfinished.index_dir(repo)
+    index.mkdir()
+    real_link = os.link
+    planted: list[bool] = []
+
+    def link(src: str, dst: str, **kwargs: object) -> None:
+        if not planted:
+            planted.append(True)
+            os.mkfifo(index / unfinished.LINKED)
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), src)
+        real_link(src, dst, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "link", link)
+    entry = index / "1-2.0-a%2Fb"
+    unblocker = Unblocker(index / unfinished.LINKED)
+    try:
+        files.make_name(entry, unfinished.LINKED)
+    finally:
+        unblocker.close()
+    assert not unblocker.fired
+    assert os.lstat(entry).st_ino == os.lstat(index / unfinished.LINKED).st_ino
