@@ -6,15 +6,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
 
+from review_loop.orchestrator import subreaper
 from review_loop.orchestrator.process import MARKER_ENV
 from tests.fakes import FakeCLIs
 
@@ -138,3 +140,51 @@ def kill_owner_mid_session(
         owner.kill()  # SIGKILL: nothing runs in the owner
         owner.wait()
     return record, marker
+
+
+def open_fds() -> list[str]:
+    """This process's open descriptors, as what each names (sorted, for a readable diff)."""
+    found = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            found.append(f"{name} -> {os.readlink(f'/proc/self/fd/{name}')}")
+        except OSError:
+            continue  # the listing's own descriptor, closed by now
+    return sorted(found)
+
+
+def my_children() -> list[int]:
+    """This process's children, zombies included (read from /proc)."""
+    return subreaper.children(os.getpid())
+
+
+def spare_shape(pid: int) -> dict[str, object]:
+    """What a spare is, read from /proc: its session and group, directory, own
+    environment, and the kinds of the descriptors it holds (the control pipe among them,
+    at the number its command line names)."""
+    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    control = next(w for w in cmdline if w.startswith(b"--control=")).split(b"=")[1].decode()
+    fds = sorted(os.listdir(f"/proc/{pid}/fd"), key=int)
+    return {
+        "session": os.getsid(pid) == pid,
+        "group": os.getpgid(pid) == pid,
+        "cwd": os.readlink(f"/proc/{pid}/cwd"),
+        "environ": Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")[0].split(b"=")[0],
+        "fds": [os.readlink(f"/proc/{pid}/fd/{fd}").split(":[")[0] for fd in fds],
+        "control": control in fds,
+        "parent": subreaper.stat_of(pid) == ("S", os.getpid()),
+    }
+
+
+@contextlib.contextmanager
+def descriptor_limit(room: int) -> Iterator[None]:
+    """For the block, room for only ``room`` more descriptors: the limit just past the
+    lowest free number (every number below it is taken). Put back afterwards."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    lowest = os.open(os.devnull, os.O_RDONLY)
+    os.close(lowest)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (lowest + room, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -39,7 +39,13 @@ from review_loop.orchestrator.process import (
     run_process,
 )
 from tests.fakes import FakeCLIs
-from tests.orchestrator.ownership import wait_until
+from tests.orchestrator.ownership import (
+    descriptor_limit,
+    my_children,
+    open_fds,
+    spare_shape,
+    wait_until,
+)
 
 pytestmark = pytest.mark.anyio
 needs_pidfd = pytest.mark.skipif(
@@ -49,25 +55,9 @@ needs_pidfd = pytest.mark.skipif(
 GRACE = 0.5
 
 
-def open_fds() -> list[str]:
-    """This process's open descriptors, as what each names (sorted, for a readable diff)."""
-    found = []
-    for name in os.listdir("/proc/self/fd"):
-        try:
-            found.append(f"{name} -> {os.readlink(f'/proc/self/fd/{name}')}")
-        except OSError:
-            continue  # the listing's own descriptor, closed by now
-    return sorted(found)
-
-
 def kinds(fds: list[str]) -> list[str]:
     """The descriptors' kinds only (``pipe``, ``anon_inode:[pidfd]``, a path)."""
     return sorted(entry.split(" -> ", 1)[1].split(":[")[0] for entry in fds)
-
-
-def my_children() -> list[int]:
-    """This process's children, zombies included (read from /proc)."""
-    return subreaper.children(os.getpid())
 
 
 def script(tmp_path: Path, name: str, body: str) -> Path:
@@ -281,24 +271,6 @@ async def test_output_past_the_cap_is_spilled_through_the_pipes(
     assert done.stdout_spill is not None and Path(done.stdout_spill).read_bytes() == expected
 
 
-def spare_shape(pid: int) -> dict[str, object]:
-    """What a spare is, read from /proc: its session and group, directory, own
-    environment, and the kinds of the descriptors it holds (the control pipe among them,
-    at the number its command line names)."""
-    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    control = next(w for w in cmdline if w.startswith(b"--control=")).split(b"=")[1].decode()
-    fds = sorted(os.listdir(f"/proc/{pid}/fd"), key=int)
-    return {
-        "session": os.getsid(pid) == pid,
-        "group": os.getpgid(pid) == pid,
-        "cwd": os.readlink(f"/proc/{pid}/cwd"),
-        "environ": Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")[0].split(b"=")[0],
-        "fds": [os.readlink(f"/proc/{pid}/fd/{fd}").split(":[")[0] for fd in fds],
-        "control": control in fds,
-        "parent": subreaper.stat_of(pid) == ("S", os.getpid()),
-    }
-
-
 @needs_pidfd
 @pytest.mark.parametrize("watched", [True, False], ids=["pidfd", "child-watcher"])
 async def test_the_spare_has_the_same_shape_either_way(
@@ -349,16 +321,10 @@ async def test_out_of_descriptors_a_session_fails_clearly_and_leaves_nothing(
     invocation = Invocation(argv=(str(echo),), stdin=b"fd", cwd=tmp_path)
     await run_process(invocation, deadline=30, grace=GRACE)  # warm: the runtime's own
     before, children_before = open_fds(), my_children()
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     outcomes = []
     for room in range(12):
-        lowest = os.open(os.devnull, os.O_RDONLY)  # every number below it is taken
-        os.close(lowest)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (lowest + room, hard))
-        try:
+        with descriptor_limit(room):
             done = await run_process(invocation, deadline=30, grace=GRACE)
-        finally:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
         outcomes.append((done.returncode, done.stdout, done.spawn_error))
         assert open_fds() == before
         assert my_children() == children_before
