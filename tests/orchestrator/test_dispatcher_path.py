@@ -35,6 +35,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 from review_loop.agents.errors import InputError
@@ -550,3 +551,37 @@ def test_contract_make_name_never_opens_a_file_planted_while_it_makes_one(
         unblocker.close()
     assert not unblocker.fired
     assert os.lstat(entry).st_ino == os.lstat(index / unfinished.LINKED).st_ino
+
+
+@pytest.mark.anyio
+async def test_collaboration_a_cancelled_session_leaves_nothing_made_ahead(
+    repo: Path, fakes: FakeCLIs
+) -> None:
+    # Cancelled once its files are made: the task that made them ends with the session
+    # (no ExceptionGroup reaches the caller's scope), the record is finished interrupted
+    # through the made file, and the made file goes with the entry.
+    fakes.script(claude=[{"mode": "hang"}])
+    directory = repo / ".review-handoff" / "runtime" / "t" / "claude"
+    record = directory / "reviewer-session.json"
+    pid = os.getpid()
+    made = unfinished.made_path(repo, directory, pid, dispatcher._process_start(pid))
+    assert made is not None
+    prefs = Prefs.model_validate({"timeoutMs": 60_000, "graceMs": 300, "livenessMs": 60_000})
+    request = PeerRequest(peer="claude", prompt="ok?", record_dir=directory)
+    inodes: list[int] = []
+    async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as opened:
+        with anyio.fail_after(30):  # generous: catches a hang only
+            async with anyio.create_task_group() as group:
+                group.start_soon(opened.ask, request)
+                while not (made.exists() and (directory / "events.jsonl").exists()):
+                    await anyio.sleep(0.01)
+                inodes.append(made.stat().st_ino)
+                group.cancel_scope.cancel()
+        delivery = opened.outcome_of(request)
+    assert delivery.interrupted and delivery.attempts[0].state.value == "DELIVERY_UNKNOWN"
+    assert json.loads(record.read_bytes())["status"] == "interrupted"
+    assert record.stat().st_ino == inodes[0]  # the made file became the record
+    assert sorted(p.name for p in unfinished.index_dir(repo).iterdir()) == [
+        unfinished.LINKED,
+        unfinished.STAMP,
+    ]
