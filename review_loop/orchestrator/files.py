@@ -449,7 +449,9 @@ def _write_made(made: Path, data: bytes, path: Path, *, durable: bool) -> bool:
             return False
         _write_all(fd, data, path, sync=durable)
         return _rename_made(made, path, fd, durable=durable)
-    except HandoffPathError:
+    except HandoffPathError as refused:
+        if refused.path != path:  # a link on the made file's way, swapped in: not used
+            return False
         raise
     except OSError:
         return False

@@ -585,3 +585,30 @@ async def test_collaboration_a_cancelled_session_leaves_nothing_made_ahead(
         unfinished.LINKED,
         unfinished.STAMP,
     ]
+
+
+def test_contract_a_link_swapped_in_on_the_made_files_way_only_leaves_it_unused(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # After the made file was opened and checked, the index directory becomes a link (a
+    # race: only a wrapper around the check can hit it every time). The made file is then
+    # not used; the record is written as usual, not refused for a link on another path.
+    directory = repo / ".review-handoff" / "runtime" / "c" / "r"
+    record = directory / "reviewer-session.json"
+    files.atomic_write_json(record, {"status": "running"})
+    assert unfinished.add(repo, directory, 77, 1.5)
+    made = unfinished.make_ahead(repo, directory, 77, 1.5)
+    assert made is not None
+    index = unfinished.index_dir(repo)
+    real_fresh = files._fresh
+
+    def fresh(info: os.stat_result) -> bool:
+        index.rename(index.with_name("moved"))
+        index.symlink_to(index.with_name("moved"), target_is_directory=True)
+        return real_fresh(info)
+
+    monkeypatch.setattr(files, "_fresh", fresh)
+    files.atomic_write_json(record, {"status": "finished"}, made=made)
+    assert json.loads(record.read_text()) == {"status": "finished"}
+    left = index.with_name("moved") / made.name
+    assert left.stat().st_ino != record.stat().st_ino  # not used: left for its maker
