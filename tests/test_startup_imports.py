@@ -91,6 +91,10 @@ FORBIDDEN: dict[str, set[str]] = {
         # the scratch sweep finds the temp directory itself (isolation.temp_directories)
         "tempfile",
         "random",
+        # the CLI is found on PATH by which's rules without shutil (process.resolve_executable)
+        "shutil",
+        "bz2",
+        "lzma",
     }
     | OTHER_WORKFLOWS,
 }
