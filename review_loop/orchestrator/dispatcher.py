@@ -314,12 +314,12 @@ class _InFlight:
         """
         if not self.indexed:
             try:
-                unfinished.add(
+                # False: no entry (the next reaper scans all), so nothing is made beside it
+                self.indexed = unfinished.add(
                     self.repo, self.request.directory, self.record.ownerPid, self.record.ownerStart
                 )
             except OSError as error:
                 return record_error(Path(error.filename or unfinished.index_dir(self.repo)), error)
-            self.indexed = True
         return write_record(self.record_path, self.record.document(), durable=durable)
 
     def make_record_ahead(self) -> None:

@@ -612,3 +612,42 @@ def test_contract_a_link_swapped_in_on_the_made_files_way_only_leaves_it_unused(
     assert json.loads(record.read_text()) == {"status": "finished"}
     left = index.with_name("moved") / made.name
     assert left.stat().st_ino != record.stat().st_ino  # not used: left for its maker
+
+
+@pytest.mark.anyio
+async def test_collaboration_nothing_is_made_ahead_for_a_record_without_an_entry(
+    repo: Path, fakes: FakeCLIs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The entry cannot be made (no inode free, injected: root cannot be refused one), so
+    # the stamp goes and the next reaper scans every record. A file made ahead then would
+    # have no entry to be found and removed by after a crash: none is made.
+    def no_inode(path: Path, like: str) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(unfinished, "make_name", no_inode)
+    fakes.script(claude=[{"mode": "ok", "delay": 1.0, "text": "looks right"}])
+    directory = repo / ".review-handoff" / "runtime" / "t" / "claude"
+    pid = os.getpid()
+    made = unfinished.made_path(repo, directory, pid, dispatcher._process_start(pid))
+    assert made is not None
+    seen: list[bool] = []
+    prefs = Prefs.model_validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
+    async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as opened:
+        with anyio.fail_after(30):  # generous: catches a hang only
+            async with anyio.create_task_group() as group:
+
+                async def ask() -> None:
+                    delivery = await opened.ask(
+                        PeerRequest(peer="claude", prompt="ok?", record_dir=directory)
+                    )
+                    assert delivery.reply is not None
+                    group.cancel_scope.cancel()
+
+                group.start_soon(ask)
+                while True:  # while the CLI runs, once events.jsonl (made after) exists
+                    if (directory / "events.jsonl").exists():
+                        seen.append(made.exists())
+                        break
+                    await anyio.sleep(0.005)
+    assert seen == [False]
+    assert json.loads((directory / "reviewer-session.json").read_bytes())["status"] == "finished"
