@@ -29,17 +29,21 @@ import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
 
+from review_loop.agents.frozen_dataclass import frozen_dataclass
 from review_loop.agents.models import Completed, Invocation
 from review_loop.orchestrator import early_spare, pidfd_process, pidfd_start, procfs, subreaper
 from review_loop.orchestrator.early_spare import MARKER_ENV as MARKER_ENV
 from review_loop.orchestrator.early_spare import new_marker as new_marker
+
+if TYPE_CHECKING:
+    from typing import IO
 
 STOP_POLL_S = 0.2
 TRACK_POLL_S = 0.1
@@ -52,7 +56,7 @@ STDERR_CAP = 256 * 1024
 CHUNK = 65536
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class Started:
     """What is known once the child is running, handed to ``on_started`` before stdin."""
 
@@ -62,18 +66,33 @@ class Started:
     argv: tuple[str, ...]
 
 
-@dataclass(slots=True)
 class BoundedCapture:
-    """Keeps the head and the tail of a stream in memory; spills the rest to a file."""
+    """Keeps the head and the tail of a stream in memory; spills the rest to a file.
 
-    head_cap: int
-    tail_cap: int
-    spill_dir: Path | None = None
-    head: bytearray = field(default_factory=bytearray)
-    tail: bytearray = field(default_factory=bytearray)
-    total: int = 0
-    spill_path: Path | None = None
-    _spill: object | None = None
+    A plain slotted class, not a dataclass: ``@dataclass`` compiles its methods when the
+    class is defined, on every reviewer command's start (``docs/consult-startup.md``).
+    """
+
+    __slots__ = (
+        "_spill",
+        "head",
+        "head_cap",
+        "spill_dir",
+        "spill_path",
+        "tail",
+        "tail_cap",
+        "total",
+    )
+
+    def __init__(self, head_cap: int, tail_cap: int, spill_dir: Path | None = None) -> None:
+        self.head_cap = head_cap
+        self.tail_cap = tail_cap
+        self.spill_dir = spill_dir
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self.spill_path: Path | None = None
+        self._spill: IO[bytes] | None = None
 
     def feed(self, data: bytes) -> None:
         self.total += len(data)
@@ -83,15 +102,14 @@ class BoundedCapture:
             data = data[room:]
             if not data:
                 return
-        if self._spill is None:
-            self._open_spill()
+        spill = self._spill if self._spill is not None else self._open_spill()
         # Synchronous on purpose: one page-cache write of at most CHUNK bytes.
-        self._spill.write(data)  # type: ignore[attr-defined]
+        spill.write(data)
         self.tail += data
         if len(self.tail) > self.tail_cap:
             del self.tail[: len(self.tail) - self.tail_cap]
 
-    def _open_spill(self) -> None:
+    def _open_spill(self) -> IO[bytes]:
         from review_loop.orchestrator.files import make_temp_file  # no link followed
 
         directory = self.spill_dir
@@ -104,10 +122,11 @@ class BoundedCapture:
         handle.write(self.head)
         self._spill = handle
         self.spill_path = name
+        return handle
 
     def close(self) -> None:
         if self._spill is not None:
-            self._spill.close()  # type: ignore[attr-defined]
+            self._spill.close()
 
     @property
     def truncated(self) -> bool:
@@ -378,18 +397,24 @@ SEND_SESSION_S = 30.0
 pipe's buffer waits for it to read) before it counts as dead and is replaced."""
 
 
-@dataclass(slots=True)
 class _Supervisor:
-    """A started supervisor that has not been handed its session yet."""
+    """A started supervisor that has not been handed its session yet (a plain slotted
+    class, as :class:`BoundedCapture` is)."""
 
-    process: anyio.abc.Process
-    control: int
-    """The write end of its control pipe (non-blocking); -1 once closed."""
-    marker: str
-    """Its own environment carries it: the session it runs gets this marker."""
-    pinned: procfs.Proc | None
-    """It, pinned by its start time when it was started (a reused pid is not it); ``None``
-    when it is a :class:`.pidfd_process.PidfdProcess`, whose pidfd names it exactly."""
+    __slots__ = ("control", "marker", "pinned", "process")
+
+    def __init__(
+        self, process: anyio.abc.Process, control: int, marker: str, pinned: procfs.Proc | None
+    ) -> None:
+        self.process = process
+        self.control = control
+        """The write end of its control pipe (non-blocking); -1 once closed."""
+        self.marker = marker
+        """Its own environment carries it: the session it runs gets this marker."""
+        self.pinned = pinned
+        """It, pinned by its start time when it was started (a reused pid is not it);
+        ``None`` when it is a :class:`.pidfd_process.PidfdProcess`, whose pidfd names it
+        exactly."""
 
 
 async def _start_supervisor(marker: str) -> _Supervisor:
@@ -731,7 +756,9 @@ async def run_process(
 
     try:
         if on_started is not None:
-            await on_started(Started(process.pid, process.pid, tree.marker, invocation.argv))
+            await on_started(
+                Started(pid=process.pid, pgid=process.pid, marker=tree.marker, argv=invocation.argv)
+            )
         async with anyio.create_task_group() as group:
             group.start_soon(_drain, process.stdout, out, out_done)
             group.start_soon(_drain, process.stderr, err, err_done)
