@@ -439,17 +439,23 @@ def test_contract_an_event_line_is_not_appended_through_a_hard_link(
     assert json.loads(events.read_text()) == {"event": "attempt"}
 
 
-def test_contract_a_file_swapped_in_for_the_made_one_does_not_become_the_record(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Between the checks on the made file and its rename, another process puts a file of
-    # its own in its place (a race: only a wrapper around the rename can hit it every time).
+def a_running_record_and_its_made_file(repo: Path) -> tuple[Path, Path]:
+    """A record written ``running``, its entry, and the file made ahead beside it."""
     directory = repo / ".review-handoff" / "runtime" / "c" / "r"
     record = directory / "reviewer-session.json"
     files.atomic_write_json(record, {"status": "running"})
     assert unfinished.add(repo, directory, 77, 1.5)
     made = unfinished.make_ahead(repo, directory, 77, 1.5)
     assert made is not None
+    return record, made
+
+
+def test_contract_a_file_swapped_in_for_the_made_one_does_not_become_the_record(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Between the checks on the made file and its rename, another process puts a file of
+    # its own in its place (a race: only a wrapper around the rename can hit it every time).
+    record, made = a_running_record_and_its_made_file(repo)
     real_rename = os.rename
 
     def rename(src: str, dst: str, **kwargs: int) -> None:
@@ -593,12 +599,7 @@ def test_contract_a_link_swapped_in_on_the_made_files_way_only_leaves_it_unused(
     # After the made file was opened and checked, the index directory becomes a link (a
     # race: only a wrapper around the check can hit it every time). The made file is then
     # not used; the record is written as usual, not refused for a link on another path.
-    directory = repo / ".review-handoff" / "runtime" / "c" / "r"
-    record = directory / "reviewer-session.json"
-    files.atomic_write_json(record, {"status": "running"})
-    assert unfinished.add(repo, directory, 77, 1.5)
-    made = unfinished.make_ahead(repo, directory, 77, 1.5)
-    assert made is not None
+    record, made = a_running_record_and_its_made_file(repo)
     index = unfinished.index_dir(repo)
     real_fresh = files._fresh
 
