@@ -18,6 +18,7 @@ import errno
 import json
 import os
 import stat
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
@@ -673,9 +674,20 @@ def _write_all(fd: int, data: bytes, path: Path, *, sync: bool) -> None:
 
 def utc_now() -> str:
     """Current UTC time, ISO-8601 with milliseconds and ``Z`` (as JavaScript prints it)."""
-    from datetime import UTC, datetime  # here: commands that only read need no datetime
+    return iso_utc(time.time_ns())
 
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+def iso_utc(ns: int) -> str:
+    """``ns`` nanoseconds after the epoch as ``utc_now`` prints it: ``2026-12-01T05:30:00.123Z``.
+
+    The milliseconds are truncated, as ``datetime.isoformat(timespec="milliseconds")``
+    does. Written with ``time`` rather than ``datetime``: every command that records
+    anything calls it, and importing ``datetime`` cost each of them about half a
+    millisecond of start-up (``docs/startup.md``); a contract test holds the two equal.
+    """
+    seconds, rest = divmod(ns, 1_000_000_000)
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+    return f"{stamp}.{rest // 1_000_000:03d}Z"
 
 
 def file_stamp(iso: str) -> str:
