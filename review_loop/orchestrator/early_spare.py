@@ -57,14 +57,16 @@ class Begun:
     def end(self) -> None:
         """Kill and reap it, closing every descriptor it came with (its owner only: a
         forked child only closes its copies, and leaves its parent's supervisor alone)."""
-        os.close(self.control)
-        if self.owner == os.getpid():
-            pidfd_start.end(self.popen, self.pidfd)
-            return
-        os.close(self.pidfd)
-        for file in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
-            if file is not None:
-                file.close()
+        try:
+            if self.owner == os.getpid():
+                pidfd_start.end(self.popen, self.pidfd)
+                return
+            os.close(self.pidfd)
+            for file in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
+                if file is not None:
+                    file.close()
+        finally:
+            os.close(self.control)
 
 
 @contextmanager

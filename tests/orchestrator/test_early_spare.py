@@ -28,6 +28,7 @@ import os
 import signal
 import subprocess
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
@@ -56,13 +57,19 @@ GRACE = 0.5
 
 
 @needs_pidfd
-def test_a_spare_left_unadopted_is_killed_and_reaped_with_its_descriptors() -> None:
-    """Leaving the block without adopting the spare kills it, reaps it (no zombie) and
-    closes its pidfd, pipes and control pipe."""
+@pytest.mark.parametrize("leaving", [None, ValueError, KeyboardInterrupt])
+def test_a_spare_left_unadopted_is_killed_and_reaped_with_its_descriptors(
+    leaving: type[BaseException] | None,
+) -> None:
+    """Leaving the block without adopting the spare — normally, by an exception, by an
+    interruption — kills it, reaps it (no zombie) and closes its pidfd, pipes and control
+    pipe before the block is left."""
     before_fds, before_children = open_fds(), my_children()
-    with held() as begun:
+    with pytest.raises(leaving) if leaving is not None else nullcontext(), held() as begun:
         assert begun is not None
         assert my_children() == [*before_children, begun.popen.pid]
+        if leaving is not None:
+            raise leaving
     assert my_children() == before_children  # killed and reaped: not even a zombie
     assert open_fds() == before_fds
 
