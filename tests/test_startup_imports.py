@@ -95,6 +95,8 @@ FORBIDDEN: dict[str, set[str]] = {
         "shutil",
         "bz2",
         "lzma",
+        # time stamps are printed with time (files.iso_utc)
+        "datetime",
     }
     | OTHER_WORKFLOWS,
 }
