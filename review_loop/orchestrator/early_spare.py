@@ -23,7 +23,7 @@ import os
 import subprocess
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from review_loop.orchestrator import pidfd_start, subreaper
 
@@ -43,7 +43,7 @@ class Begun:
     its ``Popen`` (pipes unbuffered), the pidfd on it, the write end of its control pipe
     (non-blocking), its marker, and the pid of the process that started it."""
 
-    __slots__ = ("control", "marker", "owner", "pidfd", "popen")
+    __slots__ = ("control", "marker", "owner", "pidfd", "popen", "taken")
 
     def __init__(
         self, popen: subprocess.Popen[bytes], pidfd: int, control: int, marker: str
@@ -53,6 +53,8 @@ class Begun:
         self.control = control
         self.marker = marker
         self.owner = os.getpid()
+        self.taken = False
+        """Whether it was taken, to adopt or to end it (:func:`_taken`): once only."""
 
     def end(self) -> None:
         """Kill and reap it, closing every descriptor it came with (its owner only: a
@@ -74,16 +76,16 @@ def control_pipe() -> Iterator[tuple[int, int]]:
     """A supervisor's control pipe, ``(read, write)``, for the block that starts it with
     the read end (``pass_fds``). Leaving the block closes the read end (the supervisor
     has its own copy); the write end is made non-blocking for the owner, or closed too
-    when the block raised (nothing was started)."""
+    when the block raised or it could not be made so (the caller ends what it started)."""
     read, write = os.pipe()  # both close-on-exec: no other child inherits either end
     try:
         yield read, write
+        os.set_blocking(write, False)
     except BaseException:
         os.close(write)
         raise
     finally:
         os.close(read)
-    os.set_blocking(write, False)
 
 
 def start_supervisor(marker: str) -> Begun:
@@ -91,12 +93,20 @@ def start_supervisor(marker: str) -> Begun:
     its control pipe, carrying ``marker``; see the module's docstring for its shape.
 
     Raises:
-        OSError: it could not be started (nothing is left behind).
+        OSError: it could not be started (nothing is left behind, as on an interruption
+            once it runs: it is killed and reaped, every descriptor closed).
     """
-    with control_pipe() as (read, write):
-        argv = subreaper.supervisor_argv(owner=os.getpid(), control=read)
-        popen, pidfd = pidfd_start.start(argv, cwd="/", env={MARKER_ENV: marker}, pass_fds=(read,))
-    return Begun(popen, pidfd, write, marker)
+    started: tuple[subprocess.Popen[bytes], int] | None = None
+    try:
+        with control_pipe() as (read, write):  # an exception in it closes both ends
+            argv = subreaper.supervisor_argv(owner=os.getpid(), control=read)
+            started = pidfd_start.start(argv, cwd="/", env={MARKER_ENV: marker}, pass_fds=(read,))
+            begun = Begun(*started, write, marker)
+    except BaseException:  # interrupted once it runs (or its pipe refused): end it
+        if started is not None:
+            pidfd_start.end(*started)
+        raise
+    return begun
 
 
 _held: Begun | None = None
@@ -123,13 +133,12 @@ def held() -> Iterator[Begun | None]:
     """
     global _held
     mine: Begun | None = None
-    with _lock:
-        if _held is None and available():
-            try:
-                mine = _held = start_supervisor(new_marker())
-            except OSError:  # out of descriptors or processes: the pool starts one later
-                mine = None
-    try:
+    try:  # from the start: an interruption once it runs (the lock's release) ends it too
+        with _lock:
+            if _held is None and available():
+                with suppress(OSError):  # out of descriptors or processes: the pool starts one
+                    mine = start_supervisor(new_marker())
+                    _held = mine
         yield mine
     finally:
         unadopted = _taken(mine)
@@ -146,10 +155,13 @@ def adopt() -> Begun | None:
 
 
 def _taken(begun: Begun | None) -> Begun | None:
-    """``begun``, no longer held, if it still was (``None`` if another took it first)."""
+    """``begun``, no longer held, unless it was taken already (``None`` then: another
+    took it first). One that was started but not yet held is taken too (its block ends it)."""
     global _held
     with _lock:
-        if begun is None or _held is not begun:
+        if begun is None or begun.taken:
             return None
-        _held = None
+        begun.taken = True
+        if _held is begun:
+            _held = None
         return begun

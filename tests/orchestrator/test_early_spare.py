@@ -176,6 +176,55 @@ def test_out_of_descriptors_there_is_no_spare_and_nothing_is_left() -> None:
     assert outcomes[0] is False and outcomes[-1] is True, outcomes
 
 
+class _InterruptedOnce:
+    """Stands for ``early_spare._lock``: a ``KeyboardInterrupt`` as it is released the
+    first time (where a SIGINT's handler runs once the start's calls return)."""
+
+    def __init__(self, lock: object) -> None:
+        self.lock = lock
+        self.interrupted = False
+
+    def __enter__(self) -> None:
+        self.lock.__enter__()  # type: ignore[attr-defined]
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.__exit__(*exc)  # type: ignore[attr-defined]
+        if not self.interrupted:
+            self.interrupted = True
+            raise KeyboardInterrupt
+
+
+@needs_pidfd
+@pytest.mark.parametrize("where", ["making the control pipe non-blocking", "releasing the lock"])
+def test_an_interruption_just_after_the_start_leaves_nothing(
+    where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``KeyboardInterrupt`` once the supervisor runs but before the block holds it —
+    as its control pipe is made non-blocking, or as the lock is released — ends it there:
+    no child, no descriptor, and the next block starts a spare again."""
+    before_fds, before_children = open_fds(), my_children()
+    if where == "releasing the lock":
+        monkeypatch.setattr(early_spare, "_lock", _InterruptedOnce(early_spare._lock))
+    else:
+        real, calls = os.set_blocking, []
+
+        def set_blocking(fd: int, blocking: bool) -> None:
+            calls.append(fd)
+            if len(calls) == 1:
+                raise KeyboardInterrupt
+            real(fd, blocking)
+
+        monkeypatch.setattr(os, "set_blocking", set_blocking)
+    with pytest.raises(KeyboardInterrupt), held():
+        pytest.fail("the block is not entered")
+    monkeypatch.undo()
+    assert my_children() == before_children
+    assert open_fds() == before_fds
+    with held() as again:
+        assert again is not None
+    assert my_children() == before_children
+
+
 # --- collaboration: the pool adopts it ---------------------------------------------------
 
 
