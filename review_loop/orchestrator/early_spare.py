@@ -63,6 +63,10 @@ class Begun:
             if self.owner == os.getpid():
                 pidfd_start.end(self.popen, self.pidfd)
                 return
+            # Not this process's child: its copy of the Popen must not be listed, when it
+            # goes, for subprocess's later waitpid on that number (by then perhaps one of
+            # this process's own children); 0 is what Popen.poll concludes here (ECHILD).
+            self.popen.returncode = 0
             os.close(self.pidfd)
             for file in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
                 if file is not None:

@@ -23,11 +23,13 @@ it), so these tests count this process's children (zombies included) instead.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
 import subprocess
 import sys
+import warnings
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -133,6 +135,32 @@ def test_a_forked_child_neither_adopts_nor_ends_its_parent_s_spare() -> None:
         assert adopt() is begun
     begun.end()
     assert not subreaper.running(begun.popen.pid)
+
+
+@needs_pidfd
+def test_a_forked_child_leaving_the_block_leaves_subprocess_no_wait_for_it() -> None:
+    """A forked child that leaves the block as usual closes its copies, and its copy of
+    the ``Popen`` is not left to ``subprocess``: no "still running" warning when it goes,
+    and no later ``waitpid`` on a pid that is not the child's (the parent's supervisor,
+    or by then one of the child's own children with that number)."""
+    with held() as begun:
+        assert begun is not None
+        child = os.fork()
+    if child == 0:
+        code = 1
+        try:
+            spare = begun.popen.pid
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                del begun
+                gc.collect()
+            warned = [w for w in caught if f"subprocess {spare} " in str(w.message)]
+            listed = [p for p in subprocess._active if p.pid == spare]  # type: ignore[attr-defined]
+            code = 0 if not warned and not listed else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 @needs_pidfd
