@@ -270,3 +270,53 @@ def main() -> NoReturn:
     # command's exit; docs/startup.md). atexit handlers and the flush of stdout still run.
     gc.freeze()
     sys.exit(code)
+
+
+def entry() -> NoReturn:
+    """The ``review-loop`` console script and ``python -m review_loop``: :func:`main`, then
+    the process ends at once.
+
+    :func:`main` ends by raising :class:`SystemExit`, so a program (or a test) may call it
+    and go on. Here nothing goes on: the interpreter's finalization would only tear down
+    every module it imported, one object at a time (about 5 ms of every command, more than
+    a third of what a consult costs beyond running its reviewer; docs/startup.md). So the
+    process leaves as :func:`leave` says, after everything finalization does that anyone
+    can see. An exception that escapes :func:`main` ends the usual way (its traceback).
+    """
+    try:
+        main()
+    except SystemExit as exited:
+        leave(exited.code)
+
+
+def leave(status: object) -> NoReturn:
+    """End the process with ``status`` (as :class:`SystemExit` reads it), skipping only the
+    interpreter's teardown of its own objects.
+
+    What finalization does that anyone can see still happens, in its order: non-daemon
+    threads are waited for (``threading._shutdown``, which also runs the callbacks that stop
+    idle executor workers), atexit handlers run (logging's flush among them), stdout and
+    stderr are flushed — a flush that fails exits 120, as the interpreter does. Files this
+    code writes are never left buffered past their ``with`` block, and every child it
+    started has been ended and reaped before :func:`main` returns.
+    """
+    if status is None:
+        code = 0
+    elif isinstance(status, int):
+        code = status
+    else:  # SystemExit("message"): the message to stderr, exit 1
+        print(status, file=sys.stderr)
+        code = 1
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        getattr(threading, "_shutdown")()  # noqa: B009 - private, what finalization calls
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            code = 120
+    os._exit(code)
