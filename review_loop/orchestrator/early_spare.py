@@ -19,6 +19,7 @@ left, not even a zombie. One adoption only, and never across ``fork()``.
 
 from __future__ import annotations
 
+import fcntl  # already imported by subprocess
 import os
 import subprocess
 import threading
@@ -80,16 +81,28 @@ def control_pipe() -> Iterator[tuple[int, int]]:
     """A supervisor's control pipe, ``(read, write)``, for the block that starts it with
     the read end (``pass_fds``). Leaving the block closes the read end (the supervisor
     has its own copy); the write end is made non-blocking for the owner, or closed too
-    when the block raised or it could not be made so (the caller ends what it started)."""
+    when the block raised or it could not be made so (the caller ends what it started).
+
+    The read end is never 0, 1 or 2 (free when this process was started without them):
+    the child's own stdin, stdout and stderr pipes would be put over it, and it would
+    read its session from its stdin, the control pipe left without a reader.
+    """
     read, write = os.pipe()  # both close-on-exec: no other child inherits either end
     try:
+        if read <= 2:
+            low, read = read, -1
+            try:
+                read = fcntl.fcntl(low, fcntl.F_DUPFD_CLOEXEC, 3)
+            finally:
+                os.close(low)
         yield read, write
         os.set_blocking(write, False)
     except BaseException:
         os.close(write)
         raise
     finally:
-        os.close(read)
+        if read >= 0:
+            os.close(read)
 
 
 def start_supervisor(marker: str) -> Begun:

@@ -204,6 +204,41 @@ def test_out_of_descriptors_there_is_no_spare_and_nothing_is_left() -> None:
     assert outcomes[0] is False and outcomes[-1] is True, outcomes
 
 
+CONTROL_READER = r"""
+import os
+from review_loop.orchestrator.early_spare import held
+from tests.orchestrator.ownership import wait_until
+from review_loop.orchestrator import subreaper
+
+with held() as begun:
+    pid = begun.popen.pid
+    assert wait_until(lambda: subreaper.stat_of(pid) == ("S", os.getpid()), 20)
+    command = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+    control = next(w for w in command if w.startswith(b"--control=")).split(b"=")[1].decode()
+    theirs = os.readlink(f"/proc/{pid}/fd/{control}")
+    ours = os.readlink(f"/proc/self/fd/{begun.control}")
+    print(control, theirs == ours)
+"""
+
+
+@needs_pidfd
+def test_process_without_stdin_the_spare_reads_its_control_pipe() -> None:
+    """Started with descriptor 0 closed, this process's first pipe is 0: the control
+    pipe's read end must not be passed as 0, where the spare's own stdin pipe goes; the
+    spare's ``--control`` names our control pipe."""
+    done = subprocess.run(
+        [sys.executable, "-c", CONTROL_READER],
+        preexec_fn=lambda: os.close(0),  # the child starts without a stdin
+        cwd=Path(__file__).parents[2],
+        capture_output=True,
+        text=True,
+        timeout=60,  # hang-catching only
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    control, same = done.stdout.split()
+    assert int(control) > 2 and same == "True", done.stdout
+
+
 class _InterruptedOnce:
     """Stands for ``early_spare._lock``: a ``KeyboardInterrupt`` as it is released the
     first time (where a SIGINT's handler runs once the start's calls return)."""
