@@ -368,10 +368,26 @@ def resolve_executable(argv0: str, env: dict[str, str]) -> str | None:
     it loads: about 1.4 ms of every consult): an empty PATH matches nothing; else each
     entry in order (an empty or relative one against the working directory), the first
     ``entry/argv0`` that exists, is executable and is no directory.
+
+    A relative answer (through an empty or relative entry, or ``argv0`` such as
+    ``./cli``) is made absolute against the working directory it was found in: the CLI
+    is started in its session's own directory, where that name would be another file
+    (one the repository holds) or none.
     """
+    found = _found(argv0, env.get("PATH", os.defpath))
+    if found is None or os.path.isabs(found):
+        return found
+    try:
+        return os.path.join(os.getcwd(), found)
+    except OSError:  # the working directory is gone: nothing relative is there now
+        return None
+
+
+def _found(argv0: str, path: str) -> str | None:
+    """``argv0`` itself if it names a directory part, else where PATH finds it (see
+    :func:`resolve_executable`), as found: relative where the entry was."""
     if os.sep in argv0:
         return argv0 if os.access(argv0, os.X_OK) and os.path.isfile(argv0) else None
-    path = env.get("PATH", os.defpath)
     if os.name != "posix":  # PATHEXT, the current directory first: which's own rules
         import shutil
 

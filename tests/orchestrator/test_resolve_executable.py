@@ -1,4 +1,5 @@
-"""Contract test: ``process.resolve_executable`` finds a bare name exactly as ``shutil.which``.
+"""Contract test: ``process.resolve_executable`` finds a bare name exactly as ``shutil.which``
+(a relative answer made absolute where it was found).
 
 Every session resolves its CLI's name on the PATH its environment gives, now without
 importing ``shutil`` (it loads bz2, lzma and zlib: about 1.4 ms of every consult), by
@@ -15,11 +16,13 @@ import itertools
 import os
 import random
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
-from review_loop.orchestrator.process import resolve_executable
+from review_loop.agents.models import Invocation
+from review_loop.orchestrator.process import open_supervisors, resolve_executable, run_process
 
 NAME = "tool"
 
@@ -58,6 +61,11 @@ def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return kinds
 
 
+def anchored(found: str | None) -> str | None:
+    """``which``'s answer, made absolute against the working directory if relative."""
+    return found if found is None or os.path.isabs(found) else os.path.join(os.getcwd(), found)
+
+
 def test_contract_a_bare_name_is_found_as_shutil_which_finds_it(places: dict[str, str]) -> None:
     entries = list(places.values())
     paths = {"", ":", os.defpath}
@@ -71,7 +79,7 @@ def test_contract_a_bare_name_is_found_as_shutil_which_finds_it(places: dict[str
     for path in sorted(paths):
         for name in (NAME, "real", "absent", ""):
             answer = resolve_executable(name, {"PATH": path})
-            assert answer == shutil.which(name, path=path), (name, path)
+            assert answer == anchored(shutil.which(name, path=path)), (name, path)
             found.add(answer)
     assert len(found) > 5, found  # found in several places, and not found: the check is real
     assert resolve_executable(NAME, {}) == shutil.which(NAME, path=os.defpath)
@@ -82,6 +90,44 @@ def test_contract_a_path_with_a_directory_part_is_checked_where_it_points(
 ) -> None:
     """Unchanged: a name with a ``/`` is that file, if it is one and executable."""
     assert resolve_executable(f"{places['exec']}/{NAME}", {}) == f"{places['exec']}/{NAME}"
-    assert resolve_executable(f"./{NAME}", {"PATH": places["none"]}) == f"./{NAME}"
+    assert resolve_executable(f"./{NAME}", {"PATH": places["none"]}) == f"{places['cwd']}/./{NAME}"
     for kind in ("plain", "dir", "dangling", "missing"):
         assert resolve_executable(f"{places[kind]}/{NAME}", {}) is None, kind
+
+
+def test_contract_a_relative_answer_is_anchored_where_it_was_found(
+    places: dict[str, str],
+) -> None:
+    """Found through an empty or relative PATH entry (or named ``./tool``), the answer is
+    the file found here, as an absolute path: the CLI is started in its session's own
+    directory, where the relative name would be another file, or none."""
+    here = os.path.join(places["cwd"], NAME)
+    for path in (f"{os.pathsep}{places['exec']}", ".", f"no-such-dir{os.pathsep}."):
+        answer = resolve_executable(NAME, {"PATH": path})
+        assert answer is not None and os.path.isabs(answer), (path, answer)
+        assert os.path.samefile(answer, here), (path, answer)
+    answer = resolve_executable(f"./{NAME}", {"PATH": places["none"]})
+    assert answer is not None and os.path.isabs(answer) and os.path.samefile(answer, here)
+
+
+@pytest.mark.anyio
+async def test_collaboration_a_cli_found_through_a_relative_entry_runs_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session whose CLI is found through an empty PATH entry (in this process's
+    directory) and that runs in another directory runs that CLI, supervised or not
+    (its relative name was executed in the session's directory: not found)."""
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir()
+    there.mkdir()
+    cli = here / "relcli"
+    cli.write_text(f"#!{sys.executable}\nimport os\nprint('ran in', os.getcwd())\n")
+    cli.chmod(0o755)
+    monkeypatch.chdir(here)
+    monkeypatch.setenv("PATH", f"{os.pathsep}{os.environ['PATH']}")
+    invocation = Invocation(argv=("relcli",), stdin=None, cwd=there)
+    async with open_supervisors() as supervisors:
+        for pool in (supervisors, None):
+            done = await run_process(invocation, deadline=30, grace=0.5, supervisors=pool)
+            assert done.returncode == 0, done
+            assert done.stdout.decode() == f"ran in {there}\n"
