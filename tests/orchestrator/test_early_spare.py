@@ -345,10 +345,10 @@ async def test_a_pool_closed_unused_ends_the_adopted_spare(tmp_path: Path) -> No
 
 # --- process: a whole consult --------------------------------------------------------------
 
-# Runs ``review-loop consult`` as ``python -m review_loop`` does, noting every child
-# started through pidfd_start (and what was imported by then), optionally failing or
-# signalling itself when the module named in argv[3] is imported, and writing at exit the
-# children this process still has (zombies included).
+# Runs ``review-loop consult`` as ``python -m review_loop`` does (``cli.entry``: os._exit
+# once atexit ran), noting every child started through pidfd_start (and what was imported
+# by then), optionally failing or signalling itself when the module named in argv[3] is
+# imported, and writing at exit the children this process still has (zombies included).
 HARNESS = r"""
 import atexit, json, os, signal, sys
 from review_loop.orchestrator import pidfd_start, subreaper
@@ -395,8 +395,8 @@ def report():
 atexit.register(report)
 sys.addaudithook(hook)
 sys.argv = ["review-loop", *sys.argv[4:]]
-from review_loop.orchestrator.cli import main
-main()
+from review_loop.orchestrator.cli import entry
+entry()  # as the console script: os._exit after atexit (which reports)
 """
 DISPATCHER = "review_loop.orchestrator.dispatcher"
 
