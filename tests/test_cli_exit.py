@@ -167,8 +167,9 @@ def test_process_the_console_script_keeps_every_exit_code(tmp_path: Path) -> Non
     assert json.loads(usage.stdout.removesuffix(TAIL))["ok"] is False
     assert usage.stderr.endswith("thread-finished atexit-ran ")
     refused = _entry("consult", "--repo", str(tmp_path), "--peer", "codex", "--question", "q")
-    assert refused.returncode in (1, 2)
-    assert json.loads(refused.stdout.removesuffix(TAIL))["ok"] is False
+    assert refused.returncode == 1  # bad input: not inside a git checkout
+    refusal = json.loads(refused.stdout.removesuffix(TAIL))
+    assert refusal["ok"] is False and "not inside a git checkout" in refusal["error"]
     assert _entry("help").returncode == 0
 
 
