@@ -123,7 +123,9 @@ def parse(name: str) -> Entry | None:
     """The entry a file name stands for, or ``None`` when it is not one (never trusted)."""
     pid_text, _, rest = name.partition("-")
     start_text, _, path = rest.partition("-")
-    if not pid_text.isdigit() or not path:
+    # ASCII digits only: str.isdigit also accepts '²', which int() refuses (a planted
+    # entry so named stopped every reaper with a ValueError).
+    if not (pid_text.isascii() and pid_text.isdigit()) or not path:
         return None
     try:
         start = None if start_text == "x" else float(start_text)

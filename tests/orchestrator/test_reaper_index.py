@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from review_loop.orchestrator import unfinished
+from review_loop.orchestrator import reaper, unfinished
 from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
 from tests.fakes import FakeCLIs
 from tests.gitrepo import empty_repo
@@ -86,6 +86,19 @@ async def test_process_a_stamp_of_another_boot_is_not_trusted(repo: Path) -> Non
     reaped = await reap(repo)
     assert [r.status for r in reaped] == ["lost"]
     assert stamp(repo).read_text() == unfinished.boot_id()
+
+
+@needs_boot_id
+async def test_process_a_planted_entry_with_a_non_ascii_digit_is_ignored(repo: Path) -> None:
+    """A name whose pid is a digit int() refuses ('\u00b2') is no entry: the stamped
+    index is read as usual, the record it seems to name is not, nothing fails."""
+    assert await reap(repo) == []
+    assert unfinished.trusted(repo)
+    forge(repo, "planted")
+    (unfinished.index_dir(repo) / "\u00b2-x-forged%2Fplanted").touch()
+    assert entry_names(repo) == []
+    assert reaper.nothing_to_reap(repo)
+    assert await reap(repo) == []
 
 
 @needs_boot_id
@@ -219,6 +232,8 @@ def test_contract_entry_names_round_trip_and_refuse_what_is_not_an_entry(tmp_pat
         "x-1.0-a%2Fb",
         "12-nan?-a%2Fb",
         "12-1.0",
+        "²-1.0-a%2Fb",
+        "1²-x-a%2Fb",
     ):
         assert unfinished.parse(name) is None, name
 
