@@ -27,7 +27,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from review_loop.agents.models import Invocation
+from review_loop.agents.models import Completed, Invocation
 from review_loop.orchestrator import pidfd_process, pidfd_start, reaper, subreaper
 from review_loop.orchestrator.pidfd_process import PidfdProcess, spawn
 from review_loop.orchestrator.process import (
@@ -141,8 +141,10 @@ async def test_no_descriptor_or_child_is_left_after_many_sessions(
 
     async def session(
         supervisors: Supervisors, invocation: Invocation, deadline: float = 30
-    ) -> None:
-        await run_process(invocation, deadline=deadline, grace=GRACE, supervisors=supervisors)
+    ) -> Completed:
+        return await run_process(
+            invocation, deadline=deadline, grace=GRACE, supervisors=supervisors
+        )
 
     async with open_supervisors() as supervisors:  # warm: the runtime's own descriptors
         await session(supervisors, claude(tmp_path))
@@ -150,7 +152,8 @@ async def test_no_descriptor_or_child_is_left_after_many_sessions(
 
     async with open_supervisors() as supervisors:
         for i in range(3):
-            await session(supervisors, claude(tmp_path, f"ok{i}"))
+            answered = await session(supervisors, claude(tmp_path, f"ok{i}"))
+            assert answered.returncode == 0 and not answered.timed_out, answered
 
         with anyio.CancelScope() as scope:
 
@@ -182,7 +185,8 @@ async def test_no_descriptor_or_child_is_left_after_many_sessions(
                 await session(supervisors, claude(tmp_path))
 
         fakes.script(claude=[{"mode": "hang"}])
-        await session(supervisors, claude(tmp_path), deadline=0.3)  # timed out
+        late = await session(supervisors, claude(tmp_path), deadline=0.3)
+        assert late.timed_out and late.returncode != 0, late
 
         nowhere = Invocation(argv=("claude", "-p"), stdin=b"q", cwd=tmp_path / "gone")
         done = await run_process(nowhere, deadline=30, grace=GRACE, supervisors=supervisors)
