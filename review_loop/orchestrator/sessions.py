@@ -194,7 +194,9 @@ def list_sessions(
     # CLI's own store holds that session.
     unproven: list[tuple[Record, str]] = []
     for record in _records(repo):
-        if record.session_id is None or (product and record.product != product):
+        # a record of a product no adapter answers to is foreign (skipped): it has no
+        # resume command, and must not make the whole listing fail
+        if record.session_id is None or record.product not in products:
             continue
         if record.delivered:
             offer(listed(record, record.session_id))

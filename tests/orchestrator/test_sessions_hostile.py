@@ -40,3 +40,34 @@ def test_a_committed_session_record_is_not_listed(tmp_path: Path) -> None:
     assert code == 0
     assert [entry["sessionId"] for entry in listed["sessions"]] == [doc["sessionId"]]
     assert evil not in json.dumps(listed)
+
+
+def _plant(repo: Path, packet: str, record: str) -> None:
+    folder = repo / ".review-handoff" / "runtime" / "planted" / packet
+    folder.mkdir(parents=True)
+    (folder / "reviewer-session.json").write_text(record, encoding="utf-8")
+
+
+def test_a_record_of_an_unknown_product_is_skipped_not_fatal(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo")
+    fakes = FakeCLIs(tmp_path / "fakes")
+    _plant(repo, "p-1", '{"product": "no-such-cli", "sessionId": "s-1", "updated": "2026"}')
+    _plant(repo, "p-2", '{"product": "claude", "sessionId": "s-2", "updated": "2026"}')
+
+    code, listed, _ = run_cli("sessions", "--repo", str(repo), fakes=fakes)
+
+    assert code == 0
+    assert [entry["sessionId"] for entry in listed["sessions"]] == ["s-2"]
+
+
+def test_a_record_string_that_is_no_text_is_printed_as_a_json_escape(tmp_path: Path) -> None:
+    # json.loads reads "\ud800" to a lone surrogate, which print() cannot encode
+    repo = git_repo(tmp_path / "repo")
+    fakes = FakeCLIs(tmp_path / "fakes")
+    _plant(repo, "p-1", '{"product": "claude", "sessionId": "\\ud800x", "updated": "2026"}')
+
+    code, listed, stderr = run_cli("sessions", "--repo", str(repo), fakes=fakes)
+
+    assert code == 0, stderr
+    assert "Traceback" not in stderr
+    assert [entry["sessionId"] for entry in listed["sessions"]] == ["\ud800x"]

@@ -138,6 +138,23 @@ def _dump(document: Mapping[str, Any], output: str) -> str:
     return pretty(document)
 
 
+def _print(text: str) -> None:
+    """Write a document to stdout; a lone surrogate in it is written as its JSON escape.
+
+    A string read from a hostile file or from argv (``surrogateescape``) can hold one; it
+    is no text, so ``print`` refuses it (nothing is written: the whole text is encoded
+    first). Surrogates only occur inside JSON strings, where ``\\udXXX`` is what
+    ``json.dumps`` with ``ensure_ascii`` writes for them.
+    """
+    try:
+        print(text, flush=True)
+    except UnicodeEncodeError:
+        import re
+
+        escaped = re.sub("[\ud800-\udfff]", lambda found: f"\\u{ord(found[0]):04x}", text)
+        print(escaped, flush=True)
+
+
 def _error_text(error: BaseException) -> str:
     text = str(error)
     return text if text else type(error).__name__
@@ -159,7 +176,7 @@ def _leading_directory(args: list[str]) -> list[str]:
 
 def run(argv: Sequence[str], *, stdout: Callable[[str], None] | None = None) -> int:
     """Run one command line; returns the exit code. ``stdout`` receives the document."""
-    write = stdout or (lambda text: print(text, flush=True))
+    write = stdout or _print
     args = _leading_directory(list(argv))
     if not args or args[0] in HELP_FLAGS:
         from review_loop.orchestrator.cli import manual
