@@ -12,6 +12,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.fakes import FakeCLIs
 from tests.test_cli import git_repo, run_cli
 
@@ -60,14 +62,24 @@ def test_a_record_of_an_unknown_product_is_skipped_not_fatal(tmp_path: Path) -> 
     assert [entry["sessionId"] for entry in listed["sessions"]] == ["s-2"]
 
 
-def test_a_record_string_that_is_no_text_is_printed_as_a_json_escape(tmp_path: Path) -> None:
-    # json.loads reads "\ud800" to a lone surrogate, which print() cannot encode
+@pytest.mark.parametrize(
+    ("session_id", "env"),
+    [
+        ("\ud800x", {}),  # JSON's "\ud800": a lone surrogate, which no stream encodes
+        ("caf\u00e9-\U0001f600", {"PYTHONIOENCODING": "ascii"}),  # a stream that is not UTF-8
+    ],
+    ids=["lone-surrogate", "ascii-stdout"],
+)
+def test_a_document_stdout_cannot_encode_is_printed_with_json_escapes(
+    tmp_path: Path, session_id: str, env: dict[str, str]
+) -> None:
     repo = git_repo(tmp_path / "repo")
     fakes = FakeCLIs(tmp_path / "fakes")
-    _plant(repo, "p-1", '{"product": "claude", "sessionId": "\\ud800x", "updated": "2026"}')
+    record = {"product": "claude", "sessionId": session_id, "updated": "2026"}
+    _plant(repo, "p-1", json.dumps(record))
 
-    code, listed, stderr = run_cli("sessions", "--repo", str(repo), fakes=fakes)
+    code, listed, stderr = run_cli("sessions", "--repo", str(repo), fakes=fakes, env=env)
 
     assert code == 0, stderr
     assert "Traceback" not in stderr
-    assert [entry["sessionId"] for entry in listed["sessions"]] == ["\ud800x"]
+    assert [entry["sessionId"] for entry in listed["sessions"]] == [session_id]

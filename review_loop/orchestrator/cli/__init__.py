@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 if TYPE_CHECKING:
     import argparse
+    import re
 
 # command name -> module under review_loop.orchestrator.cli. Order is the help order.
 COMMANDS: dict[str, str] = {
@@ -139,20 +140,29 @@ def _dump(document: Mapping[str, Any], output: str) -> str:
 
 
 def _print(text: str) -> None:
-    """Write a document to stdout; a lone surrogate in it is written as its JSON escape.
+    """Write a document to stdout; if the stream cannot encode it, as ASCII JSON escapes.
 
-    A string read from a hostile file or from argv (``surrogateescape``) can hold one; it
-    is no text, so ``print`` refuses it (nothing is written: the whole text is encoded
-    first). Surrogates only occur inside JSON strings, where ``\\udXXX`` is what
-    ``json.dumps`` with ``ensure_ascii`` writes for them.
+    A string read from a hostile file can hold a lone surrogate (JSON's ``"\\ud800"``),
+    which no stream encodes, and a stream may not be UTF-8 (``PYTHONIOENCODING=ascii``).
+    ``print`` then writes nothing (it encodes the whole text first), and the text is
+    written again with every non-ASCII character escaped as ``json.dumps`` with
+    ``ensure_ascii`` escapes it: a document's characters all lie inside its strings.
     """
     try:
         print(text, flush=True)
     except UnicodeEncodeError:
         import re
 
-        escaped = re.sub("[\ud800-\udfff]", lambda found: f"\\u{ord(found[0]):04x}", text)
-        print(escaped, flush=True)
+        print(re.sub(r"[^\x00-\x7f]", _escaped, text), flush=True)
+
+
+def _escaped(found: re.Match[str]) -> str:
+    """One character as its JSON escape: ``\\uXXXX``, a surrogate pair past U+FFFF."""
+    code = ord(found[0])
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 | code >> 10:04x}\\u{0xDC00 | code & 0x3FF:04x}"
 
 
 def _error_text(error: BaseException) -> str:
