@@ -68,10 +68,7 @@ class Begun:
             # goes, for subprocess's later waitpid on that number (by then perhaps one of
             # this process's own children); 0 is what Popen.poll concludes here (ECHILD).
             self.popen.returncode = 0
-            os.close(self.pidfd)
-            for file in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
-                if file is not None:
-                    file.close()
+            pidfd_start.close(self.popen, self.pidfd)
         finally:
             os.close(self.control)
 

@@ -88,8 +88,14 @@ def end(popen: subprocess.Popen[bytes], pidfd: int) -> None:
         popen.kill()
         popen.wait()
     finally:
-        if pidfd >= 0:
-            os.close(pidfd)
-        for file in (popen.stdin, popen.stdout, popen.stderr):
-            if file is not None:
-                file.close()
+        close(popen, pidfd)
+
+
+def close(popen: subprocess.Popen[bytes], pidfd: int) -> None:
+    """Close the pidfd (``-1``: none) and our ends of the pipes of a child :func:`start`
+    started, and nothing else (see :func:`end`)."""
+    if pidfd >= 0:
+        os.close(pidfd)
+    for file in (popen.stdin, popen.stdout, popen.stderr):
+        if file is not None:
+            file.close()
