@@ -63,7 +63,7 @@ def test_a_record_of_an_unknown_product_is_skipped_not_fatal(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(
-    ("session_id", "env"),
+    ("updated", "env"),
     [
         ("\ud800x", {}),  # JSON's "\ud800": a lone surrogate, which no stream encodes
         ("caf\u00e9-\U0001f600", {"PYTHONIOENCODING": "ascii"}),  # a stream that is not UTF-8
@@ -71,15 +71,30 @@ def test_a_record_of_an_unknown_product_is_skipped_not_fatal(tmp_path: Path) -> 
     ids=["lone-surrogate", "ascii-stdout"],
 )
 def test_a_document_stdout_cannot_encode_is_printed_with_json_escapes(
-    tmp_path: Path, session_id: str, env: dict[str, str]
+    tmp_path: Path, updated: str, env: dict[str, str]
 ) -> None:
     repo = git_repo(tmp_path / "repo")
     fakes = FakeCLIs(tmp_path / "fakes")
-    record = {"product": "claude", "sessionId": session_id, "updated": "2026"}
+    record = {"product": "claude", "sessionId": "s-1", "updated": updated}
     _plant(repo, "p-1", json.dumps(record))
 
     code, listed, stderr = run_cli("sessions", "--repo", str(repo), fakes=fakes, env=env)
 
     assert code == 0, stderr
     assert "Traceback" not in stderr
-    assert [entry["sessionId"] for entry in listed["sessions"]] == [session_id]
+    assert [entry["updated"] for entry in listed["sessions"]] == [updated]
+
+
+def test_a_record_whose_session_id_starts_with_a_dash_is_skipped(tmp_path: Path) -> None:
+    # its id goes into every resume command, the read-only ones too, right after --resume
+    repo = git_repo(tmp_path / "repo")
+    fakes = FakeCLIs(tmp_path / "fakes")
+    flag = "--dangerously-skip-permissions"
+    _plant(repo, "p-1", json.dumps({"product": "claude", "sessionId": flag, "updated": "2026"}))
+    _plant(repo, "p-2", json.dumps({"product": "claude", "sessionId": "s-2", "updated": "2026"}))
+
+    code, listed, _ = run_cli("sessions", "--repo", str(repo), fakes=fakes)
+
+    assert code == 0
+    assert [entry["sessionId"] for entry in listed["sessions"]] == ["s-2"]
+    assert flag not in json.dumps(listed)
