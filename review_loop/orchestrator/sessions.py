@@ -160,6 +160,11 @@ def list_sessions(
     best: dict[tuple[str, str], Listed] = {}
 
     def offer(item: Listed) -> None:
+        if item.session.session_id.startswith("-"):
+            # Quoted, it is still one word, but the CLI reads it as a flag (a record's
+            # ``--dangerously-skip-permissions``) in every resume command printed, the
+            # read-only ones too. No CLI issues such an id: skipped, from any source.
+            return
         key = (item.session.product, item.session.session_id)
         current = best.get(key)
         if current is None:
@@ -194,14 +199,9 @@ def list_sessions(
     # CLI's own store holds that session.
     unproven: list[tuple[Record, str]] = []
     for record in _records(repo):
-        # Skipped as foreign: a record of a product no adapter answers to (it has no resume
-        # command, and must not make the whole listing fail), and one whose session id
-        # starts with "-": quoted, it is still one word, but a CLI reads that word as a flag
-        # (``--dangerously-skip-permissions``) in every resume command printed, the
-        # read-only ones too. No CLI issues such an id.
+        # a record of a product no adapter answers to is foreign (skipped): it has no
+        # resume command, and must not make the whole listing fail
         if record.session_id is None or record.product not in products:
-            continue
-        if record.session_id.startswith("-"):
             continue
         if record.delivered:
             offer(listed(record, record.session_id))

@@ -98,3 +98,21 @@ def test_a_record_whose_session_id_starts_with_a_dash_is_skipped(tmp_path: Path)
     assert code == 0
     assert [entry["sessionId"] for entry in listed["sessions"]] == ["s-2"]
     assert flag not in json.dumps(listed)
+
+
+def test_a_cli_store_session_whose_id_starts_with_a_dash_is_skipped(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo")
+    fakes = FakeCLIs(tmp_path / "fakes")
+    day = tmp_path / "codex-home" / "sessions" / "2026" / "11" / "30"
+    day.mkdir(parents=True)
+    for name, session_id in (("a", "--dangerously-bypass-approvals-and-sandbox"), ("b", "s-2")):
+        meta = {"type": "session_meta", "payload": {"id": session_id, "cwd": str(repo)}}
+        (day / f"rollout-{name}.jsonl").write_text(json.dumps(meta) + "\n")
+    env = {"CODEX_HOME": str(tmp_path / "codex-home")}
+
+    code, listed, _ = run_cli(
+        "sessions", "--repo", str(repo), "--product=codex", fakes=fakes, env=env
+    )
+
+    assert code == 0
+    assert [entry["sessionId"] for entry in listed["sessions"]] == ["s-2"]
