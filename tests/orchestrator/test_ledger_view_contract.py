@@ -290,6 +290,10 @@ def test_contract_untrusted_ledgers_are_reported_by_the_model_path(
         assert shown["ledger"] == ledger_view.empty_ledger(), name
     path.write_bytes(b"\xff{not json")
     assert assert_same_as_model(repo)["untrusted"][0]["reason"].startswith("not JSON")
+    # nested too deep for json.loads (RecursionError, not a ValueError): not JSON either
+    path.write_text("[" * 200_000)
+    assert ledger_view.verified_ledger(path) is None
+    assert assert_same_as_model(repo)["untrusted"][0]["reason"].startswith("not JSON")
     # signed by another user of the machine (another state secret): untrusted here
     monkeypatch.setenv("REVIEW_LOOP_HOME", str(tmp_path / "another-user"))
     foreign = sign(body)
