@@ -18,7 +18,7 @@ import anyio
 import psutil
 import pytest
 
-from review_loop.agents import outcomes
+from review_loop.agents import outcomes, records
 from review_loop.agents.models import DeliveryState
 from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
 from review_loop.orchestrator.reaper import reap_sync
@@ -200,10 +200,11 @@ async def test_stop_file_before_spawn_is_not_submitted(repo: Path, fakes: FakeCL
 
 
 async def consult_then_stop(
-    repo: Path, fakes: FakeCLIs, req: PeerRequest, stop: Path
-) -> outcomes.Delivery:
-    """Ask ``req`` (the core, as the command line does); write the STOP file ``stop`` once
-    the reviewer has been called."""
+    repo: Path, fakes: FakeCLIs, req: PeerRequest, stop: Path, *, public: bool = False
+) -> outcomes.Delivery | records.Delivery:
+    """Ask ``req`` (the core, as the command line does; or through ``consult``, the
+    embedding API, if ``public``); write the STOP file ``stop`` once the reviewer has been
+    called."""
 
     async def press_stop() -> None:
         while not fakes.calls():
@@ -215,13 +216,17 @@ async def consult_then_stop(
         anyio.create_task_group() as group,
     ):
         group.start_soon(press_stop)
-        return await d.ask(req)
+        return await (d.consult(req) if public else d.ask(req))
 
 
-async def test_stop_file_during_run_is_delivery_unknown(repo: Path, fakes: FakeCLIs) -> None:
+@pytest.mark.parametrize("public", [False, True], ids=["ask", "consult"])
+async def test_stop_file_during_run_is_delivery_unknown(
+    repo: Path, fakes: FakeCLIs, public: bool
+) -> None:
     fakes.script(claude=[{"mode": "hang"}])
     stop = repo / "run-STOP"
-    delivery = await consult_then_stop(repo, fakes, request(repo, stop_files=(stop,)), stop)
+    req = request(repo, stop_files=(stop,))
+    delivery = await consult_then_stop(repo, fakes, req, stop, public=public)
     assert delivery.state is DeliveryState.DELIVERY_UNKNOWN
     assert delivery.reason == "STOP interrupt"
 
