@@ -14,7 +14,9 @@ after the request left), ``not-logged-in`` (credential refusal before any reques
 SIGTERM), ``grandchild`` (answers, leaving a sleeping grandchild that holds stdout),
 ``setsid-grandchild`` (a grandchild in its own session holding stdout, then hang),
 ``garbage``, ``non-utf8``, ``huge`` (``bytes``), ``slow-stream`` (``lines``, ``interval``),
-``empty``, ``ok-leaving`` (answers, leaving the processes listed in ``leave``: ``detached``,
+``empty``, ``flood`` (prints junk lines until killed), ``big-answer`` (a valid answer of
+``bytes`` characters), ``answer-then-linger`` (answers, closes stdout and stderr, sleeps
+``linger`` seconds), ``ok-leaving`` (answers, leaving the processes listed in ``leave``: ``detached``,
 ``daemon``, ``daemon-pipe``; see ``_leave``), ``stubborn-escape`` (a SIGTERM-ignoring
 grandchild in its own session holding stdout, then hang; the pids left
 are noted in ``$FAKE_AGENT_SCRIPT.pids``).
@@ -380,6 +382,19 @@ def main(product: str) -> int:
             sys.stdout.buffer.write(chunk)
         sys.stdout.flush()
         return int(exit_code or 0)
+    if mode == "flood":  # a CLI stuck printing: lines of junk until it is killed
+        line = b"y" * 65535 + b"\n"
+        while True:
+            sys.stdout.buffer.write(line)
+    if mode == "big-answer":  # a whole, valid answer of ``bytes`` characters
+        _ok(product, sid, "z" * int(step.get("bytes", 50 * 1000 * 1000)), grok_variant)
+        return int(exit_code or 0)
+    if mode == "answer-then-linger":  # answers in full, lets go of its output, stays
+        _ok(product, sid, text, grok_variant)
+        os.close(1)
+        os.close(2)
+        time.sleep(float(step.get("linger", 3600)))
+        return 0
     if mode == "slow-stream":
         for i in range(int(step.get("lines", 5))):
             _print(f"progress {i}", err=True)
