@@ -15,9 +15,11 @@ The contract (``docs/process-ownership.md``, "Output"):
 - Past the cap the spill is removed at once (disk use never passes the cap) and the middle
   of the stream is dropped: the head and the tail stay, ``truncated`` is true and
   ``dropped`` counts the bytes lost. The adapter then decides from what was kept.
-- A spill that cannot be written (``ENOSPC``, ``EDQUOT``, a link, any ``OSError``) is
-  removed at once, freeing what it held; the capture goes on in memory as past the cap,
-  and ``spill_error`` names the errno. A full disk never ends the session or the command.
+- A spill that cannot be made or written (``ENOSPC``, ``EDQUOT``, a link, any ``OSError``)
+  is read back into memory and removed at once, freeing what it held; the stream is then
+  kept whole in memory, up to the same cap, and ``spill_error`` names the errno. So a full
+  disk costs memory, never the answer: at most the cap, which is what reading a whole
+  spill back at the end costs anyway. A full disk never ends the session or the command.
 - :meth:`close` removes the spill, whatever happened before: it never outlives its session.
 
 Only this module's standard-library imports load with it; the temp directory and the
@@ -30,10 +32,6 @@ import errno as errno_names
 import os
 from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from typing import IO
 
 OUTPUT_CAP = 64 * 1024 * 1024
 """The most of one stream of one session kept whole (in memory and its spill together)."""
@@ -60,13 +58,15 @@ class BoundedCapture:
 
     A plain slotted class, not a dataclass: ``@dataclass`` compiles its methods when the
     class is defined, on every reviewer command's start (``docs/consult-startup.md``).
-    ``keep_cap`` of 0 (or at most the head) spills nothing: past its head and tail the
-    stream's middle is dropped (stderr, whose whole is never needed).
+    ``keep_cap`` of 0 (or at most the head) keeps nothing whole: past its head and tail
+    the stream's middle is dropped (stderr, whose whole is never needed).
     """
 
     __slots__ = (
         "_began",
-        "_spill",
+        "_fd",
+        "_memory",
+        "_spilled",
         "_whole",
         "head",
         "head_cap",
@@ -97,16 +97,15 @@ class BoundedCapture:
         self.spill_path: Path | None = None
         """The spill file while it exists (it holds the stream's first bytes, whole)."""
         self.spill_error: str | None = None
-        """The errno name (``ENOSPC``) of a spill that could not be written."""
+        """The errno name (``ENOSPC``) of a spill that could not be made or written."""
         self._began = False
-        self._spill: IO[bytes] | None = None
+        self._spilled = 0
+        self._fd = -1
+        """The spill's descriptor (written and read back directly: no buffer to lose)."""
+        self._memory: bytearray | None = None
+        """The whole stream so far, in memory, once its spill failed."""
         self._whole: bytes | None = None
-        """The whole stream, read back from the spill by :meth:`settle`."""
-
-    @property
-    def spilling(self) -> bool:
-        """Whether the spill still holds the whole stream so far."""
-        return self._spill is not None
+        """The whole stream, as :meth:`settle` read it back."""
 
     def feed(self, data: bytes) -> None:
         """Add ``data``; never raises for the disk (see the module's contract)."""
@@ -122,48 +121,65 @@ class BoundedCapture:
             self._began = True
             if self.keep_cap > self.head_cap:
                 self._open_spill()
-        if self._spill is not None and self.total > self.keep_cap:
-            self._drop_spill()  # past the cap: no longer whole, so of no use
-        if self._spill is not None:
-            try:
-                # Synchronous on purpose: one page-cache write of at most one read's bytes.
-                self._spill.write(data)
-            except OSError as error:
-                self._failed(error)
+        if self.total > self.keep_cap:
+            self._drop_whole()  # past the cap: what was kept whole is no longer of use
+        elif self._memory is not None:
+            self._memory += data
+        elif self._fd >= 0:
+            self._write(data)
         self.tail += data
         if len(self.tail) > self.tail_cap:
             del self.tail[: len(self.tail) - self.tail_cap]
 
     def _open_spill(self) -> None:
-        from review_loop.orchestrator.files import make_temp_file  # no link followed
-
-        directory = self.spill_dir
         try:
+            from review_loop.orchestrator.files import make_temp_file  # no link followed
+
+            directory = self.spill_dir
             if directory is None:
                 import tempfile  # here, not at import: only output past its head spills
 
                 directory = Path(tempfile.gettempdir())
-            fd, name = make_temp_file(directory, output_prefix(), SPILL_SUFFIX)
+            self._fd, self.spill_path = make_temp_file(directory, output_prefix(), SPILL_SUFFIX)
         except OSError as error:
-            self._failed(error)
+            self._to_memory(error, bytes(self.head))  # nothing spilled: the head is all
             return
-        self.spill_path = name
-        self._spill = os.fdopen(fd, "w+b")  # read back through this descriptor, no name
+        self._write(bytes(self.head))
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
         try:
-            self._spill.write(self.head)
+            while view:  # synchronous on purpose: page-cache writes of one read's bytes
+                written = os.write(self._fd, view)
+                self._spilled += written
+                view = view[written:]
         except OSError as error:
-            self._failed(error)
+            self._to_memory(error, bytes(view))
 
-    def _failed(self, error: OSError) -> None:
+    def _to_memory(self, error: OSError, unwritten: bytes) -> None:
+        """The spill failed: read back what it holds, remove it, and keep the stream in
+        memory from here, ``unwritten`` first (only its head and tail, if unreadable)."""
         self.spill_error = errno_names.errorcode.get(error.errno or 0, "EIO")
-        self._drop_spill()
+        held, spilled = b"", self._spilled
+        if self._fd >= 0:
+            with suppress(OSError):
+                held = os.pread(self._fd, spilled, 0)
+        self._remove_spill()
+        if len(held) == spilled:
+            self._memory = bytearray(held)
+            self._memory += unwritten
 
-    def _drop_spill(self) -> None:
-        """Close and remove the spill now, freeing its space; the stream goes on in memory."""
-        spill, self._spill = self._spill, None
-        if spill is not None:
-            with suppress(OSError):  # flushing onto a full disk fails: the file goes anyway
-                spill.close()
+    def _drop_whole(self) -> None:
+        self._memory = None
+        self._remove_spill()
+
+    def _remove_spill(self) -> None:
+        """Close and remove the spill now, freeing its space."""
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            with suppress(OSError):
+                os.close(fd)
+        self._spilled = 0
         path, self.spill_path = self.spill_path, None
         if path is not None:
             with suppress(OSError):
@@ -172,25 +188,25 @@ class BoundedCapture:
     def settle(self) -> None:
         """Read the whole stream back from the spill, once it has ended (blocking: run it
         in a worker thread). A spill that cannot be read leaves the head and the tail."""
-        spill = self._spill
-        if spill is None or self._whole is not None:
+        if self._whole is not None:
+            return
+        if self._memory is not None:
+            self._whole = bytes(self._memory)
+            return
+        if self._fd < 0:
             return
         try:
-            spill.flush()
-            spill.seek(0)
-            whole = spill.read()
-            spill.seek(0, os.SEEK_END)
-        except OSError as error:
-            self._failed(error)
-            return
+            whole = os.pread(self._fd, self.total, 0)
+        except OSError:
+            whole = b""
         if len(whole) == self.total:
             self._whole = whole
-        else:  # not the stream any more (cannot happen unless someone else wrote it)
-            self._drop_spill()
+        else:  # unreadable: the head and the tail are what is left
+            self._remove_spill()
 
     def close(self) -> None:
         """Remove the spill (what :meth:`settle` read is kept). Never raises."""
-        self._drop_spill()
+        self._remove_spill()
 
     @property
     def truncated(self) -> bool:
@@ -203,7 +219,8 @@ class BoundedCapture:
         return self.total - len(self.head) - len(self.tail) if self.truncated else 0
 
     def value(self) -> bytes:
-        """The whole stream if it was kept whole, else its head and its tail joined."""
+        """The whole stream if it was kept whole (after :meth:`settle`), else its head and
+        its tail joined (the whole stream, when they do not reach past each other)."""
         if self._whole is not None:
             return self._whole
         return bytes(self.head) + bytes(self.tail)
