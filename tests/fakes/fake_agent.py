@@ -16,7 +16,8 @@ SIGTERM), ``grandchild`` (answers, leaving a sleeping grandchild that holds stdo
 ``garbage``, ``non-utf8``, ``huge`` (``bytes``), ``slow-stream`` (``lines``, ``interval``),
 ``empty``, ``flood`` (prints junk lines until killed), ``big-answer`` (a valid answer of
 ``bytes`` characters), ``answer-then-linger`` (answers, closes stdout and stderr, sleeps
-``linger`` seconds), ``ok-leaving`` (answers, leaving the processes listed in ``leave``: ``detached``,
+``linger`` seconds), ``partial-then-linger`` (the same with its output's last characters
+cut off), ``ok-leaving`` (answers, leaving the processes listed in ``leave``: ``detached``,
 ``daemon``, ``daemon-pipe``; see ``_leave``), ``stubborn-escape`` (a SIGTERM-ignoring
 grandchild in its own session holding stdout, then hang; the pids left
 are noted in ``$FAKE_AGENT_SCRIPT.pids``).
@@ -27,6 +28,7 @@ relative to the cwd, the fake writes to — to prove read-only isolation), and `
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import os
 import re
@@ -389,8 +391,14 @@ def main(product: str) -> int:
     if mode == "big-answer":  # a whole, valid answer of ``bytes`` characters
         _ok(product, sid, "z" * int(step.get("bytes", 50 * 1000 * 1000)), grok_variant)
         return int(exit_code or 0)
-    if mode == "answer-then-linger":  # answers in full, lets go of its output, stays
-        _ok(product, sid, text, grok_variant)
+    if mode in ("answer-then-linger", "partial-then-linger"):  # lets go of stdout, stays
+        if mode == "partial-then-linger":  # its answer cut short of its format's end
+            sys.stdout, whole = io.StringIO(), sys.stdout
+            _ok(product, sid, text, grok_variant)
+            sys.stdout, printed = whole, sys.stdout.getvalue()
+            _print(printed.rstrip("\n")[:-3])
+        else:
+            _ok(product, sid, text, grok_variant)
         os.close(1)
         os.close(2)
         time.sleep(float(step.get("linger", 3600)))
