@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from review_loop.agents.models import Invocation
+from review_loop.agents.models import Completed, Invocation
 from review_loop.orchestrator import capture, isolation
 from review_loop.orchestrator.capture import BoundedCapture
 from review_loop.orchestrator.process import run_process
@@ -156,10 +156,10 @@ def _codex(cwd: Path) -> Invocation:
 
 async def _flood_watching(
     invocation: Invocation, temp: Path, *, deadline: float, output_cap: int
-) -> tuple[int, object]:
+) -> tuple[int, Completed]:
     """Run a flooding CLI and sample the disk's use while it runs; (the most seen, result)."""
     most = 0
-    result: list[object] = []
+    result: list[Completed] = []
 
     async def run() -> None:
         result.append(
@@ -184,13 +184,11 @@ async def test_process_a_flood_never_spills_past_the_cap(
     with small_disk(tmp_path / "tmp", "48m") as temp:
         monkeypatch.setattr(tempfile, "tempdir", str(temp))
         before = used_bytes(temp)
-        most, done = await _flood_watching(
-            _codex(tmp_path), temp, deadline=2, output_cap=8 * MIB
-        )
+        most, done = await _flood_watching(_codex(tmp_path), temp, deadline=2, output_cap=8 * MIB)
         assert most - before <= 8 * MIB + 64 * 1024  # a tmpfs page or so of slack
         assert _spills(temp) == [] and used_bytes(temp) == before
-    assert getattr(done, "timed_out") and getattr(done, "stdout_truncated")
-    assert getattr(done, "stdout_dropped") > 0 and getattr(done, "stdout_spill_error") is None
+    assert done.timed_out and done.stdout_truncated
+    assert done.stdout_dropped > 0 and done.stdout_spill_error is None
 
 
 @pytest.mark.anyio
