@@ -10,7 +10,9 @@ passes the cap, a full disk ends nothing, and the space is freed.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -223,3 +225,62 @@ async def test_process_a_big_answer_onto_a_full_temp_disk_arrives_whole(
         assert _spills(temp) == [] and used_bytes(temp) == before
     assert done.returncode == 0 and done.stdout_spill_error == "ENOSPC"
     assert not done.stdout_truncated and b"z" * 20_000_000 in done.stdout
+
+
+OWNER = """
+import anyio, sys
+from pathlib import Path
+from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
+from review_loop.prefs import Prefs
+async def main():
+    async with open_dispatcher(repo=Path(sys.argv[1]), prefs=Prefs(), reap=False) as d:
+        await d.consult(PeerRequest(peer="codex", prompt="x", record_dir=Path(sys.argv[2])))
+anyio.run(main)
+"""
+
+
+@pytest.mark.anyio
+async def test_process_the_spill_of_a_killed_owner_is_removed_by_the_next_dispatcher(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review-loop killed with SIGKILL while its reviewer floods: its spill stays in the
+    temp dir (nothing ran to remove it) until the next dispatcher's start-up sweep."""
+    from review_loop.orchestrator.dispatcher import open_dispatcher
+    from review_loop.prefs import Prefs
+    from tests.gitrepo import committed_repo
+    from tests.orchestrator import ownership
+    from tests.orchestrator.ownership import kill_all, wait_until, with_marker
+
+    repo = committed_repo(tmp_path / "repo", {"a.txt": "hello\n"})
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    fakes = FakeCLIs(tmp_path / "fakes")
+    fakes.script(codex=[{"mode": "flood"}])
+    env = {
+        **os.environ,
+        **fakes.env(),
+        "TMPDIR": str(temp),
+        "REVIEW_LOOP_ENV_PASSTHROUGH": ownership.PASSTHROUGH,
+        "PYTHONPATH": str(ownership.ROOT),
+    }
+    record_dir = repo / ".review-handoff" / "runtime" / "t" / "owned"
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(repo), str(record_dir)], env=env)
+    marker = ""
+    try:
+        marker = str(ownership.running_record(record_dir)["marker"])
+        assert wait_until(lambda: bool(_spills(temp))), "the flood never spilled"
+    finally:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+    assert wait_until(lambda: not with_marker(marker)), "the session outlived its owner"
+    kill_all(with_marker(marker))
+    (left,) = _spills(temp)  # the killed owner's spill is still there ...
+    alive = BoundedCapture(1, 1, temp)
+    alive.feed(b"xyz")  # ... beside this process's own, whose owner runs
+
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    async with open_dispatcher(repo=repo, prefs=Prefs(), progress=lambda _: None):
+        pass
+    assert _spills(temp) == [alive.spill_path]  # ... until the next command starts
+    alive.close()
+    assert not left.exists()
