@@ -152,9 +152,15 @@ class Adapter(Protocol):
 
 
 def output_complete(adapter: object, invocation: Invocation, completed: Completed) -> bool:
-    """The adapter's ``output_complete`` answer; ``False`` for an adapter without one."""
+    """The adapter's ``output_complete`` answer; ``False`` for an adapter without one, or
+    one that fails to tell (an adapter's bug must not end a session early, nor at all)."""
     complete = getattr(adapter, "output_complete", None)
-    return bool(complete(invocation, completed)) if callable(complete) else False
+    if not callable(complete):
+        return False
+    try:
+        return bool(complete(invocation, completed))
+    except Exception:
+        return False
 
 
 def answered(completed: Completed) -> Completed:

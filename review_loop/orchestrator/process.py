@@ -55,6 +55,8 @@ KILL_ROUND_S = 0.01
 DEFAULT_HEAD_CAP = 4 * 1024 * 1024
 DEFAULT_TAIL_CAP = 4 * 1024 * 1024
 STDERR_CAP = 256 * 1024
+SMALL_OUTPUT = 1024 * 1024
+"""Output up to this size is judged complete in the event loop's thread (microseconds)."""
 CHUNK = 65536
 
 
@@ -640,14 +642,16 @@ async def _answered(out: BoundedCapture, done: anyio.Event, complete: _Complete)
     asks ``complete`` once, in a worker thread (it may parse up to the output cap).
     """
     await done.wait()
-    await anyio.to_thread.run_sync(out.settle)
+    small = out.total <= min(SMALL_OUTPUT, out.head_cap)  # the usual answer: no thread hop
+    if not small:
+        await anyio.to_thread.run_sync(out.settle)
     so_far = Completed(
         returncode=None,
         stdout=out.value(),
         stdout_truncated=out.truncated,
         stdout_bytes=out.total,
     )
-    return await anyio.to_thread.run_sync(complete, so_far)
+    return complete(so_far) if small else await anyio.to_thread.run_sync(complete, so_far)
 
 
 _Complete = Callable[[Completed], bool]

@@ -84,3 +84,12 @@ def test_contract_a_run_ended_after_its_answer_is_read_as_exited_zero() -> None:
     assert answered(ended).returncode == 0 and answered(ended).stdout == b"{}"
     killed = Completed(returncode=-15)
     assert answered(killed) is killed
+
+
+def test_contract_an_adapter_that_fails_to_tell_is_never_complete(tmp_path: Path) -> None:
+    class Broken:
+        def output_complete(self, invocation: Invocation, completed: Completed) -> bool:
+            raise ValueError("an adapter's bug")
+
+    invocation = Invocation(argv=("x",), cwd=tmp_path)
+    assert not output_complete(Broken(), invocation, _so_far(_printed("claude")))

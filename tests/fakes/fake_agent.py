@@ -15,8 +15,8 @@ SIGTERM), ``grandchild`` (answers, leaving a sleeping grandchild that holds stdo
 ``setsid-grandchild`` (a grandchild in its own session holding stdout, then hang),
 ``garbage``, ``non-utf8``, ``huge`` (``bytes``), ``slow-stream`` (``lines``, ``interval``),
 ``empty``, ``flood`` (prints junk lines until killed), ``big-answer`` (a valid answer of
-``bytes`` characters), ``answer-then-linger`` (answers, closes stdout and stderr, sleeps
-``linger`` seconds), ``partial-then-linger`` (the same with its output's last characters
+``bytes`` characters), ``answer-then-linger`` (answers, of ``bytes`` characters if given, closes stdout and
+stderr, sleeps ``linger`` seconds), ``partial-then-linger`` (the same with its output's last characters
 cut off), ``ok-leaving`` (answers, leaving the processes listed in ``leave``: ``detached``,
 ``daemon``, ``daemon-pipe``; see ``_leave``), ``stubborn-escape`` (a SIGTERM-ignoring
 grandchild in its own session holding stdout, then hang; the pids left
@@ -392,6 +392,7 @@ def main(product: str) -> int:
         _ok(product, sid, "z" * int(step.get("bytes", 50 * 1000 * 1000)), grok_variant)
         return int(exit_code or 0)
     if mode in ("answer-then-linger", "partial-then-linger"):  # lets go of stdout, stays
+        text = "z" * int(step["bytes"]) if "bytes" in step else text
         if mode == "partial-then-linger":  # its answer cut short of its format's end
             sys.stdout, whole = io.StringIO(), sys.stdout
             _ok(product, sid, text, grok_variant)

@@ -90,3 +90,16 @@ async def test_process_an_incomplete_answer_then_a_lingering_cli_is_a_timeout(
     assert delivery.state is DeliveryState.DELIVERY_UNKNOWN and delivery.reason == "timeout"
     assert delivery.attempts[-1].timedOut
     assert _with_token() == []
+
+
+@pytest.mark.parametrize("peer", ["claude", "codex"])
+async def test_process_a_20_mb_answer_then_a_lingering_cli_is_delivered_whole(
+    repo: Path, fakes: FakeCLIs, peer: str
+) -> None:
+    """Past the in-memory head the answer is spilled; at end-of-file it is read back whole
+    and judged complete, and the lingering CLI is ended."""
+    fakes.script(**{peer: [{"mode": "answer-then-linger", "bytes": 20_000_000}]})
+    delivery = await _ask(repo, peer, timeout_ms=30_000)
+    assert delivery.state is DeliveryState.DELIVERED, delivery
+    assert delivery.reply is not None and delivery.reply.text == "z" * 20_000_000
+    assert not delivery.attempts[-1].timedOut and _with_token() == []
