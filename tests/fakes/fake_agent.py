@@ -16,11 +16,11 @@ SIGTERM), ``grandchild`` (answers, leaving a sleeping grandchild that holds stdo
 ``garbage``, ``non-utf8``, ``huge`` (``bytes``), ``slow-stream`` (``lines``, ``interval``),
 ``empty``, ``flood`` (prints junk lines until killed), ``big-answer`` (a valid answer of
 ``bytes`` characters), ``answer-then-linger`` (answers, of ``bytes`` characters if given,
-closes stdout and stderr, sleeps ``linger`` seconds), ``partial-then-linger`` (the same
-with its output's last characters cut off), ``ok-leaving`` (answers, leaving the
-processes listed in ``leave``: ``detached``, ``daemon``, ``daemon-pipe``; see ``_leave``), ``stubborn-escape`` (a SIGTERM-ignoring
-grandchild in its own session holding stdout, then hang; the pids left
-are noted in ``$FAKE_AGENT_SCRIPT.pids``).
+closes stdout and stderr, sleeps ``linger`` seconds), ``partial-then-linger`` (the same with
+its output's last characters cut off), ``ok-leaving`` (answers, leaving the processes listed
+in ``leave``: ``detached``, ``daemon``, ``daemon-pipe``; see ``_leave``),
+``stubborn-escape`` (a SIGTERM-ignoring grandchild in its own session holding stdout, then
+hang; the pids left are noted in ``$FAKE_AGENT_SCRIPT.pids``).
 Any step may carry ``delay`` (seconds before output), ``write`` (a path,
 relative to the cwd, the fake writes to — to prove read-only isolation), and ``exit``.
 """
