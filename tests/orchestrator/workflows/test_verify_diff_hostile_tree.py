@@ -105,6 +105,7 @@ async def test_auto_a_link_to_proc_self_environ_never_reaches_the_prompt(
     repo = hostile_repo(tmp_path / "repo", "/proc/self/environ")
     fakes.script(claude=[auto_verdict("x, better", "yes", gaps=())])
     document, _ = await run(repo, auto_plan(base="main"))
+    assert_nothing_leaked(repo, fakes, ["PATH=", *environ_values()])
     assert document["status"] == "converged"
     skipped_entry(document, "/proc/self/environ")
     files = section(prompts(fakes)[0], "AFFECTED FILES")
@@ -112,7 +113,6 @@ async def test_auto_a_link_to_proc_self_environ_never_reaches_the_prompt(
         "### skills/x/SKILL.md\n(not read by review-loop: skills/x/SKILL.md is a symbolic" in files
     )
     assert "### skills/x/notes.md\nnotes\nmore notes" in files  # the real file is still read
-    assert_nothing_leaked(repo, fakes, ["PATH=", *environ_values()])
     recorded = json.loads(
         (next((repo / ".review-handoff/runtime/verify-diff").iterdir()) / "result.json").read_text()
     )
@@ -125,8 +125,8 @@ async def test_auto_a_link_to_a_file_outside_never_reaches_the_prompt(
     repo = hostile_repo(tmp_path / "repo", str(outside))
     fakes.script(claude=[auto_verdict("x, better", "yes", gaps=())])
     document, _ = await run(repo, auto_plan(base="main"))
-    skipped_entry(document, str(outside))
     assert_nothing_leaked(repo, fakes, [CANARY])
+    skipped_entry(document, str(outside))
 
 
 async def test_auto_an_edit_through_a_link_to_git_config_is_refused(
@@ -218,8 +218,8 @@ def test_command_auto_the_callers_environment_never_reaches_the_prompt(
     repo = hostile_repo(tmp_path / "repo", "/proc/self/environ")
     fakes.script(claude=[auto_verdict("x, better", "yes", gaps=())])
     document = run_cli(fakes, repo, "--base", "main", "--executor", "claude")
-    skipped_entry(document, "/proc/self/environ")
     assert_nothing_leaked(repo, fakes, [ENV_CANARY, "PATH="])
+    skipped_entry(document, "/proc/self/environ")
 
 
 def test_command_target_the_callers_environment_never_reaches_the_prompt(
