@@ -60,6 +60,7 @@ from review_loop.orchestrator.tree_files import (
     TreeFileRefused,
     git_identities,
     read_tree_file,
+    relative_path,
     remove_tree_file,
     write_tree_file,
 )
@@ -115,24 +116,26 @@ async def _thread(func: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
 def normalize_target(repo: Path, target: str) -> str:
     """``--target`` as a path relative to the repository root (``/``-separated).
 
+    Normalised as text, never resolved (:func:`~review_loop.orchestrator.tree_files.relative_path`):
+    a link inside the repository is not followed to name another file.
+
     Raises:
         InputError: the path leaves the repository, names its root, or is inside ``.git``.
     """
     raw = target.strip()
-    given = Path(raw)
-    full = Path(os.path.normpath(given if given.is_absolute() else repo / given))
     try:
-        relative = full.relative_to(repo)
-    except ValueError:
-        try:  # an absolute path through a symlinked directory (/tmp -> /private/tmp)
-            relative = Path(os.path.realpath(full)).relative_to(os.path.realpath(repo))
-        except ValueError:
+        relative = relative_path(repo, Path(raw))
+    except TreeFileRefused:
+        if Path(os.path.normpath(repo / raw)) == Path(os.path.normpath(repo)):
             raise InputError(
-                "--target", f"{raw!r} is outside the repository {str(repo)!r}", "a file in --repo"
+                "--target", f"{raw!r} is not a file of the work tree", "one file path"
             ) from None
-    if relative == Path(".") or relative.parts[0] == ".git":
+        raise InputError(
+            "--target", f"{raw!r} is outside the repository {str(repo)!r}", "a file in --repo"
+        ) from None
+    if any(part.casefold() == ".git" for part in relative.split("/")):
         raise InputError("--target", f"{raw!r} is not a file of the work tree", "one file path")
-    return relative.as_posix()
+    return relative
 
 
 def _decoded(data: bytes | None) -> str | None:

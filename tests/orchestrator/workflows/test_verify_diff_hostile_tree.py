@@ -232,3 +232,23 @@ def test_command_target_the_callers_environment_never_reaches_the_prompt(
     skipped_entry(document, "/proc/self/environ")
     assert fakes.calls() == []
     assert not os.path.exists(repo / ".review-handoff" / "runtime" / "verify-diff")
+
+
+# -- --target names a path as text, never through a link ---------------------------------
+
+
+def test_normalize_target_never_resolves_a_link(tmp_path: Path) -> None:
+    from review_loop.agents.errors import InputError
+    from review_loop.orchestrator.workflows.verify_diff import normalize_target
+
+    real = make_repo(tmp_path / "real", {"real.md": "r\n"})
+    (real / "alias.md").symlink_to("real.md")
+    (tmp_path / "via").symlink_to(real)
+    repo = tmp_path / "via"  # the repository as the user named it, through a link
+    assert normalize_target(repo, str(real / "alias.md")) == "alias.md"  # not real.md
+    assert normalize_target(repo, str(repo / "sub" / ".." / "real.md")) == "real.md"
+    for bad in (".git/config", ".GIT/config", "sub/.git/x", str(real), "."):
+        with pytest.raises(InputError, match="--target"):
+            normalize_target(repo, bad)
+    with pytest.raises(InputError, match="outside the repository"):
+        normalize_target(repo, str(tmp_path / "elsewhere.md"))
