@@ -3,7 +3,7 @@
 A question, a plan, a host position, a fix-completion body or a scenarios file is the
 caller's choice, so a path outside the repository is read as the caller named it
 (:func:`~review_loop.orchestrator.cli.common.read_text_file`). A path inside the reviewed
-repository is another matter: the repository can commit ``docs/plan.md`` as a link to
+repository is another matter: the repository can commit ``notes/plan.md`` as a link to
 ``~/.aws/credentials`` or ``/proc/self/environ``, and a host that names the file it sees
 there would send the link's target to the reviewers. So inside the repository the file is
 read as every other file of the tree is (:mod:`review_loop.orchestrator.tree_files`):
