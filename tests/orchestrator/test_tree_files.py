@@ -245,3 +245,19 @@ def test_remove_refuses_a_link_and_leaves_its_target(repo: Path, outside: Path) 
     remove_tree_file(repo, "skills/x/SKILL.md")
     remove_tree_file(repo, "skills/x/SKILL.md")  # missing is fine
     assert not (repo / "skills" / "x" / "SKILL.md").exists()
+
+
+def test_a_file_that_grows_past_the_limit_while_read_is_refused() -> None:
+    # the size checked before the read can be out of date (a file still being written):
+    # the read itself stops past the limit. A pipe stands in for the growing file.
+    from review_loop.orchestrator.tree_files import _read_bounded
+
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, b"x" * 20)
+        os.close(write_end)
+        with pytest.raises(TreeFileRefused) as caught:
+            _read_bounded(read_end, "growing.md", 10)
+        assert caught.value.kind == "too-large"
+    finally:
+        os.close(read_end)
