@@ -214,8 +214,16 @@ def _lstat_in(dir_fd: int, name: str, relative: str) -> os.stat_result:
         raise FileNotFoundError(errno.ENOENT, "no such file", relative) from None
 
 
-def read_tree_file(repo: Path, relative: str, *, limit: int = MAX_TREE_FILE_BYTES) -> bytes:
+def read_tree_file(
+    repo: Path,
+    relative: str,
+    *,
+    limit: int = MAX_TREE_FILE_BYTES,
+    protected: frozenset[tuple[int, int]] = frozenset(),
+) -> bytes:
     """The bytes of ``repo/relative``, read through no link (see the module docstring).
+
+    ``protected``: :func:`git_identities` of the git dirs, refused on the way as for writes.
 
     Raises:
         TreeFileRefused: a link on the way, a ``.git`` component, not a regular file, a
@@ -224,7 +232,7 @@ def read_tree_file(repo: Path, relative: str, *, limit: int = MAX_TREE_FILE_BYTE
         OSError: any other failure, naming ``relative``.
     """
     parts = components(relative)
-    with _parent(repo, relative, parts, frozenset()) as dir_fd:
+    with _parent(repo, relative, parts, protected) as dir_fd:
         name = parts[-1]
         before = _lstat_in(dir_fd, name, relative)
         if stat.S_ISLNK(before.st_mode):
@@ -270,7 +278,7 @@ def read_repo_file(repo: Path, path: Path, *, limit: int = MAX_TREE_FILE_BYTES) 
 
 def git_identities(directories: Iterable[Path]) -> frozenset[tuple[int, int]]:
     """Device and inode of each of ``directories`` that exists (the git dir, the common
-    dir): :func:`write_tree_file` refuses to write into any of them."""
+    dir): :func:`write_tree_file` and :func:`read_tree_file` refuse any of them on the way."""
     found = set()
     for directory in directories:
         with suppress(OSError):

@@ -151,6 +151,13 @@ def _shown(data: bytes | None) -> str | None:
     return None if data is None else data.decode("utf-8", "replace")
 
 
+def _git_dirs(repo: Path) -> frozenset[tuple[int, int]]:
+    """The git dir and common dir of ``repo``, which no read or write may enter."""
+    out = git(repo, "rev-parse", "--absolute-git-dir", "--git-common-dir").stdout
+    found = [Path(line) for line in out.decode("utf-8", "surrogateescape").splitlines()]
+    return git_identities(p if p.is_absolute() else repo / p for p in found)
+
+
 @dataclass(frozen=True, slots=True)
 class Tree:
     """The working tree, read and written the way the loop needs (synchronous).
@@ -169,9 +176,7 @@ class Tree:
     @classmethod
     def open(cls, repo: Path, base: str) -> Tree:
         """The tree of ``repo`` against ``base``, its git dir and common dir protected."""
-        out = git(repo, "rev-parse", "--absolute-git-dir", "--git-common-dir").stdout
-        found = [Path(line) for line in out.decode("utf-8", "surrogateescape").splitlines()]
-        return cls(repo, base, git_identities(p if p.is_absolute() else repo / p for p in found))
+        return cls(repo, base, _git_dirs(repo))
 
     def _git(self, *args: str, check: bool = True) -> bytes:
         return git(self.repo, "--literal-pathspecs", *args, check=check).stdout
@@ -232,7 +237,7 @@ class Tree:
         ``note``, named in ``skipped`` with why: a link, not a regular file, too large,
         under ``.git``). ``note=False``: a read for a comparison, never for a prompt."""
         try:
-            return read_tree_file(self.repo, path)
+            return read_tree_file(self.repo, path, protected=self.protected)
         except TreeFileRefused as refused:
             if note:
                 self.skipped.setdefault(path, refused.reason)
@@ -252,7 +257,7 @@ class Tree:
         """The file's text, to apply an edit to; ``None`` when it is missing, not UTF-8,
         or refused (then the edit is named in ``refused`` with why)."""
         try:
-            return _decoded(read_tree_file(self.repo, path))
+            return _decoded(read_tree_file(self.repo, path, protected=self.protected))
         except TreeFileRefused as refused:
             self._refuse(path, refused.reason)
         except OSError:
@@ -411,7 +416,7 @@ async def _explicit(
     repo = dispatcher.repo
     target = normalize_target(repo, plan.target or "")
     try:
-        await _thread(read_tree_file, repo, target)
+        await _thread(read_tree_file, repo, target, protected=_git_dirs(repo))
     except TreeFileRefused as refused:
         if refused.kind == "directory":
             raise InputError("--target", f"{target!r} is a directory", "one file path") from None

@@ -252,3 +252,21 @@ def test_normalize_target_never_resolves_a_link(tmp_path: Path) -> None:
             normalize_target(repo, bad)
     with pytest.raises(InputError, match="outside the repository"):
         normalize_target(repo, str(tmp_path / "elsewhere.md"))
+
+
+async def test_target_in_the_git_dir_under_another_name_is_never_read(
+    tmp_path: Path, fakes: FakeCLIs
+) -> None:
+    # a work tree whose git dir lies inside it, not named .git (--separate-git-dir)
+    work = tmp_path / "work"
+    work.mkdir()
+    subprocess.run(
+        ["git", "init", "-q", "--separate-git-dir", str(work / "gd"), str(work)], check=True
+    )
+    (work / "a.md").write_text("a\n")
+    git(work, "add", "a.md")
+    git(work, "commit", "-qm", "init")
+    document, _ = await run(work, explicit_plan(target="gd/config"))
+    assert document["reason"] == "missing target"
+    assert document["skipped_files"] == [{"path": "gd/config", "reason": "gd is the git directory"}]
+    assert fakes.calls() == []
