@@ -116,3 +116,13 @@ def test_a_regular_file_of_the_repository_is_read(repo: Path, fakes: FakeCLIs) -
     )  # fmt: skip
     assert code == 0, doc
     assert "What about the README?" in fakes.calls()[0]["stdin"]
+
+
+def test_git_config_named_inside_the_repository_is_refused(repo: Path, fakes: FakeCLIs) -> None:
+    config = repo / ".git" / "config"
+    code, doc, _ = run_cli(
+        "consult", "--repo", str(repo), "--peer", "claude", "--question-file", str(config),
+        fakes=fakes,
+    )  # fmt: skip
+    assert code == 1 and "inside .git/" in doc["error"] and doc["error"].startswith("--question")
+    assert fakes.calls() == []

@@ -24,15 +24,16 @@ _ACCEPTED = (
 )
 
 
-def _reviewed_root(repo_text: str | None) -> Path | None:
-    """The top level ``--repo`` names, or ``None`` when it names none (the command then
-    reports that in its usual place, after this file)."""
-    from review_loop.orchestrator.git import repo_root
+def _reviewed(repo_text: str | None) -> tuple[Path, Path] | None:
+    """The top level ``--repo`` names and its common dir (one git process), or ``None``
+    when it names none (the command then reports that in its usual place, after this)."""
+    from review_loop.orchestrator.git import locate
 
     try:
-        return repo_root(repo_text)
+        checkout = locate(repo_text)
     except (ReviewLoopError, OSError):
         return None
+    return checkout.root, checkout.common_dir
 
 
 def read_named_text(path_text: str, field: str, repo_text: str | None) -> str:
@@ -44,18 +45,23 @@ def read_named_text(path_text: str, field: str, repo_text: str | None) -> str:
             repository) refused by the tree's read contract, with why.
     """
     from review_loop.orchestrator.cli.common import read_text_file
-    from review_loop.orchestrator.tree_files import TreeFileRefused, read_tree_file, relative_path
+    from review_loop.orchestrator.tree_files import (
+        TreeFileRefused,
+        git_identities,
+        read_tree_file,
+        relative_path,
+    )
 
-    root = _reviewed_root(repo_text)
-    path = Path(os.path.abspath(path_text))
+    reviewed = _reviewed(repo_text)
+    if reviewed is None:
+        return read_text_file(path_text, field)
+    root, common_dir = reviewed
     try:
-        relative = relative_path(root, path) if root is not None else None
-    except TreeFileRefused:
-        relative = None  # outside the repository: the caller's own file
-    if root is None or relative is None:
+        relative = relative_path(root, Path(os.path.abspath(path_text)))
+    except TreeFileRefused:  # outside the repository: the caller's own file
         return read_text_file(path_text, field)
     try:
-        data = read_tree_file(root, relative)
+        data = read_tree_file(root, relative, protected=git_identities([common_dir]))
     except TreeFileRefused as refused:
         raise InputError(field, f"{path_text!r}: {refused.reason}", _ACCEPTED) from None
     except FileNotFoundError:
