@@ -271,32 +271,79 @@ def _parsed(module: CommandModule, name: str, words: list[str]) -> Any:
 
 
 def main() -> NoReturn:
-    """Console-script entry point."""
+    """Console-script entry point.
+
+    Closed or failing standard streams cost no record (:mod:`..std_streams`): a closed
+    descriptor 0-2 is reopened on ``/dev/null`` first, stderr drops what it cannot take,
+    and a document that could not be written to stdout (closed, full, reader gone) exits
+    :data:`~..std_streams.UNPRINTED_EXIT` (120) with a line on stderr — unless a signal
+    stopped the command (128 + the signal wins).
+    """
     # Start-up allocates hundreds of thousands of objects (modules, classes, functions) that
     # live as long as the process: the collections they trigger find no garbage and cost
     # about 6-8 ms of every command (docs/startup.md). A reviewer command turns collection
     # back on once it runs (``stops.run_cancellable``); the others are short and end below.
     gc.disable()
+    from review_loop.orchestrator import std_streams
+
+    closed = std_streams.reopen_closed()
+    stderr = sys.stderr
+    sys.stderr = std_streams.GuardedStderr(stderr)  # type: ignore[assignment]
+    document = _Document(stdout_closed=1 in closed)
     from review_loop.orchestrator.cli.live import terminal_status
     from review_loop.orchestrator.log import to_stderr
 
     to_stderr()  # the command prints its diagnostics; a library leaves that to its host
     try:
         with terminal_status():  # on a terminal: reviewers as a live table on stderr
-            code = run(sys.argv[1:])
+            code = run(sys.argv[1:], stdout=document)
     except KeyboardInterrupt:
         # Ctrl-C to a command that runs no reviewer: its default stop, without a traceback.
         code = 128 + signal.SIGINT
-    except BrokenPipeError:
-        # The reader went away (``review-loop help | head``): not our error to report.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+    except BrokenPipeError as error:  # a command that wrote to stdout itself
+        document.failed(error)
         code = 1
+    if document.failure is not None:
+        print(
+            f"review-loop: the JSON document was not written to stdout ({document.failure}); "
+            "records are kept under .review-handoff/runtime/",
+            file=sys.stderr,
+            flush=True,
+        )
+        code = code if code >= 128 else std_streams.UNPRINTED_EXIT
+    sys.stderr = stderr
     # The process ends here: what it built is freed with it. Frozen, the interpreter's last
     # garbage collections do not walk every module's objects first (about 6-8 ms of every
     # command's exit; docs/startup.md). atexit handlers and the flush of stdout still run.
     gc.freeze()
     sys.exit(code)
+
+
+class _Document:
+    """Where :func:`main` sends the command's document: stdout, and what became of it.
+
+    Attributes:
+        failure: why the document did not reach stdout (``None`` when it did).
+    """
+
+    def __init__(self, *, stdout_closed: bool) -> None:
+        self.failure = "stdout was closed when review-loop started" if stdout_closed else None
+
+    def __call__(self, text: str) -> None:
+        if self.failure is not None:
+            return
+        try:
+            _print(text)
+        except OSError as error:  # ENOSPC, EPIPE, EIO: the reader or the disk
+            self.failed(error)
+
+    def failed(self, error: OSError) -> None:
+        """Note ``error`` and point stdout at ``/dev/null`` (what it buffers would fail
+        again at exit)."""
+        from review_loop.orchestrator.std_streams import silence
+
+        self.failure = self.failure or (error.strerror or str(error) or type(error).__name__)
+        silence(sys.stdout)
 
 
 def entry() -> NoReturn:
