@@ -267,6 +267,9 @@ def _parsed(module: CommandModule, name: str, words: list[str]) -> Any:
         parser = new_parser(f"review-loop {name}")
         module.configure(parser)
         namespace = parser.parse_args(words)
+    from review_loop.orchestrator.cli.common import refuse_empty_paths
+
+    refuse_empty_paths(namespace)  # --repo "" is not the current directory
     return namespace
 
 

@@ -95,7 +95,10 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Run one verb against the run journal."""
     from review_loop.orchestrator.journal import runs
 
+    from review_loop.orchestrator.cli.common import refuse_empty_paths
+
     args = parse_verb(args.rest, args.root)
+    refuse_empty_paths(args)  # the verb's own -C
     cwd = runs.resolve_cwd(args.root)
     if args.verb == "start":
         return runs.start(cwd, args.verification_type, args.scope_type, args.scope, args.input)
