@@ -103,7 +103,7 @@ def _process(cwd: Path, *argv: str) -> tuple[int, dict[str, Any], str]:
         capture_output=True,
         text=True,
         timeout=120,
-        preexec_fn=_address_space_of_one_gib,  # noqa: PLW1509 - a limit, set before exec
+        preexec_fn=_address_space_of_one_gib,
         check=False,
     )
     return done.returncode, json.loads(done.stdout), done.stderr
@@ -239,8 +239,16 @@ def _empty_flags(repo: Path) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize(
     "flag",
-    ["--packet", "--target", "--body-file", "--question-file", "--plan", "DIR"]
-    + ["--skill-dir", "--dir"],
+    [
+        "--packet",
+        "--target",
+        "--body-file",
+        "--question-file",
+        "--plan",
+        "DIR",
+        "--skill-dir",
+        "--dir",
+    ],
 )
 def test_collaboration_every_empty_path_flag_is_refused(
     flag: str, tmp_path: Path, fakes: FakeCLIs, monkeypatch: pytest.MonkeyPatch
@@ -276,7 +284,8 @@ def test_collaboration_audit_input_and_concerns_are_bounded(
     with pytest.raises(SystemExit) as exited:  # scope exits with its own codes
         cli_run(["scope", "resolve", "HEAD", "--repo", str(repo), "--audit-input", big])
     err = capsys.readouterr().err
-    assert exited.value.code == 1 and "--audit-input: cannot read" in err and LIMIT_WORDS in err, err
-    code, document = _in_process("audit", "HEAD", str(repo), "--driver", "self", "--concerns", big)
+    assert exited.value.code == 1 and "--audit-input: cannot read" in err, err
+    assert LIMIT_WORDS in err
+    _, document = _in_process("audit", "HEAD", str(repo), "--driver", "self", "--concerns", big)
     assert document["status"] == "BLOCKED" and LIMIT_WORDS in document["stderr"], document
     assert fakes.calls() == []

@@ -21,11 +21,13 @@ what could not be printed is reported by the exit code.
 fails at exit) is the exit code of a command whose JSON document did not reach stdout;
 ``docs/cli.md`` states it.
 
-Standard library only, ``os`` and ``sys``: every command pays for this module at start-up.
+Standard library only (``contextlib``, ``os``, ``sys``): every command pays for this
+module at start-up.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import Any
@@ -82,10 +84,8 @@ def silence(stream: Any) -> None:
         os.dup2(null, fd)
     finally:
         os.close(null)
-    try:
+    with contextlib.suppress(OSError, ValueError):  # text that had nowhere to go: dropped
         stream.flush()
-    except (OSError, ValueError):
-        pass  # nothing more can be done for text that had nowhere to go
 
 
 class GuardedStderr:

@@ -253,6 +253,9 @@ def _execute(
         document = {"ok": False, "error": _error_text(error)}
         if not isinstance(error, (ReviewLoopError, UsageError)):
             document["errorType"] = type(error).__name__
+        hint = getattr(error, "hint", None)
+        if isinstance(hint, str):  # what a person can do (a held lock: who, how to clear)
+            document["hint"] = hint
         write(_dump(document, output))
         return 1
     write(_dump(document, output))
