@@ -38,6 +38,11 @@ UNPRINTED_EXIT = 120
 STANDARD_FDS = (0, 1, 2)
 
 
+class OutputLost(Exception):
+    """What a command wrote to stdout did not reach its reader (the MCP server's protocol
+    stream, its client gone): the command exits :data:`UNPRINTED_EXIT`."""
+
+
 def reopen_closed() -> frozenset[int]:
     """Open each closed descriptor 0-2 on ``/dev/null``; returns those that were closed.
 

@@ -121,3 +121,49 @@ def test_process_run_with_closed_or_failing_streams(
     assert len(answers) == 1 and "Verdict: PASS" in answers[0].read_text()
     assert len(fakes.calls()) == 1
     assert scanner.survivors() == []
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+
+
+def test_process_mcp_whose_client_stopped_reading_stops_with_exit_120(
+    env: dict[str, str], scanner: Scanner
+) -> None:
+    """The client closed its end of the server's stdout: the first reply cannot be written.
+    The server stops as on a closed stdin (every job stopped) and says why, exit 120."""
+    import json
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "review_loop", "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    proc.stdout.close()  # the client stops reading before the server answers
+    proc.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+    proc.stdin.flush()
+    try:
+        proc.wait(timeout=WAIT_S * 4)  # stdin stays open: the server must end by itself
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise AssertionError("the server went on serving a client that was gone") from None
+    assert proc.stderr is not None
+    stderr = proc.stderr.read().decode()
+    proc.stdin.close()
+    proc.stderr.close()
+    assert proc.returncode == UNPRINTED, stderr[-2000:]
+    assert "Traceback" not in stderr and "TaskGroup" not in stderr
+    assert "the MCP client's end of stdout failed (Broken pipe)" in stderr, stderr
+    assert scanner.survivors() == []

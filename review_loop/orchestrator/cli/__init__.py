@@ -246,6 +246,11 @@ def _execute(
         raise
     except Exception as error:  # the one place exceptions become exit codes
         from review_loop.agents.errors import ReviewLoopError
+        from review_loop.orchestrator.std_streams import UNPRINTED_EXIT, OutputLost
+
+        if isinstance(error, OutputLost):
+            write(_dump({"ok": False, "error": _error_text(error)}, output))
+            return UNPRINTED_EXIT
 
         if output == "line":
             print(_error_text(error), file=sys.stderr, flush=True)
@@ -294,7 +299,7 @@ def main() -> NoReturn:
 
     closed = std_streams.reopen_closed()
     stderr = sys.stderr
-    sys.stderr = std_streams.GuardedStderr(stderr)  # type: ignore[assignment]
+    sys.stderr = std_streams.GuardedStderr(stderr)
     document = _Document(stdout_closed=1 in closed)
     from review_loop.orchestrator.cli.live import terminal_status
     from review_loop.orchestrator.log import to_stderr
