@@ -9,10 +9,15 @@ never the call that was reporting it. The process-level promises (closed descrip
 from __future__ import annotations
 
 import io
+import json
+from pathlib import Path
 
 import pytest
 
+from review_loop import PeerRequest, open_dispatcher
 from review_loop.orchestrator import explain, log, std_streams
+from review_loop.prefs import Prefs
+from tests.test_cli import git_repo
 
 
 class _Failing(io.StringIO):
@@ -62,3 +67,20 @@ def test_contract_logging_without_a_stderr_renders(monkeypatch: pytest.MonkeyPat
         log.log_event("test-event", level="info", where="nowhere")  # no AttributeError
     finally:
         log._logger.cache_clear()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stderr", ["none", "failing"])
+async def test_collaboration_an_embedded_consult_without_a_working_stderr_is_recorded(
+    stderr: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default progress (no ``progress`` callable) goes to stderr; a host with none, or
+    one that fails, still gets its answer and a finished record (asyncio and trio)."""
+    repo = git_repo(tmp_path / "repo")
+    monkeypatch.setattr("sys.stderr", None if stderr == "none" else _Failing())
+    async with open_dispatcher(repo=repo, prefs=Prefs()) as dispatcher:
+        delivery = await dispatcher.consult(PeerRequest(peer="simulated", prompt="Ship?"))
+    monkeypatch.undo()
+    assert delivery.ok, delivery
+    record = json.loads(Path(delivery.recordPath or "").read_text())
+    assert record["status"] == "finished", record

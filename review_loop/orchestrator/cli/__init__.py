@@ -19,6 +19,7 @@ that command runs, so ``sessions`` never pays for the dispatcher.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import json
@@ -313,7 +314,7 @@ def main() -> NoReturn:
         code = 128 + signal.SIGINT
     except BrokenPipeError as error:  # a command that wrote to stdout itself
         document.failed(error)
-        code = 1
+        code = std_streams.UNPRINTED_EXIT
     if document.failure is not None:
         print(
             f"review-loop: the JSON document was not written to stdout ({document.failure}); "
@@ -389,8 +390,9 @@ def leave(status: object) -> NoReturn:
         code = 0
     elif isinstance(status, int):
         code = status
-    else:  # SystemExit("message"): the message to stderr, exit 1
-        print(status, file=sys.stderr)
+    else:  # SystemExit("message"): the message to stderr (if it takes it), exit 1
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            print(status, file=sys.stderr)
         code = 1
     threading = sys.modules.get("threading")
     if threading is not None:
