@@ -1,9 +1,10 @@
-"""The simulated reviewer (``--peer simulated``): the offline mode a newcomer tries first.
+"""Contract, collaboration and process tests of the simulated reviewer (``--peer simulated``).
 
-Contract tests: each answer is in the format its workflow's own parser accepts. Collaboration
-tests: the adapter launched through the real process layer (asyncio and trio), resume keeps
-the id, and a hostile repository cannot run code through it. End-to-end tests: ``consult``,
-``run`` and ``verify-diff`` on the command line with no key and no fake CLI.
+It is the offline mode a newcomer tries first. Contract tests: each answer is in the format its
+workflow's own parser accepts. Collaboration tests: the adapter launched through the real
+process layer (asyncio and trio), resume keeps the id, and a hostile repository cannot run
+code through it. Process tests, end to end: ``consult``, ``run`` and ``verify-diff`` on the
+command line with no key and no fake CLI.
 """
 
 from __future__ import annotations
