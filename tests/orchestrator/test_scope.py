@@ -1,6 +1,6 @@
-"""Scope resolution, the artifact registry and the reconciliation verdict.
+"""Contract and collaboration tests: scope resolution, the artifact registry, reconciliation.
 
-Kind: unit tests of the pure rules (``review_loop.agents.scope_rules``) and collaboration
+Contract tests of the pure rules (``review_loop.agents.scope_rules``) and collaboration
 tests of the resolver against real git repositories with an ``origin`` remote.
 """
 
