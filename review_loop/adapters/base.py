@@ -74,7 +74,11 @@ class Adapter(Protocol):
     An adapter may also declare ``short_names: tuple[str, ...]``, the short forms a user's
     account launchers start with besides the product name (``cc`` for claude: the seed's
     ``cc002``). It is optional data, not part of the protocol, so adapters written before
-    it still satisfy it.
+    it still satisfy it. So are ``own_files(env, home) -> tuple[Path, ...]`` (where the
+    product keeps its login and settings: visible to its own reviewers, hidden from every
+    other product's; none declared means none kept visible) and ``reads_only_its_prompt``
+    (``True`` only for review-loop's own stand-in, which then runs without the reviewer
+    sandbox), both read by the orchestrator's sandbox.
     """
 
     # Read-only properties, so frozen dataclasses and plain attributes both satisfy them.

@@ -284,6 +284,13 @@ class GeminiAdapter:
             return unknown("empty output", detail_of(completed), session_id=session_id)
         return Reply(text=text, session_id=session_id, usage=_usage(data.get("stats")))
 
+    def own_files(self, env: Mapping[str, str], home: Path) -> tuple[Path, ...]:
+        """Where Gemini CLI keeps its OAuth login, settings, ``.env`` and sessions:
+        ``${GEMINI_CLI_HOME:-~}/.gemini``. Visible to a gemini reviewer, hidden from every
+        other."""
+        base = Path(env["GEMINI_CLI_HOME"]) if env.get("GEMINI_CLI_HOME") else home
+        return (base / ".gemini",)
+
     def session_stores(self, env: Mapping[str, str], home: Path, repo: Path) -> list[SessionStore]:
         """``${GEMINI_CLI_HOME:-~}/.gemini/tmp/<slug>/chats/session-*.jsonl``.
 

@@ -15,6 +15,13 @@ Run by :mod:`review_loop.orchestrator.isolation` as
     stay usable on a read-only mount: the read-only flag stops writes to files, not devices.
 ``--read-only PATH`` (repeatable) — path mode, for a read-only CLI that is isolated only so
     that it cannot see earlier records: each PATH is bind-mounted onto itself read-only.
+``--hide PATH`` (repeatable, with either mode or alone) — each PATH that exists is covered
+    before anything else: a directory by an empty read-only tmpfs, anything else by a bind
+    of ``/dev/null``. A hidden directory that holds a ``--keep`` path, a ``--writable`` or
+    ``--read-only`` path or the working directory is not covered whole: each entry of it is
+    hidden except the one on the way to what is kept, and so on down. With ``--hide`` the
+    capabilities are dropped in every mode, so that the CLI cannot unmount a cover.
+``--keep PATH`` (repeatable) — a path that no cover may hide (the CLI's own files).
 
 Any step that fails prints one ``review-loop-isolate: ...`` line on stderr and exits
 :data:`ISOLATION_FAILED_EXIT` before the CLI is started: never run half-isolated.
@@ -43,6 +50,13 @@ _PR_SET_NO_NEW_PRIVS = 38
 _PR_CAP_AMBIENT = 47
 _PR_CAP_AMBIENT_CLEAR_ALL = 4
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
+_MS_RDONLY = 1
+_MS_NOSUID = 2
+_MS_NODEV = 4
+_MS_NOEXEC = 8
+_MS_REMOUNT = 32
+_MS_BIND = 4096
+_OPTIONS = ("--writable", "--read-only", "--hide", "--keep")
 
 
 class IsolationError(Exception):
@@ -204,6 +218,64 @@ def read_only_except(writable: Sequence[str]) -> None:
     raise IsolationError("mounts kept changing; cannot make the file system read-only")
 
 
+
+def _syscall_mount(
+    source: str, target: str, fstype: str | None, flags: int, data: str | None
+) -> None:
+    """mount(2) itself: one cover costs a system call, not a ``mount`` process."""
+    import ctypes  # here: the orchestrator imports this module for its constants only
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    encoded = [None if v is None else os.fsencode(v) for v in (source, target, fstype, data)]
+    if libc.mount(encoded[0], encoded[1], encoded[2], ctypes.c_ulong(flags), encoded[3]) != 0:
+        error = ctypes.get_errno()
+        raise IsolationError(f"cannot hide {target}: {os.strerror(error)}")
+
+
+def _cover(path: str) -> None:
+    """Cover ``path`` (it exists): an empty read-only tmpfs, or ``/dev/null`` bound on it."""
+    if os.path.isdir(path):
+        flags = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+        _syscall_mount("review-loop-hidden", path, "tmpfs", flags, "size=4k,mode=0555")
+    else:
+        _syscall_mount("/dev/null", path, None, _MS_BIND, None)
+        _syscall_mount("/dev/null", path, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY, None)
+
+
+def _holds(directory: str, path: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def hide(paths: Sequence[str], *, keep: Sequence[str], through: Sequence[str]) -> list[str]:
+    """Cover each of ``paths`` that exists; returns the places covered.
+
+    ``keep``: never hidden, nor anything inside them (the CLI's own files). ``through``:
+    must stay reachable (the working directory, the writable and read-only paths): never
+    covered, nor a directory above them, which is split into its entries instead. Paths
+    are compared as the kernel reaches them (``realpath``: a mount follows a link).
+    """
+    kept = [os.path.realpath(k) for k in keep]
+    reached = [*kept, *(os.path.realpath(t) for t in through)]
+    covered: list[str] = []
+    pending = [os.path.realpath(p) for p in paths if os.path.lexists(p)]
+    while pending:
+        path = pending.pop(0)
+        if not os.path.exists(path) or path in covered or any(_holds(k, path) for k in kept):
+            continue
+        if any(_holds(path, r) for r in reached):
+            if path in reached or not os.path.isdir(path):
+                continue
+            try:
+                names = sorted(os.listdir(path))
+            except OSError as error:
+                raise IsolationError(f"cannot list {path} to hide it: {error}") from error
+            pending.extend(os.path.realpath(os.path.join(path, name)) for name in names)
+            continue
+        _cover(path)
+        covered.append(path)
+    return covered
+
+
 def drop_privileges() -> None:
     """No capability in any set, none to regain on exec (``no_new_privs``, empty bounding set)."""
     import ctypes  # here: the orchestrator imports this module for its constants only
@@ -238,24 +310,28 @@ def drop_privileges() -> None:
 
 def main(args: Sequence[str]) -> int:
     """Parse the options, set up the namespace, exec the command (returns only on failure)."""
-    writable: list[str] = []
-    read_only: list[str] = []
+    given: dict[str, list[str]] = {option: [] for option in _OPTIONS}
     rest = list(args)
     while rest and rest[0] != "--":
         option = rest.pop(0)
-        if option not in ("--writable", "--read-only") or not rest:
+        if option not in given or not rest:
             return _fail(f"bad wrapper arguments near {option!r}")
-        (writable if option == "--writable" else read_only).append(rest.pop(0))
+        given[option].append(rest.pop(0))
     command = rest[1:]
     if not command:
         return _fail("no command to run")
+    writable, read_only, hidden = given["--writable"], given["--read-only"], given["--hide"]
     try:
         if writable and read_only:
             raise IsolationError("--writable and --read-only do not mix")
+        if hidden:
+            # First, while every mount is still writable: a cover is itself a mount.
+            hide(hidden, keep=given["--keep"], through=[*writable, *read_only, os.getcwd()])
         for path in read_only:
             make_read_only(path)
         if writable:
             read_only_except([os.path.realpath(p) for p in writable])
+        if writable or hidden:
             drop_privileges()
         # The working directory was looked up before the new mounts: look it up again, or
         # a writable copy would be reached through the (now read-only) mount beneath it.

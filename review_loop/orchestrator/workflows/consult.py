@@ -269,6 +269,8 @@ def consult_result(delivery: Delivery, record_path: Path | None) -> dict[str, An
     if delivery.degraded:
         common["degraded"] = True
         common["degradedReason"] = delivery.degradedReason
+    if delivery.unprotected:
+        common["unprotected"] = delivery.unprotected
     if delivery.ok and delivery.reply is not None:
         return {
             "ok": True,
