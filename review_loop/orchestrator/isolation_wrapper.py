@@ -19,8 +19,10 @@ Run by :mod:`review_loop.orchestrator.isolation` as
     before anything else: a directory by an empty read-only tmpfs, anything else by a bind
     of ``/dev/null``. A hidden directory that holds a ``--keep`` path, a ``--writable`` or
     ``--read-only`` path or the working directory is not covered whole: each entry of it is
-    hidden except the one on the way to what is kept, and so on down. With ``--hide`` the
-    capabilities are dropped in every mode, so that the CLI cannot unmount a cover.
+    hidden except the one on the way to what is kept, and so on down. So that the CLI
+    cannot take a cover off: with ``--writable`` every capability is dropped (below);
+    otherwise the CLI runs in a user namespace of its own, made after the covers
+    (:func:`enter_own_user_namespace`), in which every cover is a locked mount.
 ``--keep PATH`` (repeatable) — a path that no cover may hide (the CLI's own files).
 
 Any step that fails prints one ``review-loop-isolate: ...`` line on stderr and exits
@@ -276,6 +278,38 @@ def hide(paths: Sequence[str], *, keep: Sequence[str], through: Sequence[str]) -
     return covered
 
 
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWUSER = 0x10000000
+
+
+def _map_id_of_self(kind: str) -> None:
+    with open(f"/proc/self/{kind}_map", "w", encoding="ascii") as handle:
+        handle.write("0 0 1\n")
+
+
+def enter_own_user_namespace() -> None:
+    """Move into a new user and mount namespace, this one's root mapped to itself.
+
+    The mounts copied into a mount namespace owned by a less privileged user namespace are
+    locked (``mount_namespaces(7)``): the CLI, root there with every capability *there*,
+    can neither unmount a cover, nor bind the directory under it elsewhere, nor remount
+    one writable; those capabilities reach nothing outside (``setns``, ``/proc/<pid>/root``
+    of an outside process need them in the outer user namespace). Unlike dropped
+    capabilities, this leaves what a CLI's own sandbox needs: bubblewrap (codex) maps
+    uid 0 into a user namespace of its own, which takes ``CAP_SETFCAP`` in its parent.
+    """
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS) != 0:
+        raise IsolationError(f"unshare(user, mount) failed: {os.strerror(ctypes.get_errno())}")
+    _map_id_of_self("uid")
+    # A gid map written from inside needs setgroups(2) off first (user_namespaces(7)).
+    with open("/proc/self/setgroups", "w", encoding="ascii") as handle:
+        handle.write("deny\n")
+    _map_id_of_self("gid")
+
+
 def drop_privileges() -> None:
     """No capability in any set, none to regain on exec (``no_new_privs``, empty bounding set)."""
     import ctypes  # here: the orchestrator imports this module for its constants only
@@ -331,8 +365,10 @@ def main(args: Sequence[str]) -> int:
             make_read_only(path)
         if writable:
             read_only_except([os.path.realpath(p) for p in writable])
-        if writable or hidden:
+        if writable:
             drop_privileges()
+        elif hidden:
+            enter_own_user_namespace()
         # The working directory was looked up before the new mounts: look it up again, or
         # a writable copy would be reached through the (now read-only) mount beneath it.
         os.chdir(os.getcwd())

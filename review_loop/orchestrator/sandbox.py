@@ -183,15 +183,17 @@ def _unshare_found() -> str | None:
     return resolve_executable("unshare", dict(os.environ))
 
 
-_PROBE = '! [ -e "$1" ] && ! [ -s "$2" ] && grep -Eq "^CapEff:[[:space:]]*0+$" /proc/self/status'
-"""Inside: the hidden directory's file is gone, the hidden file is empty, no capability."""
+_PROBE = '! [ -e "$1" ] && ! [ -s "$2" ] && ! umount "$3" 2>/dev/null && ! [ -e "$1" ]'
+"""Inside: the hidden directory's file is gone, the hidden file is empty, and the cover of
+the directory cannot be taken off (the wrapper leaves the CLI no right to)."""
 
 
 async def unavailable() -> str | None:
     """Why reviewers cannot be protected here, or ``None`` when they can.
 
     Checked once per process (per ``unshare`` on PATH) by the real setup: a file and a
-    directory are hidden from a shell, which must find neither and hold no capability.
+    directory are hidden from a shell, which must find neither, nor be able to unmount the
+    cover.
     """
     found = _unshare_found()
     if found not in _probed:
@@ -211,6 +213,7 @@ async def _probe() -> str | None:
         secret_file.write_text("x")
         options = ["--hide", str(secret_dir), "--hide", str(secret_file)]
         probe = ["sh", "-c", _PROBE, "sh", str(secret_dir / "key"), str(secret_file)]
+        probe.append(str(secret_dir))
         argv = wrapped_argv(options, probe)
         done = await run_process(Invocation(argv=argv, cwd=Path(tmp)), deadline=20, grace=1)
         if done.returncode == 0:
