@@ -58,7 +58,7 @@ from review_loop.agents.outcomes import (
     SessionRecord,
     SessionStatus,
 )
-from review_loop.orchestrator import unfinished
+from review_loop.orchestrator import sandbox, unfinished
 from review_loop.orchestrator.environment import reviewer_passthrough
 from review_loop.orchestrator.explain import (
     emit_progress,
@@ -87,7 +87,6 @@ from review_loop.orchestrator.isolation import (
     scratch_prefix,
 )
 from review_loop.orchestrator.log import log_event
-from review_loop.orchestrator import sandbox
 from review_loop.orchestrator.masking import mask_failed, remove_from_copy
 from review_loop.orchestrator.process import (
     Started,

@@ -36,8 +36,8 @@ from review_loop.orchestrator.sandbox import WRAPPER, wrapped_argv
 
 __all__ = [
     "ISOLATION_FAILED_EXIT",
-    "WRAPPER",
     "MARKER",
+    "WRAPPER",
     "Scratch",
     "isolation_failed",
     "make_scratch",

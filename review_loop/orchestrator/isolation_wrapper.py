@@ -36,9 +36,10 @@ working directory (the throw-away copy of an untrusted repository) can shadow a 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-from collections.abc import Sequence
+
+# No import of collections.abc, typing or subprocess at the top: every reviewer's start
+# pays for this module's imports, a few milliseconds each (scripts/bench_sandbox.py).
 
 ISOLATION_FAILED_EXIT = 97
 MARKER = "review-loop-isolate:"
@@ -117,7 +118,7 @@ def parse_mountinfo(text: str) -> list[Mount]:
     return mounts
 
 
-def reachable(mounts: Sequence[Mount]) -> list[Mount]:
+def reachable(mounts: list[Mount]) -> list[Mount]:
     """The mounts a path can lead to, as the kernel's path walk would find them.
 
     A mount is hidden when another is stacked on its mount point, when a sibling (same
@@ -159,6 +160,8 @@ def _mounts() -> list[Mount]:
 
 def _mount(*args: str) -> None:
     """Run util-linux ``mount`` (from PATH) with ``args``; raise with its message on failure."""
+    import subprocess  # here: a reviewer that is only hidden from (no --writable) needs none
+
     try:
         done = subprocess.run(
             ["mount", *args], stdin=subprocess.DEVNULL, capture_output=True, check=False
@@ -190,7 +193,7 @@ def make_read_only(path: str) -> None:
     _mount("-o", "remount,bind,ro", path)
 
 
-def read_only_except(writable: Sequence[str]) -> None:
+def read_only_except(writable: list[str]) -> None:
     """Every mount reachable by path read-only, except a writable bind of each of ``writable``."""
     for path in writable:
         _mount("--bind", path, path)
@@ -220,7 +223,6 @@ def read_only_except(writable: Sequence[str]) -> None:
     raise IsolationError("mounts kept changing; cannot make the file system read-only")
 
 
-
 def _syscall_mount(
     source: str, target: str, fstype: str | None, flags: int, data: str | None
 ) -> None:
@@ -248,7 +250,7 @@ def _holds(directory: str, path: str) -> bool:
     return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
-def hide(paths: Sequence[str], *, keep: Sequence[str], through: Sequence[str]) -> list[str]:
+def hide(paths: list[str], *, keep: list[str], through: list[str]) -> list[str]:
     """Cover each of ``paths`` that exists; returns the places covered.
 
     ``keep``: never hidden, nor anything inside them (the CLI's own files). ``through``:
@@ -342,7 +344,7 @@ def drop_privileges() -> None:
     check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "setting no_new_privs")
 
 
-def main(args: Sequence[str]) -> int:
+def main(args: list[str]) -> int:
     """Parse the options, set up the namespace, exec the command (returns only on failure)."""
     given: dict[str, list[str]] = {option: [] for option in _OPTIONS}
     rest = list(args)

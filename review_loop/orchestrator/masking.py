@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 from review_loop.agents.models import Invocation
-
 from review_loop.orchestrator.isolation_wrapper import ISOLATION_FAILED_EXIT, MARKER
 
 

@@ -27,8 +27,10 @@ unprotected.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -201,23 +203,45 @@ async def unavailable() -> str | None:
     return _probed[found]
 
 
-async def _probe() -> str | None:
-    import tempfile
+def _probe_directory() -> Path:
+    """A new private directory for the probe, made without :mod:`tempfile` (which, with
+    :mod:`random` and :mod:`shutil`, would cost every ``consult`` a few milliseconds)."""
+    from review_loop.orchestrator.isolation import temp_directories
 
+    base = temp_directories()[0]
+    for attempt in range(100):
+        place = base / f"review-loop-sandbox-check-{os.getpid()}-{time.monotonic_ns()}-{attempt}"
+        try:
+            place.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        return place
+    raise FileExistsError(f"cannot make a new probe directory in {base}")
+
+
+async def _probe() -> str | None:
     from review_loop.orchestrator.process import run_process
 
-    with tempfile.TemporaryDirectory(prefix="review-loop-sandbox-check-") as tmp:
-        secret_dir, secret_file = Path(tmp) / "store", Path(tmp) / "state-secret"
+    tmp = _probe_directory()
+    secret_dir, secret_file = tmp / "store", tmp / "state-secret"
+    try:
         secret_dir.mkdir()
         (secret_dir / "key").write_text("x")
         secret_file.write_text("x")
         options = ["--hide", str(secret_dir), "--hide", str(secret_file)]
         probe = ["sh", "-c", _PROBE, "sh", str(secret_dir / "key"), str(secret_file)]
         probe.append(str(secret_dir))
-        argv = wrapped_argv(options, probe)
-        done = await run_process(Invocation(argv=argv, cwd=Path(tmp)), deadline=20, grace=1)
-        if done.returncode == 0:
-            return None
+        done = await run_process(
+            Invocation(argv=wrapped_argv(options, probe), cwd=tmp), deadline=20, grace=1
+        )
+    finally:
+        for made in (secret_dir / "key", secret_file):
+            made.unlink(missing_ok=True)
+        for directory in (secret_dir, tmp):
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+    if done.returncode == 0:
+        return None
     said = done.stderr.decode("utf-8", "replace").strip().splitlines()
     return f"no private mount namespace can be made here ({said[-1] if said else 'unshare failed'})"
 

@@ -125,7 +125,7 @@ def test_claude_reads_no_secret_and_still_logs_in(
     peer_for: PeerFor,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    peer, targets = nested_peer(peer_for, "claude", tmp_path)
+    peer, _ = nested_peer(peer_for, "claude", tmp_path)
     _write(peer.home / ".claude.json", json.dumps({"hasCompletedOnboarding": True}))
     state = Path(peer.env["REVIEW_LOOP_HOME"]) / "state-secret"
     peer.api.script(

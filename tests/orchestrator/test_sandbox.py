@@ -36,9 +36,7 @@ REPO = Path("/work/super/repo")
 
 
 def owned(env: dict[str, str] | None = None) -> dict[str, tuple[Path, ...]]:
-    return {
-        name: sandbox.own_files(get_adapter(name), env or {}, HOME) for name in product_names()
-    }
+    return {name: sandbox.own_files(get_adapter(name), env or {}, HOME) for name in product_names()}
 
 
 def plan(product: str, env: dict[str, str] | None = None) -> sandbox.Exposure:
@@ -245,7 +243,9 @@ def failing_unshare(tmp_path: Path, fakes: FakeCLIs, monkeypatch: pytest.MonkeyP
     bin_dir = tmp_path / "bin-unshare-fails"
     bin_dir.mkdir()
     tool = bin_dir / "unshare"
-    tool.write_text("#!/bin/sh\necho 'unshare: unshare failed: Operation not permitted' >&2\nexit 1\n")
+    tool.write_text(
+        "#!/bin/sh\necho 'unshare: unshare failed: Operation not permitted' >&2\nexit 1\n"
+    )
     tool.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
 
