@@ -76,7 +76,9 @@ class Adapter(Protocol):
     ``cc002``). It is optional data, not part of the protocol, so adapters written before
     it still satisfy it. So are ``own_files(env, home) -> tuple[Path, ...]`` (where the
     product keeps its login and settings: visible to its own reviewers, hidden from every
-    other product's; none declared means none kept visible) and ``reads_only_its_prompt``
+    other product's; none declared means none kept visible), ``ancestor_files`` (files, by
+    name, its CLI loads from every directory above its working directory: hidden there from
+    every reviewer) and ``reads_only_its_prompt``
     (``True`` only for review-loop's own stand-in, which then runs without the reviewer
     sandbox), both read by the orchestrator's sandbox.
     """

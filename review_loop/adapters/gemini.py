@@ -86,6 +86,8 @@ agents, skills) and every variable of ``.gemini/.env`` or ``.env`` into its own
 environment (``GOOGLE_GEMINI_BASE_URL`` would send the user's key elsewhere). No flag or
 variable turns that off, so the orchestrator covers these paths; proven against the real
 CLI by ``tests/e2e/test_hostile_repo.py``."""
+ANCESTOR_FILES: Final = (".gemini/.env", ".env")
+"""Loaded from every directory above the working directory (``GeminiAdapter.ancestor_files``)."""
 
 ENV: Final = {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
 ENV_PASSTHROUGH: Final = EnvPassthrough(
@@ -283,6 +285,13 @@ class GeminiAdapter:
         if not text.strip():
             return unknown("empty output", detail_of(completed), session_id=session_id)
         return Reply(text=text, session_id=session_id, usage=_usage(data.get("stats")))
+
+    @property
+    def ancestor_files(self) -> tuple[str, ...]:
+        """What Gemini CLI loads from every directory above its working directory: the
+        first ``.gemini/.env`` or ``.env`` it finds walking up (a superproject's, around a
+        submodule or nested checkout). The sandbox hides them from every reviewer."""
+        return ANCESTOR_FILES
 
     def own_files(self, env: Mapping[str, str], home: Path) -> tuple[Path, ...]:
         """Where Gemini CLI keeps its OAuth login, settings, ``.env`` and sessions:

@@ -297,7 +297,7 @@ def enter_own_user_namespace() -> None:
     can neither unmount a cover, nor bind the directory under it elsewhere, nor remount
     one writable; those capabilities reach nothing outside (``setns``, ``/proc/<pid>/root``
     of an outside process need them in the outer user namespace). Unlike dropped
-    capabilities, this leaves what a CLI's own sandbox needs: bubblewrap (codex) maps
+    capabilities, this leaves what a CLI's own sandbox needs: bubblewrap maps
     uid 0 into a user namespace of its own, which takes ``CAP_SETFCAP`` in its parent.
     """
     import ctypes

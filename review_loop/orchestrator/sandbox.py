@@ -71,8 +71,9 @@ SECRET_STORES = (
     ".local/share/keyrings",
 )
 """The user's secret stores, relative to ``HOME``: hidden from every reviewer."""
-DOTENV_FILES = (".env", ".gemini/.env")
-"""Looked for in every directory above the repository (and the working directory)."""
+DOTENV_FILES = (".env",)
+"""Hidden in every directory above the repository (and the working directory), with every
+adapter's ``ancestor_files`` (what its CLI loads walking up from its working directory)."""
 ALLOW_COMMAND = "review-loop prefs set allowUnprotected true"
 """How a user allows reviewers to run where they cannot be protected."""
 
@@ -102,6 +103,7 @@ def hidden_for(
     product: str,
     *,
     owned: Mapping[str, Sequence[Path]],
+    ancestor_files: Sequence[str] = (),
     home: Path,
     env: Mapping[str, str],
     state: Path,
@@ -111,7 +113,8 @@ def hidden_for(
 ) -> Exposure:
     """What a ``product`` reviewer must not see. Pure: paths in, paths out.
 
-    ``owned``: every product's ``own_files``; ``state``: ``$REVIEW_LOOP_HOME``;
+    ``owned``: every product's ``own_files``; ``ancestor_files``: every product's (hidden
+    above the repository with :data:`DOTENV_FILES`); ``state``: ``$REVIEW_LOOP_HOME``;
     ``project``: the adapter's ``hidden_paths`` (relative to ``cwd``).
     """
     hide: list[Path] = [state, *(home / name for name in SECRET_STORES)]
@@ -124,11 +127,11 @@ def hidden_for(
         if other != product:
             hide.extend(paths)
     for directory in dict.fromkeys([*_above(repo), *_above(cwd)]):
-        hide.extend(directory / name for name in DOTENV_FILES)
+        hide.extend(directory / name for name in dict.fromkeys([*DOTENV_FILES, *ancestor_files]))
     hide.extend(checked_paths(cwd, project))
     keep = tuple(dict.fromkeys(owned.get(product, ())))
     visible = [p for p in dict.fromkeys(hide) if p.is_absolute()]
-    # A path inside the product's own is its own (~/.gemini/.env for gemini).
+    # A path inside the product's own files is its own (its dotenv file in its own HOME dir).
     return Exposure(
         hide=tuple(p for p in visible if not any(p.is_relative_to(k) for k in keep)),
         keep=keep,
@@ -141,11 +144,14 @@ def exposure(adapter: Adapter, *, repo: Path, cwd: Path, project: Sequence[str])
 
     env = dict(os.environ)
     home = Path(env.get("HOME") or Path.home())
-    owned = {name: own_files(get_adapter(name), env, home) for name in product_names()}
-    owned[adapter.name] = own_files(adapter, env, home)  # a third-party adapter, registered
+    adapters = {name: get_adapter(name) for name in product_names()}
+    adapters[adapter.name] = adapter  # as the peer resolved it
+    owned = {name: own_files(each, env, home) for name, each in adapters.items()}
+    walked = [n for each in adapters.values() for n in getattr(each, "ancestor_files", ())]
     return hidden_for(
         adapter.name,
         owned=owned,
+        ancestor_files=walked,
         home=home,
         env=env,
         state=state_home(env),

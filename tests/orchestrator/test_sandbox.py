@@ -39,17 +39,20 @@ def owned(env: dict[str, str] | None = None) -> dict[str, tuple[Path, ...]]:
     return {name: sandbox.own_files(get_adapter(name), env or {}, HOME) for name in product_names()}
 
 
+def walked() -> list[str]:
+    return [n for p in product_names() for n in getattr(get_adapter(p), "ancestor_files", ())]
+
+
 def plan(product: str, env: dict[str, str] | None = None) -> sandbox.Exposure:
-    adapter = get_adapter(product)
     return sandbox.hidden_for(
         product,
         owned=owned(env),
+        ancestor_files=walked(),
         home=HOME,
         env=env or {},
         state=STATE,
         repo=REPO,
         cwd=REPO,
-        project=getattr(adapter, "hidden_paths", ()),
     )
 
 
@@ -91,19 +94,46 @@ def test_contract_every_dotenv_above_the_repository_is_hidden(product: str) -> N
     for directory in (Path("/work/super"), Path("/work"), Path("/")):
         assert directory / ".env" in hidden
         assert directory / ".gemini" / ".env" in hidden
-    assert REPO / ".env" not in hidden or product in ("gemini", "grok")  # the adapter's own
+    assert REPO / ".env" not in hidden  # the repository's own: its adapter's hidden_paths
+
+
+def test_contract_the_adapters_project_paths_are_hidden_in_the_working_directory() -> None:
+    exposure = sandbox.hidden_for(
+        "gemini", owned=owned(), home=HOME, env={}, state=STATE, repo=REPO, cwd=REPO,
+        project=(".gemini", ".env"),
+    )  # fmt: skip
+    assert {REPO / ".gemini", REPO / ".env"} <= set(exposure.hide)
+    with pytest.raises(ValueError, match="not a path inside the working directory"):
+        sandbox.hidden_for(
+            "gemini", owned=owned(), home=HOME, env={}, state=STATE, repo=REPO, cwd=REPO,
+            project=("../x",),
+        )  # fmt: skip
 
 
 def test_contract_a_products_own_dotenv_in_home_stays_its_own() -> None:
     # HOME is above a repository under it: ~/.gemini/.env is gemini's own configuration
     home_repo = HOME / "src" / "repo"
     exposure = sandbox.hidden_for(
-        "gemini", owned=owned(), home=HOME, env={}, state=STATE, repo=home_repo, cwd=home_repo
+        "gemini",
+        owned=owned(),
+        ancestor_files=walked(),
+        home=HOME,
+        env={},
+        state=STATE,
+        repo=home_repo,
+        cwd=home_repo,
     )
     assert HOME / ".gemini" / ".env" not in exposure.hide
     assert HOME / ".env" in exposure.hide
     codex = sandbox.hidden_for(
-        "codex", owned=owned(), home=HOME, env={}, state=STATE, repo=home_repo, cwd=home_repo
+        "codex",
+        owned=owned(),
+        ancestor_files=walked(),
+        home=HOME,
+        env={},
+        state=STATE,
+        repo=home_repo,
+        cwd=home_repo,
     )
     assert HOME / ".gemini" in codex.hide
 
