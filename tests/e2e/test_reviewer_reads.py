@@ -13,7 +13,10 @@ would, asks the CLI's own tools to read all of them:
   results go back to it), nor in the answer review-loop saved, and the consult answers:
   each CLI's own login (codex's ``config.toml``, grok's settings file, claude's key)
   worked;
-- gemini, whose CLI walks up for dotenv files, sends no request for the canary model.
+- gemini, whose CLI walks up for dotenv files, sends no request for the canary model;
+- codex isolated in a throw-away copy (the blind review's mode, the repository mounted
+  read-only around it) reads none of them either, and its own sandbox still refuses a
+  write into the repository.
 """
 
 from __future__ import annotations
@@ -155,4 +158,37 @@ def test_gemini_loads_no_dotenv_above_the_repository(
     paths = [request.path for request in peer.api.requests]
     assert paths and not any(PARENT_MODEL in path for path in paths), paths
     assert_no_canary_left(peer, document)
+    assert_nothing_left(peer)
+
+
+@pytest.mark.anyio
+async def test_codex_isolated_in_its_copy_reads_no_secret_and_cannot_write(
+    peer_for: PeerFor,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The blind review's mode (PeerRequest.isolate): a read-only CLI in a throw-away copy,
+    # the repository mounted read-only, the same covers; codex's own sandbox still runs.
+    from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
+    from review_loop.prefs import Prefs
+
+    peer, targets = nested_peer(peer_for, "codex", tmp_path)
+    for name, value in peer.env.items():
+        monkeypatch.setenv(name, value)
+    command = f"echo TOOL-RAN; touch {peer.repo}/pwned; cat " + " ".join(map(str, targets))
+    peer.api.script(Reply.tool("exec_command", {"cmd": command}), Reply("text", text=None))
+    request = PeerRequest(
+        peer="codex",
+        prompt="Review README.md, please.",
+        record_dir=peer.repo / ".review-handoff" / "runtime" / "blind",
+        isolate=True,
+    )
+    prefs = Prefs.model_validate({"timeoutMs": 120_000})
+    async with open_dispatcher(repo=peer.repo, prefs=prefs, progress=lambda _: None) as d:
+        delivery = await d.consult(request)
+
+    assert delivery.reply is not None, delivery
+    assert "TOOL-RAN" in delivery.reply.text, delivery.reply.text
+    assert not (peer.repo / "pwned").exists()
+    assert_no_canary_left(peer, {"recordPath": delivery.recordPath, "text": delivery.reply.text})
     assert_nothing_left(peer)
