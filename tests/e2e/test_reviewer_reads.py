@@ -15,8 +15,8 @@ would, asks the CLI's own tools to read all of them:
   worked;
 - gemini, whose CLI walks up for dotenv files, sends no request for the canary model;
 - codex isolated in a throw-away copy (the blind review's mode, the repository mounted
-  read-only around it) reads none of them either, and its own sandbox still refuses a
-  write into the repository.
+  read-only around it) reads none of them either, its own (bubblewrap) sandbox still runs
+  the command, and a write into the repository fails.
 """
 
 from __future__ import annotations
