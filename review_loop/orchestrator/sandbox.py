@@ -35,7 +35,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from review_loop.adapters import Adapter, get_adapter, product_names
+from review_loop.adapters import Adapter, get_adapter
+from review_loop.adapters.registry import BUILTINS
 from review_loop.agents.models import Invocation
 from review_loop.orchestrator.isolation_wrapper import ISOLATION_FAILED_EXIT, MARKER
 from review_loop.orchestrator.masking import checked_paths, unmasked_or_refused
@@ -144,7 +145,9 @@ def exposure(adapter: Adapter, *, repo: Path, cwd: Path, project: Sequence[str])
 
     env = dict(os.environ)
     home = Path(env.get("HOME") or Path.home())
-    adapters = {name: get_adapter(name) for name in product_names()}
+    # The built-in products, not every registered one: listing third-party entry points
+    # costs each consult a scan of the installed distributions (docs/reviewer-lockdown.md).
+    adapters = {name: get_adapter(name) for name in BUILTINS}
     adapters[adapter.name] = adapter  # as the peer resolved it
     owned = {name: own_files(each, env, home) for name, each in adapters.items()}
     walked = [n for each in adapters.values() for n in getattr(each, "ancestor_files", ())]
