@@ -308,6 +308,11 @@ class CodexAdapter:
             last = events[-1] if events and ends_with_event else None
         return last is not None and last.get("type") in ("turn.completed", "turn.failed")
 
+    def own_files(self, env: Mapping[str, str], home: Path) -> tuple[Path, ...]:
+        """Where Codex keeps its login (``auth.json``), configuration and sessions:
+        ``${CODEX_HOME:-~/.codex}``. Visible to a codex reviewer, hidden from every other."""
+        return (Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex",)
+
     def session_stores(self, env: Mapping[str, str], home: Path, repo: Path) -> list[SessionStore]:
         """``${CODEX_HOME:-~/.codex}/sessions/YYYY/MM/DD/rollout-*.jsonl`` (all repos).
 

@@ -86,6 +86,8 @@ agents, skills) and every variable of ``.gemini/.env`` or ``.env`` into its own
 environment (``GOOGLE_GEMINI_BASE_URL`` would send the user's key elsewhere). No flag or
 variable turns that off, so the orchestrator covers these paths; proven against the real
 CLI by ``tests/e2e/test_hostile_repo.py``."""
+ANCESTOR_FILES: Final = (".gemini/.env", ".env")
+"""Loaded from every directory above the working directory (``GeminiAdapter.ancestor_files``)."""
 
 ENV: Final = {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
 ENV_PASSTHROUGH: Final = EnvPassthrough(
@@ -292,6 +294,20 @@ class GeminiAdapter:
         stdout = decode_utf8(completed.stdout)
         data = parse_json_object(stdout) if stdout is not None else None
         return data is not None and ("response" in data or isinstance(data.get("error"), dict))
+
+    @property
+    def ancestor_files(self) -> tuple[str, ...]:
+        """What Gemini CLI loads from every directory above its working directory: the
+        first ``.gemini/.env`` or ``.env`` it finds walking up (a superproject's, around a
+        submodule or nested checkout). The sandbox hides them from every reviewer."""
+        return ANCESTOR_FILES
+
+    def own_files(self, env: Mapping[str, str], home: Path) -> tuple[Path, ...]:
+        """Where Gemini CLI keeps its OAuth login, settings, ``.env`` and sessions:
+        ``${GEMINI_CLI_HOME:-~}/.gemini``. Visible to a gemini reviewer, hidden from every
+        other."""
+        base = Path(env["GEMINI_CLI_HOME"]) if env.get("GEMINI_CLI_HOME") else home
+        return (base / ".gemini",)
 
     def session_stores(self, env: Mapping[str, str], home: Path, repo: Path) -> list[SessionStore]:
         """``${GEMINI_CLI_HOME:-~}/.gemini/tmp/<slug>/chats/session-*.jsonl``.
