@@ -247,3 +247,19 @@ def test_process_a_repository_adding_a_kind_and_its_concern_in_the_base_gets_the
     [call] = calls_of(fakes, "gemini")
     assert "Audit the SQL for injection." in call["stdin"]
     assert document["terminalStatus"] == "rejected"  # the user's codex finding still counts
+
+
+def test_process_scope_resolve_selects_from_the_base_registry(tmp_path: Path) -> None:
+    switch_off = {"version": 1, "kinds": [{"name": "python", "replace": True, "artifacts": []}]}
+    repo = repository(tmp_path, {REGISTRY_PATH: json.dumps(switch_off)}, {})
+    (repo / REGISTRY_PATH).write_text(json.dumps({"kinds": []}))  # and a live edit
+    done = subprocess.run(
+        [sys.executable, "-m", "review_loop", "scope", "resolve", "main...pr", "--repo", str(repo)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    selection = {e["path"]: e["artifacts"] for e in json.loads(done.stdout)["artifact_selection"]}
+    assert [a["audit"] for a in selection["app.py"]][:1] == ["audit-python-code"]
+    assert f"note: refused kinds/python of the repository's {REGISTRY_PATH}" in done.stderr
