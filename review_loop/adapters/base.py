@@ -75,6 +75,13 @@ class Adapter(Protocol):
     account launchers start with besides the product name (``cc`` for claude: the seed's
     ``cc002``). It is optional data, not part of the protocol, so adapters written before
     it still satisfy it.
+
+    Likewise optional: ``user_config_files(env, home) -> tuple[Path, ...]``, the user's own
+    (home-directory) configuration files of the CLI that may name the variables it reads
+    credentials from (a last component holding ``*`` is a pattern), and
+    ``configured_env_names(texts) -> tuple[str, ...]``, those names, parsed from the files'
+    text (``{file name: text}``) that the orchestrator read. Such names pass the
+    environment allow-list like ``env_passthrough``'s.
     """
 
     # Read-only properties, so frozen dataclasses and plain attributes both satisfy them.
