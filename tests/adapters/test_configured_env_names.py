@@ -97,9 +97,10 @@ def test_contract_a_missing_credential_names_its_variable() -> None:
     assert missing_variable(missing_credential(None, "no key").detail) is None
 
 
-def test_contract_codex_refusal_names_the_variable_codex_wanted() -> None:
+@pytest.mark.parametrize("quote", ["'", "`"])  # the samples' form; codex 0.171's own
+def test_contract_codex_refusal_names_the_variable_codex_wanted(quote: str) -> None:
     codex = get_adapter("codex")
-    stderr = b"Error: Missing environment variable: 'MY_PROVIDER_KEY'.\n"
+    stderr = f"Error: Missing environment variable: {quote}MY_PROVIDER_KEY{quote}.\n".encode()
     completed = Completed(returncode=1, stdout=b"", stderr=stderr, elapsed_ms=100)
     outcome = codex.interpret(Invocation(argv=("codex",), cwd=Path("/")), completed)
     assert outcome.reason == "missing credentials"  # type: ignore[union-attr]
