@@ -1,5 +1,8 @@
 """Configuration the reviewed repository carries (``.review-loop/``), read from the base.
 
+(The ``spx/local/`` auditing overlays are read from the base as well, by
+``orchestrator/governance.py``.)
+
 A pull request must not be able to change the review that judges it. So the audit reads
 the repository's own configuration — its artifact registry, its concern agents and the
 prompt files they name — from the **base** commit of the audited changeset, never from
@@ -92,9 +95,10 @@ def read_at(repo: Path, base: str, path: str) -> str | None:
         raise RepoConfigError(path, base, f"is not UTF-8 ({error})") from None
 
 
-def changed(paths: Iterable[str]) -> list[dict[str, str]]:
-    """One ``{"path", "used": "base"}`` per path of the changeset under ``.review-loop/``:
-    the change under review changes review configuration, and the base's was used."""
-    prefix = CONFIG_DIR + "/"
-    seen = dict.fromkeys(p for p in paths if p.startswith(prefix) or p == CONFIG_DIR)
+def changed(paths: Iterable[str], also: Iterable[str] = ()) -> list[dict[str, str]]:
+    """One ``{"path", "used": "base"}`` per path of the changeset under ``.review-loop/``
+    (or under one of the directories ``also`` names, ``/``-terminated): the change under
+    review changes review configuration, and the base's was used."""
+    prefixes = (CONFIG_DIR + "/", *also)
+    seen = dict.fromkeys(p for p in paths if p.startswith(prefixes) or p == CONFIG_DIR)
     return [{"path": path, "used": "base"} for path in seen]

@@ -22,6 +22,8 @@ from tests.gitrepo import committed_repo, git
 
 RUNTIME = Path(".review-handoff") / "runtime" / "consult-sessions"
 
+REVIEW_LOOP = (sys.executable, "-m", "review_loop")
+
 
 def forged(owner_pid: int = 424241) -> str:
     return json.dumps(
@@ -64,8 +66,7 @@ def clone_with_records(tmp_path: Path, count: int, *, entries: bool = False) -> 
 
 def consult(repo: Path) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
-        [sys.executable, "-m", "review_loop", "consult", "--repo", str(repo), "--peer", "codex"]
-        + ["--question", "hi"],
+        [*REVIEW_LOOP, "consult", "--repo", str(repo), "--peer", "codex", "--question", "hi"],
         capture_output=True,
         text=True,
         env={**os.environ, "REVIEW_LOOP_TIMEOUT_MS": "60000"},
@@ -89,9 +90,7 @@ def test_process_a_committed_record_is_never_rewritten(tmp_path: Path, fakes: Fa
     assert "reaped" not in done.stderr
 
 
-def test_process_3000_committed_records_stay_as_committed(
-    tmp_path: Path, fakes: FakeCLIs
-) -> None:
+def test_process_3000_committed_records_stay_as_committed(tmp_path: Path, fakes: FakeCLIs) -> None:
     clone = clone_with_records(tmp_path, 3000)
     done = consult(clone)
     assert tracked_changes(clone) == ""

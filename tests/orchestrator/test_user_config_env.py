@@ -30,6 +30,8 @@ from tests.gitrepo import committed_repo
 PREFS = Prefs.model_validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
 PROVIDER = '[model_providers.x]\nbase_url = "http://127.0.0.1:9/v1"\nenv_key = "{name}"\n'
 
+REVIEW_LOOP = (sys.executable, "-m", "review_loop")
+
 
 @pytest.fixture
 def home() -> Path:
@@ -81,6 +83,7 @@ def test_contract_an_edited_config_is_read_again(tmp_path: Path, home: Path) -> 
 
 # -- collaboration (fake codex, real dispatcher and process layer) ---------------------------
 
+
 @pytest.mark.anyio
 async def test_the_users_env_key_reaches_codex_and_the_repositorys_does_not(
     tmp_path: Path, home: Path, fakes: FakeCLIs, monkeypatch: pytest.MonkeyPatch
@@ -119,8 +122,7 @@ def test_process_consult_names_the_variable_and_the_prefs_command(
     repo = committed_repo(tmp_path / "repo", {"a.txt": "a\n"})
     fakes.script(codex=[{"mode": "not-logged-in"}])  # codex: Missing ... 'FAKE_API_KEY'.
     done = subprocess.run(
-        [sys.executable, "-m", "review_loop", "consult", "--repo", str(repo), "--peer", "codex"]
-        + ["--question", "hi"],
+        [*REVIEW_LOOP, "consult", "--repo", str(repo), "--peer", "codex", "--question", "hi"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -10,9 +10,10 @@
 2. Resolve the scope (stale base refused) into a start-input file in the scratch dir;
    start the run with it.
 3. Read the selection back from the run's sealed input — never from the resolver again.
-   Load the governing context from the head commit (``orchestrator/governance.py``:
-   ``spx/local/`` overlays per kind, the decisions and specs that name a changed path or
-   declare its audit ownership) and
+   Load the governing context (``orchestrator/governance.py``): the ``spx/local/``
+   overlays per kind from the base commit (the auditing standard, like ``.review-loop/``),
+   the decisions and specs that name a changed path or declare its audit ownership from
+   the head, and
    give each concern its part, with the rule ids it may use (a configured rule catalog).
 4. Dispatch every selected, installed concern agent through the dispatcher, read-only
    and in parallel, each with the complete changeset.
@@ -47,7 +48,7 @@ from review_loop.agents import verification_audit as va
 from review_loop.agents.errors import ReviewLoopError
 from review_loop.orchestrator.dispatcher import Dispatcher, PeerRequest, resolve_peer
 from review_loop.orchestrator.files import atomic_write_bytes, make_dirs
-from review_loop.orchestrator.governance import Governance
+from review_loop.orchestrator.governance import OVERLAY_DIR, Governance
 from review_loop.orchestrator.governance import discover as discover_governance
 from review_loop.orchestrator.journal import runs
 from review_loop.orchestrator.journal.store import Appended, Existing, Refused
@@ -759,7 +760,7 @@ async def _audit(
     refused: list[dict[str, str]] = []
     resolved, start_path = await _resolve(ctx, request, live, notes, refused)
     agents = await _repository_configuration(ctx, prefs, agents, refused, say)
-    changed = repo_config.changed([*resolved["changed_paths"], *live])
+    changed = repo_config.changed([*resolved["changed_paths"], *live], also=(OVERLAY_DIR,))
     for entry in changed:
         say(f"[review-loop] audit: the change edits {entry['path']}; its base version was used")
     started = await _start(ctx, start_path)
@@ -768,7 +769,10 @@ async def _audit(
     sealed = await _read_sealed(ctx, run)
     concerns = va.concerns_from_selection(sealed.selection)
     # Stage 3: the governing context, read from the head commit once the run is open.
-    governance = await _thread(discover_governance, ctx.repo, ctx.head, sealed.inventory)
+    # The overlays (the auditing standard) from the base, as .review-loop/ (repo_config).
+    governance = await _thread(
+        partial(discover_governance, overlays_at=ctx.base), ctx.repo, ctx.head, sealed.inventory
+    )
     results = await _dispatch_concerns(
         ctx, request, prefs, say, open_dispatcher, concerns, agents, sealed, governance
     )
