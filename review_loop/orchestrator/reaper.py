@@ -137,13 +137,27 @@ def find_records(
     git does not track (``tracked``: a committed record is never read as ours)."""
     runtime = repo / ".review-handoff" / "runtime"
     found: list[tuple[Path, SessionRecord]] = []
-    for path in runtime.glob(f"*/*/{SESSION_FILE}"):
-        if tracked and committed.relative(repo, path) in tracked:
-            continue
-        record = _read_record(path)
-        if record is not None:  # unreadable or foreign: skipped, as the original tool does
-            found.append((path, record))
+    # Two listings and a name lookup per folder: a tracked record costs no system call
+    # (3,000 committed ones made this scan 150 ms with a glob, which stats each folder).
+    for first in _folders(runtime):
+        for second in _folders(runtime / first):
+            name = f"{committed.HANDOFF}/runtime/{first}/{second}/{SESSION_FILE}"
+            if name in tracked:
+                continue
+            path = runtime / first / second / SESSION_FILE
+            record = _read_record(path)
+            if record is not None:  # unreadable or foreign: skipped, as the original tool
+                found.append((path, record))
     return found
+
+
+def _folders(directory: Path) -> list[str]:
+    """The names of the real directories in ``directory`` (a link is not followed)."""
+    try:
+        with os.scandir(directory) as listing:
+            return [e.name for e in listing if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
 
 
 def _running_since(pid: int, started: float) -> procfs.Proc | None:
