@@ -161,6 +161,7 @@ def load_user_concerns(
     Raises:
         Blocked: as :func:`load_concern_agents`.
     """
+    from review_loop.orchestrator.input_files import read_text
     from review_loop.prefs.home import state_home
 
     environ = os.environ if env is None else env
@@ -172,7 +173,7 @@ def load_user_concerns(
     catalog: list[str] = []
     for source in sources:
         try:
-            document = json.loads(source.read_text("utf-8"))
+            document = json.loads(read_text(source))
             entries = va.check_concern_config(document, str(source))
             catalog.extend(va.check_rule_catalog(document, str(source)) or ())
             for name, entry in entries.items():
@@ -181,7 +182,7 @@ def load_user_concerns(
                     text = va.BUILTIN_PROMPT
                 else:
                     path = Path(prompt)
-                    text = (path if path.is_absolute() else source.parent / path).read_text("utf-8")
+                    text = read_text(path if path.is_absolute() else source.parent / path)
                 agents[name] = va.ConcernAgent(
                     entry["product"], text, entry["version"], entry["timeoutMs"], entry["rules"]
                 )
