@@ -82,6 +82,13 @@ class Adapter(Protocol):
     (``True`` only for review-loop's own stand-in, which then runs without the reviewer
     sandbox), both read by the orchestrator's sandbox.
 
+    Likewise optional: ``user_config_files(env, home) -> tuple[Path, ...]``, the user's own
+    (home-directory) configuration files of the CLI that may name the variables it reads
+    credentials from (a last component holding ``*`` is a pattern), and
+    ``configured_env_names(texts) -> tuple[str, ...]``, those names, parsed from the files'
+    text (``{file name: text}``) that the orchestrator read. Such names pass the
+    environment allow-list like ``env_passthrough``'s.
+
     An adapter may also define ``output_complete(invocation, completed) -> bool``: whether
     what the CLI printed so far (``completed.stdout``, the process still running) is
     complete by the product's own format (its final result event or document). It is

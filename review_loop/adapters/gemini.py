@@ -52,6 +52,7 @@ from review_loop.adapters.base import (
     generic_failure,
     json_lines,
 )
+from review_loop.agents.constants import ENV_NAME_PATTERN
 from review_loop.agents.errors import AdapterRefusalError
 from review_loop.agents.models import EnvPassthrough, ResumeCommands, StoredSession
 
@@ -106,6 +107,10 @@ ENV_PASSTHROUGH: Final = EnvPassthrough(
 """Gemini's credentials (``GEMINI_API_KEY``, ``GOOGLE_API_KEY``, Vertex AI project and
 location, a service-account file), endpoint and ``GEMINI_CLI_HOME``."""
 SOURCE: Final = "cli-store"
+_SETTINGS_REFERENCE: Final = re.compile(r"\$(?:(\w+)|\{([^}]+?)(?::-[^}]*)?\})")
+"""Gemini's own pattern for a variable reference in a settings string (``$X``, ``${X}``,
+``${X:-default}``)."""
+_ENV_NAME: Final = re.compile(ENV_NAME_PATTERN)
 PROJECT_ROOT_SIDECAR: Final = "../.project_root"
 """Beside ``chats/``: the directory the project slug stands for."""
 
@@ -203,6 +208,25 @@ class GeminiAdapter:
     name: str = PRODUCT
     default_executable: str = "gemini"
     env_passthrough: EnvPassthrough = ENV_PASSTHROUGH
+
+    def user_config_files(self, env: Mapping[str, str], home: Path) -> tuple[Path, ...]:
+        """The user's own settings, ``${GEMINI_CLI_HOME:-~}/.gemini/settings.json``: its
+        string values may name variables. Never the workspace's ``.gemini/``."""
+        base = Path(env["GEMINI_CLI_HOME"]) if env.get("GEMINI_CLI_HOME") else home
+        return (base / ".gemini" / "settings.json",)
+
+    def configured_env_names(self, texts: Mapping[str, str]) -> tuple[str, ...]:
+        """The variables the user's settings reference: gemini resolves ``$NAME``,
+        ``${NAME}`` and ``${NAME:-default}`` in every string value of a settings file when
+        it loads it (an API key kept as ``"apiKey": "$MY_KEY"``, an MCP header). Read from
+        the raw text, as gemini's own pattern does, so a reference in a comment counts too
+        (the user's file: at worst a name of theirs passes that gemini does not use)."""
+        names = (
+            match.group(1) or match.group(2)
+            for text in texts.values()
+            for match in _SETTINGS_REFERENCE.finditer(text)
+        )
+        return tuple(dict.fromkeys(n for n in names if n and _ENV_NAME.fullmatch(n)))
 
     def probe_args(self) -> tuple[str, ...] | None:
         """``gemini --version`` prints ``0.61.0``."""

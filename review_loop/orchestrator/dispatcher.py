@@ -539,8 +539,14 @@ class Dispatcher:
         return attempt
 
     def _env(self, peer: ResolvedPeer) -> EnvPassthrough:
-        """What of the caller's environment this peer's CLI gets (its adapter's + prefs)."""
-        return reviewer_passthrough(peer.adapter.env_passthrough, self.prefs.envPassthrough)
+        """What of the caller's environment this peer's CLI gets: its adapter's, the names
+        its user configuration gives for credentials (``orchestrator/user_config.py``), and
+        prefs'."""
+        from review_loop.orchestrator.user_config import configured_names
+
+        configured = configured_names(peer.adapter, os.environ, self.repo)
+        declared = peer.adapter.env_passthrough.plus(EnvPassthrough(names=configured))
+        return reviewer_passthrough(declared, self.prefs.envPassthrough)
 
     async def _capabilities_of(self, peer: ResolvedPeer) -> Capabilities:
         key = peer.command
