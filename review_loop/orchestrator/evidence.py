@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from review_loop.agents.errors import InputError, ReviewLoopError
-from review_loop.agents.evidence import JS_WHITESPACE, normalize_path_filter
+from review_loop.agents.evidence import JS_WHITESPACE, normalize_path_filter, path_name
 from review_loop.orchestrator import git_lockdown
 from review_loop.orchestrator.git import rev_parse
 
@@ -72,6 +72,7 @@ __all__ = [
     "GitCommandError",
     "attest_evidence",
     "compute_evidence",
+    "path_name",
     "snapshot_evidence",
 ]
 
@@ -367,19 +368,6 @@ def _is_utf8(raw: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
-
-
-def path_name(raw: bytes) -> str:
-    """How a path is named in ``coveredPaths`` and in the prompt.
-
-    A UTF-8 name is itself, as the original lists it. A name that is not UTF-8 is written
-    as git prints it with ``core.quotePath`` on: in double quotes, every byte from 0x80 and
-    every control character, quote and backslash C-escaped (``"evil\\377.py"``), the form
-    ``git status`` shows and a shell's ``$'...'`` or git's own unquoting reads back.
-    """
-    if _is_utf8(raw):
-        return raw.decode("utf-8")
-    return _quote_two(b"", raw, True).decode("ascii")
 
 
 def _split_nul(data: bytes) -> list[bytes]:

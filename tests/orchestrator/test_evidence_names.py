@@ -129,3 +129,17 @@ def test_a_tree_of_utf8_names_is_unchanged(repo: Repo) -> None:
     snap = snapshot_evidence(repo.path, keep_text=True)
     assert snap.diff_text == oracle_text
     assert snap.evidence.model_dump() == expected
+
+
+def test_a_summarised_prompt_names_it_as_covered_paths_does(repo: Repo) -> None:
+    from review_loop.agents.review_prompt import diff_view, split_diff
+
+    repo.write(b"evil\xff.py", "x\n")
+    repo.write("src/app.py", "changed\n")
+    snap = snapshot_evidence(repo.path, keep_text=True)
+    assert snap.diff_text is not None
+    covered = snap.evidence.coveredPaths
+    assert [chunk.path for chunk in split_diff(snap.diff_text)] == ["src/app.py", covered[0]]
+    view = diff_view(snap.diff_text, covered, budget=10)  # nothing fits: every path named
+    assert sorted(view.summarised) == sorted(covered) == ['"evil\\377.py"', "src/app.py"]
+    assert '"evil\\377.py"' in view.text
