@@ -40,7 +40,13 @@ original can digest):
   untracked chunk at 10 MiB (Node's ``maxBuffer``); we hash all of it;
 - ``baseSha`` is the commit (``rev-parse <base>^{commit}``), where the original prints
   ``rev-parse <base>``, i.e. the tag object's id for an annotated tag;
-- a filter with no path in it (``--paths ""``) is ``None``, where the original keeps ``[]``.
+- a filter with no path in it (``--paths ""``) is ``None``, where the original keeps ``[]``;
+- a path whose name is not UTF-8, which the original loses (the U+FFFD name it looks up
+  names no file), gets a chunk of its own and is listed C-quoted (:func:`path_name`);
+- git runs locked down (``docs/git-lockdown.md``): no textconv, external diff or
+  repository-defined filter shapes the text.
+
+The differences are in ``docs/origins.md`` §3.6.
 """
 
 from __future__ import annotations
