@@ -159,15 +159,17 @@ def _subcommand(args: Sequence[str | bytes]) -> tuple[int, str]:
     return len(args), ""
 
 
-def argv(repo: str | os.PathLike[str], args: Sequence[str | bytes]) -> list[bytes]:
-    """``git -C repo <GLOBAL_OPTIONS> args...``, with the diff flags after a diff command."""
+def argv(repo: str | os.PathLike[str], args: Sequence[str | bytes]) -> list[str]:
+    """``git -C repo <GLOBAL_OPTIONS> args...``, with the diff flags after a diff command.
+
+    Bytes (a name that is not UTF-8) become ``str`` with surrogate escapes, which the
+    process layer encodes back to the same bytes.
+    """
     at, name = _subcommand(args)
-    words = [os.fsencode(a) for a in args]
+    words = [os.fsdecode(a) for a in args]
     flags = _DIFF_FLAGS if name in _DIFF_COMMANDS else _GREP_FLAGS if name == "grep" else ()
-    if flags:
-        words[at + 1 : at + 1] = [f.encode() for f in flags]
-    head = [b"git", b"-C", os.fsencode(repo), *(o.encode() for o in GLOBAL_OPTIONS)]
-    return [*head, *words]
+    words[at + 1 : at + 1] = flags
+    return ["git", "-C", os.fsdecode(repo), *GLOBAL_OPTIONS, *words]
 
 
 def needs_driver_overrides(args: Sequence[str | bytes]) -> bool:

@@ -20,10 +20,6 @@ from tests.gitrepo import committed_repo
 from tests.gitrepo import git as plain_git
 
 
-def words(argv: list[bytes]) -> list[str]:
-    return [os.fsdecode(w) for w in argv]
-
-
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     config = tmp_path / "gitconfig"
@@ -44,7 +40,7 @@ def canary(path: Path, then: str = "exit 0") -> str:
 
 
 def test_every_command_gets_the_global_options() -> None:
-    argv = words(lockdown.argv(Path("/r"), ["rev-parse", "HEAD"]))
+    argv = lockdown.argv(Path("/r"), ["rev-parse", "HEAD"])
     assert argv[:3] == ["git", "-C", "/r"]
     assert argv[3:-2] == list(lockdown.GLOBAL_OPTIONS)
     assert argv[-2:] == ["rev-parse", "HEAD"]
@@ -73,7 +69,7 @@ def test_every_command_gets_the_global_options() -> None:
 def test_diff_commands_get_no_external_diff_and_no_textconv(
     args: list[str | bytes], tail: list[str]
 ) -> None:
-    argv = words(lockdown.argv(Path("/r"), args))
+    argv = lockdown.argv(Path("/r"), args)
     assert argv[3 + len(lockdown.GLOBAL_OPTIONS) :] == tail
 
 
@@ -237,7 +233,7 @@ def test_a_hook_never_runs(repo: Path, tmp_path: Path) -> None:
 def test_no_pager_runs_on_a_terminal(repo: Path, tmp_path: Path) -> None:
     plain_git(repo, "config", "core.pager", canary(tmp_path / "pager", "cat"))
     env = lockdown.environment()
-    for argv, ran in ((lockdown.argv(repo, ["log", "-1"]), False), ([b"git", b"log", b"-1"], True)):
+    for argv, ran in ((lockdown.argv(repo, ["log", "-1"]), False), (["git", "log", "-1"], True)):
         leader, follower = pty.openpty()
         try:
             subprocess.run(argv, cwd=repo, stdout=follower, stderr=follower, env=env, check=True)
