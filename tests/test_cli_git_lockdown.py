@@ -246,3 +246,34 @@ def test_a_lazy_fetch_runs_no_ssh_command(hostile: Hostile, tmp_path: Path) -> N
     )
     assert hostile.fired() == {}
     assert done.returncode != 0 and "transport 'ssh' not allowed" in done.stdout, done.stdout
+
+
+def test_a_fetch_reaches_the_remote_and_runs_nothing_the_repository_names(
+    hostile: Hostile, tmp_path: Path
+) -> None:
+    """``scope resolve origin/main...HEAD`` refreshes its base with ``git fetch``: the
+    user's transport works; the repository's upload-pack, ssh command and credential
+    helper do not run."""
+    upstream = tmp_path / "upstream.git"
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", str(hostile.repo), str(upstream)],
+        check=True,
+        capture_output=True,
+    )
+    git(hostile.repo, "remote", "set-url", "origin", str(upstream))
+    git(hostile.repo, "fetch", "-q", "origin")
+    upload_pack = 'exec git-upload-pack "$@"'
+    arm(
+        hostile,
+        {
+            "remote.origin.uploadpack": upload_pack,
+            "core.sshCommand": "exit 1",
+            "credential.helper": "exit 0",
+            "core.fsmonitor": "exit 1",
+        },
+    )
+    done = hostile.rl("scope", "resolve", "origin/main...HEAD", "--repo", ".")
+    assert hostile.fired() == {}
+    assert done.returncode == 0, done.stdout + done.stderr
+    control = subprocess.run(["git", "fetch", "origin"], cwd=hostile.repo, capture_output=True)
+    assert "remote.origin.uploadpack" in hostile.fired(), control.stderr

@@ -39,9 +39,10 @@ def _run(
         raise _no_git() from None
 
 
-def locked_environment(repo: Path) -> dict[str, str]:
-    """The environment for git commands that may run a filter driver in ``repo``: the
-    repository's own drivers are reset (one ``git config`` read, see :mod:`.git_lockdown`).
+def locked_environment(repo: Path, *, transport: bool = False) -> dict[str, str]:
+    """The environment for git commands that may run a filter driver (or, ``transport``,
+    reach a remote) in ``repo``: the programs the repository's own configuration names for
+    them are reset (one ``git config`` read, see :mod:`.git_lockdown`).
 
     Raises:
         subprocess.CalledProcessError: git could not read the configuration.
@@ -51,7 +52,8 @@ def locked_environment(repo: Path) -> dict[str, str]:
         raise subprocess.CalledProcessError(
             query.returncode, query.args, query.stdout, query.stderr
         )
-    return git_lockdown.environment(git_lockdown.driver_overrides(query.stdout))
+    overrides = git_lockdown.driver_overrides(query.stdout)
+    return git_lockdown.environment(overrides, transport=transport)
 
 
 def git(
@@ -65,7 +67,7 @@ def git(
     """
     if git_lockdown.needs_driver_overrides(args):
         try:
-            env = locked_environment(repo)
+            env = locked_environment(repo, transport=git_lockdown.is_transport(args))
         except subprocess.CalledProcessError as failed:
             if check:
                 raise

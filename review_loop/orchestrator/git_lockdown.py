@@ -47,10 +47,11 @@ __all__ = [
     "config_entries",
     "driver_overrides",
     "environment",
+    "is_transport",
     "needs_driver_overrides",
 ]
 
-GLOBAL_OPTIONS: tuple[str, ...] = (
+_ALWAYS: tuple[str, ...] = (
     "--no-pager",
     "-c",
     "core.fsmonitor=",  # empty: off (a hook path or a boolean; "" is neither)
@@ -58,17 +59,40 @@ GLOBAL_OPTIONS: tuple[str, ...] = (
     "core.hooksPath=/dev/null",
     "-c",
     "core.pager=cat",
+)
+GLOBAL_OPTIONS: tuple[str, ...] = (
+    *_ALWAYS,
     "-c",
-    "protocol.allow=never",
+    "protocol.allow=never",  # no transport: ssh command, helpers, a lazy fetch
     "-c",
     "log.showSignature=false",
 )
-"""Global options before every subcommand review-loop runs."""
+"""Global options before every subcommand review-loop runs (but ``fetch``)."""
+
+TRANSPORT_OPTIONS: tuple[str, ...] = (
+    *_ALWAYS,
+    "-c",
+    "protocol.ext.allow=never",  # whatever the repository allows: no ext:: command
+    "-c",
+    "fetch.recurseSubmodules=false",  # a submodule's own configuration is not read here
+)
+"""Global options before ``fetch`` (scope resolution refreshes an ``origin/`` base): the
+user's transports work; what the repository's configuration names for them is reset with
+the drivers (:func:`driver_overrides`)."""
+_TRANSPORT_COMMANDS = frozenset({"fetch"})
 
 # Commands that can show a diff and so run an external diff or a textconv driver.
 _DIFF_COMMANDS = frozenset({"diff", "diff-files", "diff-index", "diff-tree", "log", "show"})
 _DIFF_FLAGS = ("--no-ext-diff", "--no-textconv")
 _GREP_FLAGS = ("--no-textconv",)
+# remote.<name>.uploadpack is first-wins (no -c can outrank the repository's): the command
+# line names git's own. (A user's own uploadpack path is not honoured by review-loop's fetch.)
+_FETCH_FLAGS = ("--upload-pack=git-upload-pack",)
+_FLAGS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(_DIFF_COMMANDS, _DIFF_FLAGS),
+    "grep": _GREP_FLAGS,
+    "fetch": _FETCH_FLAGS,
+}
 
 # Commands that never convert work tree content (so never run a filter driver), whatever
 # their options (checked: cat-file and ls-files below). Any other command gets the overrides.
@@ -93,13 +117,19 @@ _NO_CONTENT = frozenset(
 # Options under which a command of _NO_CONTENT does hash or convert work tree files.
 _CONTENT_OPTIONS = frozenset({"--filters", "--textconv", "-m", "--modified"})
 
-_DRIVER_KEY = r"^(filter\..*\.(clean|smudge|process|required)|diff\.submodule)$"
+_DRIVER_KEY = (
+    r"^(filter\..*\.(clean|smudge|process|required)|diff\.submodule"
+    r"|core\.(sshcommand|askpass|gitproxy)|credential\.(.*\.)?helper)$"
+)
 DRIVER_QUERY: tuple[str, ...] = ("config", "-z", "--show-scope", "--get-regexp", _DRIVER_KEY)
 """The ``git config`` read whose output :func:`driver_overrides` takes (exit 1: none).
 
 ``config -z --show-scope --list`` gives the same records (and more): evidence reads that
 once for this and its own settings."""
 _FILTER_KEYS = ("clean", "smudge", "process", "required")
+# Single-valued keys outside filter.*, and the value an untrusted one is reset to when the
+# user's configuration has none (git's own default, or nothing).
+_RESET = {"diff.submodule": "short", "core.sshcommand": "ssh", "core.askpass": ""}
 
 TRUSTED_SCOPES = frozenset({"system", "global", "command"})
 
@@ -143,6 +173,32 @@ _PASSED = frozenset(
     }
 )
 _PASSED_PREFIXES = ("LC_",)
+# What a fetch needs to reach the user's remotes as the user's own git would: the ssh agent,
+# the caller's own ssh/askpass programs, proxies and certificates.
+_TRANSPORT_PASSED = frozenset(
+    {
+        "SSH_AUTH_SOCK",
+        "GIT_SSH",
+        "GIT_SSH_COMMAND",
+        "GIT_SSH_VARIANT",
+        "GIT_ASKPASS",
+        "SSH_ASKPASS",
+        "GIT_SSL_CAINFO",
+        "GIT_SSL_CAPATH",
+        "GIT_SSL_NO_VERIFY",
+        "SSL_CERT_DIR",
+        "SSL_CERT_FILE",
+        "CURL_CA_BUNDLE",
+        "http_proxy",
+        "https_proxy",
+        "no_proxy",
+        "all_proxy",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+        "ALL_PROXY",
+    }
+)
 
 
 def _subcommand(args: Sequence[str | bytes]) -> tuple[int, str]:
@@ -159,17 +215,24 @@ def _subcommand(args: Sequence[str | bytes]) -> tuple[int, str]:
     return len(args), ""
 
 
+def is_transport(args: Sequence[str | bytes]) -> bool:
+    """Whether the command talks to a remote (``fetch``): see :data:`TRANSPORT_OPTIONS`."""
+    return _subcommand(args)[1] in _TRANSPORT_COMMANDS
+
+
 def argv(repo: str | os.PathLike[str], args: Sequence[str | bytes]) -> list[str]:
-    """``git -C repo <GLOBAL_OPTIONS> args...``, with the diff flags after a diff command.
+    """``git -C repo <GLOBAL_OPTIONS> args...``, with the diff flags after a diff command
+    (:data:`TRANSPORT_OPTIONS` for ``fetch``).
 
     Bytes (a name that is not UTF-8) become ``str`` with surrogate escapes, which the
     process layer encodes back to the same bytes.
     """
     at, name = _subcommand(args)
     words = [os.fsdecode(a) for a in args]
-    flags = _DIFF_FLAGS if name in _DIFF_COMMANDS else _GREP_FLAGS if name == "grep" else ()
+    flags = _FLAGS.get(name, ())
     words[at + 1 : at + 1] = flags
-    return ["git", "-C", os.fsdecode(repo), *GLOBAL_OPTIONS, *words]
+    options = TRANSPORT_OPTIONS if name in _TRANSPORT_COMMANDS else GLOBAL_OPTIONS
+    return ["git", "-C", os.fsdecode(repo), *options, *words]
 
 
 def needs_driver_overrides(args: Sequence[str | bytes]) -> bool:
@@ -180,29 +243,48 @@ def needs_driver_overrides(args: Sequence[str | bytes]) -> bool:
     return any(os.fsdecode(a) in _CONTENT_OPTIONS for a in args[at + 1 :])
 
 
-def _is_driver_key(key: str) -> bool:
-    if key == "diff.submodule":
-        return True
+def _single_default(key: str) -> str | None:
+    """The reset value of a single-valued key this module resets, else ``None``."""
+    if key in _RESET:
+        return _RESET[key]
     section, _, rest = key.partition(".")
-    return section == "filter" and rest.rpartition(".")[2] in _FILTER_KEYS and "." in rest
+    name, _, last = rest.rpartition(".")
+    if section == "filter" and name and last in _FILTER_KEYS:
+        return ""
+    return None
+
+
+def _is_helper_list(key: str) -> bool:
+    return key.startswith("credential.") and key.endswith(".helper")
 
 
 def driver_overrides(listing: bytes) -> list[tuple[str, str]]:
     """The ``(key, value)`` overrides for :data:`DRIVER_QUERY`'s output.
 
-    Every filter key (``filter.<name>.clean/smudge/process/required``) and
-    ``diff.submodule`` whose last value comes from an untrusted scope is set to its last
-    trusted value, or to the empty string (no filter command; ``required`` false;
-    ``diff.submodule``: ``short``, git's default). A ``diff.submodule`` that ends up
-    ``diff`` becomes ``log``. Other records in ``listing`` are ignored.
+    A single-valued key (``filter.<name>.clean/smudge/process/required``,
+    ``diff.submodule``, ``core.sshCommand``, ``core.askPass``) whose last value comes from
+    an untrusted scope is set to its last trusted value, or reset (no filter command,
+    ``required`` false, git's default ``short``, ``ssh``, no askpass). A
+    ``diff.submodule`` that ends up ``diff`` becomes ``log``. A credential helper list with
+    an untrusted entry is emptied (an empty value) and given the trusted entries again. An
+    untrusted ``core.gitProxy`` (first match wins, so it cannot be outranked) turns the
+    ``git://`` transport off. Other records in ``listing`` are ignored.
     """
     trusted: dict[str, str] = {}
     last_scope: dict[str, str] = {}
     last_value: dict[str, str] = {}
+    helpers: dict[str, list[tuple[str, str]]] = {}
+    proxied = False
     for scope, key, raw_value in config_entries(listing):
-        if not _is_driver_key(key):
-            continue
         value = "true" if raw_value is None else raw_value
+        if _is_helper_list(key):
+            helpers.setdefault(key, []).append((scope, value))
+            continue
+        if key == "core.gitproxy":
+            proxied = proxied or scope not in TRUSTED_SCOPES
+            continue
+        if _single_default(key) is None:
+            continue
         last_scope[key] = scope
         last_value[key] = value
         if scope in TRUSTED_SCOPES:
@@ -210,11 +292,18 @@ def driver_overrides(listing: bytes) -> list[tuple[str, str]]:
     overrides: dict[str, str] = {}
     for key, scope in last_scope.items():
         if scope not in TRUSTED_SCOPES:
-            overrides[key] = trusted.get(key, "short" if key == "diff.submodule" else "")
+            overrides[key] = trusted.get(key, _single_default(key) or "")
     submodule = overrides.get("diff.submodule", last_value.get("diff.submodule", ""))
     if submodule.strip().lower() == "diff":
         overrides["diff.submodule"] = "log"
-    return sorted(overrides.items())
+    out = sorted(overrides.items())
+    for key, entries in sorted(helpers.items()):
+        if any(scope not in TRUSTED_SCOPES for scope, _ in entries):
+            out.append((key, ""))  # an empty helper empties the list
+            out += [(key, value) for scope, value in entries if scope in TRUSTED_SCOPES]
+    if proxied:
+        out.append(("protocol.git.allow", "never"))
+    return out
 
 
 def config_entries(listing: bytes) -> list[tuple[str, str, str | None]]:
@@ -230,18 +319,24 @@ def config_entries(listing: bytes) -> list[tuple[str, str, str | None]]:
 
 
 def environment(
-    overrides: Sequence[tuple[str, str]] = (), source: Mapping[str, str] | None = None
+    overrides: Sequence[tuple[str, str]] = (),
+    source: Mapping[str, str] | None = None,
+    *,
+    transport: bool = False,
 ) -> dict[str, str]:
-    """The environment for git: the allow-listed part of ``source`` (``os.environ``),
-    the caller's ``GIT_CONFIG_COUNT`` entries, then ``overrides`` appended to them."""
+    """The environment for git: the allow-listed part of ``source`` (``os.environ``; with
+    ``transport``, also what reaching a remote needs), the caller's ``GIT_CONFIG_COUNT``
+    entries, then ``overrides`` appended to them."""
     environ = os.environ if source is None else source
     env = {
         name: value
         for name, value in environ.items()
-        if name in _PASSED or name.startswith(_PASSED_PREFIXES)
+        if name in _PASSED
+        or name.startswith(_PASSED_PREFIXES)
+        or (transport and name in _TRANSPORT_PASSED)
     }
     env.setdefault("GIT_OPTIONAL_LOCKS", "0")  # read-only commands must not take index.lock
-    env["GIT_TERMINAL_PROMPT"] = "0"  # never ask for a password (no transport runs anyway)
+    env["GIT_TERMINAL_PROMPT"] = "0"  # never ask on a terminal: nobody is there to answer
     entries = [*_caller_entries(environ), *overrides]
     for i, (key, value) in enumerate(entries):
         env[f"GIT_CONFIG_KEY_{i}"] = key

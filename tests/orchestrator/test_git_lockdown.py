@@ -241,3 +241,35 @@ def test_no_pager_runs_on_a_terminal(repo: Path, tmp_path: Path) -> None:
             os.close(follower)
             os.close(leader)
         assert (tmp_path / "pager.ran").exists() is ran
+
+
+def test_what_a_fetch_would_run_is_reset() -> None:
+    overrides = lockdown.driver_overrides(
+        listing(
+            ("global", "credential.helper", "store"),
+            ("local", "credential.helper", "/tmp/evil"),
+            ("global", "credential.https://x.example.helper", "mine"),
+            ("local", "core.sshcommand", "/tmp/evil"),
+            ("local", "core.askpass", "/tmp/evil"),
+            ("global", "core.gitproxy", "proxy for example.com"),
+            ("local", "core.gitproxy", "/tmp/evil"),
+        )
+    )
+    assert overrides == [
+        ("core.askpass", ""),
+        ("core.sshcommand", "ssh"),
+        ("credential.helper", ""),  # empties the list, then the user's helpers again
+        ("credential.helper", "store"),
+        ("protocol.git.allow", "never"),  # an untrusted proxy cannot be outranked
+    ]
+
+
+def test_a_fetch_gets_its_transport_options_and_environment() -> None:
+    argv = lockdown.argv(Path("/r"), ["fetch", "--quiet", "origin"])
+    assert "protocol.allow=never" not in argv and "protocol.ext.allow=never" in argv
+    assert "core.fsmonitor=" in argv and "core.hooksPath=/dev/null" in argv
+    assert argv[-4:] == ["fetch", "--upload-pack=git-upload-pack", "--quiet", "origin"]
+    source = {"PATH": "/bin", "SSH_AUTH_SOCK": "/run/agent", "AWS_SECRET_ACCESS_KEY": "s"}
+    assert "SSH_AUTH_SOCK" not in lockdown.environment(source=source)
+    env = lockdown.environment(source=source, transport=True)
+    assert env["SSH_AUTH_SOCK"] == "/run/agent" and "AWS_SECRET_ACCESS_KEY" not in env
