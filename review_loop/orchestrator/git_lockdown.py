@@ -11,6 +11,8 @@ environment from here (``docs/git-lockdown.md``):
   ``core.fsmonitor``, hooks (``core.hooksPath=/dev/null``), the pager, every transport
   (``protocol.allow=never``: no ssh command, remote helper, credential helper or askpass;
   a partial clone's lazy fetch fails instead) and signature checks (``log.showSignature``).
+  The one command that must reach a remote, ``fetch``, gets :data:`TRANSPORT_OPTIONS`
+  instead, and the transport programs the repository names are reset with the drivers.
 - :func:`argv` adds ``--no-ext-diff --no-textconv`` to every command that can show a diff
   (``--no-textconv`` to ``grep``): ``diff.external``, ``diff.<driver>.command`` and
   ``diff.<driver>.textconv`` never run, whatever scope defines them. The digest then binds
