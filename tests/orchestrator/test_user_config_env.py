@@ -1,4 +1,5 @@
-"""The variables a CLI's own user configuration names for credentials reach that CLI.
+"""Contract, collaboration and process tests: the variables a CLI's own user configuration
+names for credentials reach that CLI.
 
 Contract tests of :mod:`review_loop.orchestrator.user_config` on real files in the test's
 throw-away HOME, then collaboration tests through the real dispatcher and process layer
