@@ -77,7 +77,6 @@ FORBIDDEN: dict[str, set[str]] = {
         "pydantic",
         "pydantic_core",
         "psutil",
-        "ctypes",
         "importlib.resources",
         # resumeReadOnly has its own module; aliases' class is defined only with an alias
         "review_loop.orchestrator.sessions",

@@ -118,91 +118,18 @@ def locate(path: str | Path | None) -> Checkout:
         NotAGitRepositoryError: ``path`` does not exist or is not inside a work tree.
         InputError: git is not on PATH.
     """
-    with start_locate(path) as locating:
-        return locating.result()
+    start = _start(path)
+    result = git(start, *_LOCATE, check=False)
+    if result.returncode != 0:
+        raise NotAGitRepositoryError(str(start), result.stderr.decode("utf-8", "replace"))
+    lines = result.stdout.decode("utf-8").removesuffix("\n").split("\n")
+    if len(lines) != 2 or not lines[0] or not lines[1]:
+        root = repo_root(start)
+        return Checkout(root, common_dir(root))
+    return Checkout(Path(lines[0]), _absolute(start, lines[1]))
 
 
 _LOCATE = ("rev-parse", "--show-toplevel", "--git-common-dir")
-
-
-class Locating:
-    """A :func:`locate` whose git runs while the caller does something else.
-
-    Made by :func:`start_locate`; :meth:`result` waits for git and gives (or raises) exactly
-    what :func:`locate` would have. Leaving the ``with`` block ends and reaps a git whose
-    answer was never asked for (the command failed first), so no process outlives it. A
-    plain class: built once per ``consult``, before anything else is imported.
-    """
-
-    __slots__ = ("_error", "_process", "_start")
-
-    def __init__(self, path: str | Path | None) -> None:
-        self._process: subprocess.Popen[bytes] | None = None
-        # Every error is raised by result(), where locate raised it: a refusal keeps its order.
-        self._error: Exception | None = None
-        self._start = Path()
-        try:  # apart from git's start: a vanished working directory is no missing git
-            self._start = _start(path)
-        except (NotAGitRepositoryError, OSError) as refused:
-            self._error = refused
-            return
-        try:
-            self._process = subprocess.Popen(
-                git_lockdown.argv(self._start, _LOCATE),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=git_lockdown.environment(),
-            )
-        except FileNotFoundError:
-            self._error = _no_git()
-        except OSError as failed:  # a git that cannot be run (not executable, ...): as git()
-            self._error = failed
-
-    def result(self) -> Checkout:
-        """The checkout, once git has answered (see :func:`locate`).
-
-        Raises:
-            NotAGitRepositoryError: the path does not exist or is not inside a work tree.
-            InputError: git is not on PATH.
-            OSError: as :func:`locate` (no working directory, a git that cannot be run).
-        """
-        if self._error is not None:
-            raise self._error
-        if self._process is None:
-            raise RuntimeError("Locating.result() after the block was left")
-        with self._process as process:
-            stdout, stderr = process.communicate()
-        self._process = None
-        start = self._start
-        if process.returncode != 0:
-            raise NotAGitRepositoryError(str(start), stderr.decode("utf-8", "replace"))
-        lines = stdout.decode("utf-8").removesuffix("\n").split("\n")
-        if len(lines) != 2 or not lines[0] or not lines[1]:
-            root = repo_root(start)
-            return Checkout(root, common_dir(root))
-        return Checkout(Path(lines[0]), _absolute(start, lines[1]))
-
-    def close(self) -> None:
-        """End and reap git if its answer was not collected (idempotent)."""
-        process, self._process = self._process, None
-        if process is None:
-            return
-        with process:  # closes its pipes, then waits for it
-            if process.poll() is None:
-                process.kill()
-
-    def __enter__(self) -> Locating:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def start_locate(path: str | Path | None) -> Locating:
-    """Start :func:`locate`'s git now; ask for its answer later (``with`` it, see
-    :class:`Locating`). Nothing is raised here: errors come from :meth:`Locating.result`."""
-    return Locating(path)
 
 
 def repo_root(path: str | Path | None) -> Path:

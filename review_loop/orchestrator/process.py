@@ -27,12 +27,13 @@ The invariants, coded once here (the design: ``docs/process-ownership.md``):
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager, suppress
 from functools import partial
 from pathlib import Path
 
@@ -41,11 +42,13 @@ import anyio.abc
 
 from review_loop.agents.frozen_dataclass import frozen_dataclass
 from review_loop.agents.models import Completed, Invocation
-from review_loop.orchestrator import early_spare, pidfd_process, pidfd_start, procfs, subreaper
+from review_loop.orchestrator import procfs, subreaper
 from review_loop.orchestrator.capture import OUTPUT_CAP as OUTPUT_CAP
 from review_loop.orchestrator.capture import BoundedCapture as BoundedCapture
-from review_loop.orchestrator.early_spare import MARKER_ENV as MARKER_ENV
-from review_loop.orchestrator.early_spare import new_marker as new_marker
+
+MARKER_ENV = "REVIEW_LOOP_SESSION_MARKER"
+"""The variable carrying a session's marker: a supervisor's whole environment, and the
+CLI's (beside what the allow-list passes); the reaper proves a session by it."""
 
 STOP_POLL_S = 0.2
 TRACK_POLL_S = 0.1
@@ -58,6 +61,11 @@ STDERR_CAP = 256 * 1024
 SMALL_OUTPUT = 1024 * 1024
 """Output up to this size is judged complete in the event loop's thread (microseconds)."""
 CHUNK = 65536
+
+
+def new_marker() -> str:
+    """A fresh session marker: 32 lowercase hex digits, 128 random bits."""
+    return os.urandom(16).hex()
 
 
 @frozen_dataclass
@@ -348,8 +356,7 @@ pipe's buffer waits for it to read) before it counts as dead and is replaced."""
 
 
 class _Supervisor:
-    """A started supervisor that has not been handed its session yet (a plain slotted
-    class, as :class:`BoundedCapture` is)."""
+    """A started supervisor that has not been handed its session yet."""
 
     __slots__ = ("control", "marker", "pinned", "process")
 
@@ -362,9 +369,36 @@ class _Supervisor:
         self.marker = marker
         """Its own environment carries it: the session it runs gets this marker."""
         self.pinned = pinned
-        """It, pinned by its start time when it was started (a reused pid is not it);
-        ``None`` when it is a :class:`.pidfd_process.PidfdProcess`, whose pidfd names it
-        exactly."""
+        """It, pinned by its start time when it was started (a reused pid is not it)."""
+
+
+@contextmanager
+def _control_pipe() -> Iterator[tuple[int, int]]:
+    """A supervisor's control pipe, ``(read, write)``, for the block that starts it with
+    the read end (``pass_fds``). Leaving the block closes the read end (the supervisor
+    has its own copy); the write end is made non-blocking for the owner, or closed too
+    when the block raised (the caller ends what it started).
+
+    The read end is never 0, 1 or 2 (free when this process was started without them):
+    the child's own stdin, stdout and stderr pipes would be put over it, and it would
+    read its session from its stdin, the control pipe left without a reader.
+    """
+    read, write = os.pipe()  # both close-on-exec: no other child inherits either end
+    try:
+        if read <= 2:
+            low, read = read, -1
+            try:
+                read = fcntl.fcntl(low, fcntl.F_DUPFD_CLOEXEC, 3)
+            finally:
+                os.close(low)
+        yield read, write
+        os.set_blocking(write, False)
+    except BaseException:
+        os.close(write)
+        raise
+    finally:
+        if read >= 0:
+            os.close(read)
 
 
 async def _start_supervisor(marker: str) -> _Supervisor:
@@ -373,15 +407,8 @@ async def _start_supervisor(marker: str) -> _Supervisor:
     It gets the session's three pipes now, and as its own environment only the marker (the
     CLI's comes with the frame); its working directory is ``/`` until then. Raises
     ``OSError`` when it cannot be started. Shielded: a process that exists is returned.
-
-    Where pidfds work it is started synchronously (fork/exec,
-    :func:`.early_spare.start_supervisor`) and watched through its pidfd
-    (:mod:`.pidfd_process`): no thread and no await, where asyncio's child watcher would
-    start a thread per supervisor and wait for it. Elsewhere ``anyio.open_process``.
     """
-    if pidfd_start.available():
-        return _watched(early_spare.start_supervisor(marker))
-    with early_spare.control_pipe() as (read, write), anyio.CancelScope(shield=True):
+    with anyio.CancelScope(shield=True), _control_pipe() as (read, write):
         process = await anyio.open_process(
             subreaper.supervisor_argv(owner=os.getpid(), control=read),
             stdin=subprocess.PIPE,
@@ -393,18 +420,6 @@ async def _start_supervisor(marker: str) -> _Supervisor:
             pass_fds=(read,),
         )
     return _Supervisor(process, write, marker, procfs.Proc.of(process.pid))
-
-
-def _watched(begun: early_spare.Begun) -> _Supervisor:
-    """A supervisor started without anyio (:mod:`.early_spare`), now watched by the event
-    loop through its pidfd. On any exception while that is set up it is killed and
-    reaped, and its control pipe closed, before the exception goes up."""
-    try:
-        process = pidfd_process.watch(begun.popen, begun.pidfd)
-    except BaseException:
-        os.close(begun.control)
-        raise
-    return _Supervisor(process, begun.control, begun.marker, None)
 
 
 async def _send_session(supervisor: _Supervisor, frame: bytes) -> bool:
@@ -434,15 +449,12 @@ async def _discard(supervisor: _Supervisor) -> None:
 
     It started nothing (its group and subtree are empty), so it is simply killed: waiting
     for it to see end-of-file would wait for its interpreter's start when it is still
-    starting. Killed through its pidfd, or else its pinned identity (never a reused pid),
-    not through anyio's process handle: that would reap it behind the event loop's child
-    watcher.
+    starting. Killed through its pinned identity (never a reused pid), not through
+    anyio's process handle: that would reap it behind the event loop's child watcher.
     """
     process = supervisor.process
     with anyio.CancelScope(shield=True):
-        if isinstance(process, pidfd_process.PidfdProcess):
-            process.kill()
-        elif supervisor.pinned is not None:
+        if supervisor.pinned is not None:
             supervisor.pinned.send_signal(signal.SIGKILL)
         if supervisor.control >= 0:
             with suppress(OSError):
@@ -489,21 +501,14 @@ class Supervisors:
         return not self._closed and self._owner == os.getpid() and subreaper.available()
 
     async def prestart(self) -> None:
-        """Start a spare now unless one is ready (or starting). Cheap for the caller: it
-        returns once the process has been executed (a synchronous fork/exec of about
-        0.4 ms where pidfds work); its interpreter starts meanwhile. Failing to start one
-        is not an error: the next session starts its own. Async because, without pidfds,
-        the start awaits ``anyio.open_process``.
-
-        Where ``consult`` already started one before its imports
-        (:func:`.early_spare.held`), that one is adopted instead (once, by its own
-        process): from then on it is this pool's spare, ended by :meth:`aclose`."""
+        """Start a spare now unless one is ready (or starting). It returns once the process
+        has been executed; its interpreter starts meanwhile. Failing to start one is not
+        an error: the next session starts its own."""
         if not self._usable() or self._spare is not None or self._starting:
             return
         self._starting = True
         try:
-            early = early_spare.adopt()  # consult's, started before its imports
-            spare = _watched(early) if early is not None else await _start_supervisor(new_marker())
+            spare = await _start_supervisor(new_marker())
         except OSError:
             return
         finally:

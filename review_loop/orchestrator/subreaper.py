@@ -38,20 +38,17 @@ change the interpreter.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import select
+import signal
 import sys
 import time
-
-TYPE_CHECKING = False  # not typing's: importing typing would cost every session ~5 ms
-if TYPE_CHECKING:  # collections.abc too: with -S it is not loaded, and costs ~4 ms
-    import signal
-    from collections.abc import Iterable, Sequence
-else:  # the same functions and numbers without the enum module (~4 ms per session)
-    import _signal as signal
+from collections.abc import Iterable, Sequence
+from contextlib import suppress
 
 SCRIPT = os.path.realpath(__file__)
-"""This file (pathlib is not imported: it would cost the supervisor 5 ms)."""
+"""This file."""
 LAUNCH = (
     "import sys; sys.path.append(sys.argv[1]); import subreaper; "
     "subreaper._run_as_script(sys.argv[2:])"
@@ -166,24 +163,7 @@ def running(pid: int) -> bool:
 # --- in the review-loop process -------------------------------------------------------
 
 
-def _no_seccomp_filter() -> bool:
-    """Whether no seccomp filter can refuse ``prctl`` here (``/proc/self/status``) on a
-    kernel that has ``PR_SET_CHILD_SUBREAPER`` (3.4+): then asking ``prctl`` itself, which
-    needs ``ctypes`` (2–3 ms of every reviewer command's start-up), tells nothing more."""
-    try:
-        with open("/proc/self/status", "rb") as handle:
-            seccomp = [line for line in handle if line.startswith(b"Seccomp:")]
-        major, minor = (int(part) for part in os.uname().release.split(".")[:2])
-    except (OSError, ValueError):
-        return False
-    return seccomp == [b"Seccomp:\t0\n"] and (major, minor) >= (3, 4)
-
-
 def _prctl_get_subreaper() -> bool:
-    if _no_seccomp_filter():
-        return True
-    import ctypes
-
     libc = ctypes.CDLL(None, use_errno=True)
     value = ctypes.c_int(0)
     return int(libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(value), 0, 0, 0)) == 0
@@ -316,10 +296,8 @@ def spawn_failure(returncode: int | None, stderr: bytes) -> str | None:
 
 
 def _say(text: str) -> None:
-    try:  # noqa: SIM105 - contextlib would cost every session's start-up ~1 ms
+    with suppress(OSError):  # nobody reads our stderr any more
         os.write(2, f"{FAILURE_PREFIX} {text}\n".encode())
-    except OSError:
-        pass  # nobody reads our stderr any more
 
 
 def _read_exact(fd: int, size: int, owner: int) -> bytes | None:
@@ -359,22 +337,8 @@ def read_session(fd: int, owner: int) -> Session | None:
 
 
 def _become_subreaper() -> bool:
-    """``prctl(PR_SET_CHILD_SUBREAPER, 1)``; whether it worked.
-
-    Through ``_ctypes``' own call (what ``ctypes`` calls underneath, with the same
-    conversion of plain ints): importing the ``ctypes`` package costs every supervisor's
-    start 4–6 ms. ``ctypes`` is the fallback where ``_ctypes`` does not have it.
-    """
+    """``prctl(PR_SET_CHILD_SUBREAPER, 1)``; whether it worked."""
     try:
-        import _ctypes
-
-        prctl = _ctypes.dlsym(_ctypes.dlopen(None), "prctl")  # type: ignore[arg-type]
-        return int(_ctypes.call_function(prctl, (_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))) == 0
-    except (ImportError, OSError, AttributeError):
-        pass
-    try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
     except (OSError, AttributeError):

@@ -1,8 +1,7 @@
 """Contract and process tests: one ``git rev-parse`` locates a checkout for ``consult``.
 
-``consult`` starts that git before it imports the dispatcher (``git.start_locate``) and asks
-for its answer where it always did: the answer and every refusal are ``locate``'s, and a
-consult refused before it asked leaves no git behind.
+``consult`` asks for it where its checks need the checkout: a consult refused before then
+starts no git, and leaves none behind.
 
 ``git.locate`` asks git for the top level and the common dir in one process; it must give
 exactly what ``repo_root`` and ``common_dir`` give one at a time (top level, a directory
@@ -30,13 +29,12 @@ from review_loop.orchestrator.git import (
     ensure_layout,
     locate,
     repo_root,
-    start_locate,
 )
 from review_loop.orchestrator.git_lockdown import GLOBAL_OPTIONS
 from tests.conftest import processes_with_token
 from tests.fakes import FakeCLIs
 from tests.gitrepo import committed_repo, git
-from tests.orchestrator.ownership import running, wait_until
+from tests.orchestrator.ownership import running
 
 
 @pytest.fixture
@@ -135,43 +133,15 @@ def _live_children() -> list[psutil.Process]:
     return [p for p in psutil.Process().children(recursive=True) if running(p)]
 
 
-def test_contract_start_locate_answers_as_locate_and_raises_only_when_asked(
+def test_contract_locate_without_git_names_git(
     tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for place in _places(repo):
-        with start_locate(place) as locating:
-            assert locating.result() == locate(place), place
-    plain = tmp_path / "plain"
-    plain.mkdir()
-    for place in (plain, tmp_path / "missing", repo / ".git"):
-        locating = start_locate(place)  # nothing raised yet: the caller checks other things
-        with locating, pytest.raises(NotAGitRepositoryError) as started:
-            locating.result()
-        with pytest.raises(NotAGitRepositoryError) as located:
-            locate(place)
-        assert str(started.value) == str(located.value)
-    monkeypatch.setenv("PATH", str(plain))  # no git at all
-    locating = start_locate(repo)
-    with locating, pytest.raises(InputError, match="git executable is not on PATH"):
-        locating.result()
+    monkeypatch.setenv("PATH", str(tmp_path))  # no git at all
     with pytest.raises(InputError, match="git executable is not on PATH"):
         locate(repo)
 
 
-def test_process_leaving_the_block_unasked_ends_and_reaps_git(
-    tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("PATH", _slow_git_path(tmp_path))
-    before = _live_children()
-    with start_locate(repo) as locating:
-        assert wait_until(lambda: len(_live_children()) > len(before), 20)
-    assert _live_children() == before  # killed and reaped: not even a zombie is left
-    locating.close()  # idempotent
-    with pytest.raises(RuntimeError, match="after the block was left"):
-        locating.result()
-
-
-def test_process_a_consult_refused_after_git_started_leaves_no_git(
+def test_process_a_refused_consult_leaves_no_git(
     tmp_path: Path, repo: Path, no_process_left_behind: str
 ) -> None:
     env = dict(os.environ, PATH=_slow_git_path(tmp_path))
@@ -186,44 +156,3 @@ def test_process_a_consult_refused_after_git_started_leaves_no_git(
     assert done.returncode == 1, done.stderr[-2000:]
     assert "--question" in json.loads(done.stdout)["error"]
     assert processes_with_token(no_process_left_behind) == []  # ended before the exit
-
-
-# Records, in order, each process started and each of consult's heavy imports.
-ORDER_HARNESS = """
-import json, sys
-seen = []
-def hook(event, args):
-    if event == "subprocess.Popen":
-        seen.append("spawn " + " ".join(map(str, args[1][:3])))
-    elif event == "import" and args[0] == "review_loop.orchestrator.dispatcher":
-        seen.append("import dispatcher")
-sys.addaudithook(hook)
-import atexit
-atexit.register(lambda: print(json.dumps(seen), file=sys.stderr))
-sys.argv = ["review-loop", *sys.argv[1:]]
-from review_loop.orchestrator.cli import main
-main()
-"""
-
-
-def test_process_consult_s_git_runs_while_the_dispatcher_is_imported(
-    tmp_path: Path, repo: Path
-) -> None:
-    fakes = FakeCLIs(tmp_path / "fakes")
-    fakes.script(codex=[{"mode": "ok", "text": "fine"}])
-    done = subprocess.run(
-        [sys.executable, "-c", ORDER_HARNESS, "consult", "--peer", "codex", "--question", "?"],
-        cwd=repo,
-        env=fakes.env(dict(os.environ)),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    seen = json.loads(done.stderr.strip().splitlines()[-1])
-    # The session's supervisor may start there too (tests/orchestrator/test_early_spare.py).
-    supervisor = f"spawn {sys.executable} -I -S"
-    assert [step for step in seen if step != supervisor][:2] == [
-        f"spawn git -C {repo}",
-        "import dispatcher",
-    ]

@@ -1,10 +1,8 @@
-"""Contract tests: ``git.start_locate`` keeps every error of ``locate`` for ``result()``.
+"""Contract tests: ``git.locate`` raises what went wrong as what it is.
 
-``consult`` starts its git before it checks its arguments and asks for the answer where it
-always called ``locate`` (``tests/orchestrator/test_locate.py``). Whatever went wrong while
-starting — not only a missing directory or a missing git — is raised there, as what it
-is: a working directory that no longer exists is not "git is not on PATH", and a git that
-cannot be run does not overtake the question's own refusal.
+Not only a missing directory or a missing git: a working directory that no longer exists
+is not "git is not on PATH", and a git that cannot be run is the error ``repo_root``
+raises for it.
 """
 
 from __future__ import annotations
@@ -17,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from review_loop.orchestrator.git import repo_root, start_locate
+from review_loop.orchestrator.git import locate, repo_root
 from tests.gitrepo import committed_repo
 
 # In a process of its own: its working directory is removed under it.
 GONE_CWD_PROBE = """
 import json, os, sys
-from review_loop.orchestrator.git import repo_root, start_locate
+from review_loop.orchestrator.git import locate, repo_root
 os.chdir(sys.argv[1])
 os.rmdir(sys.argv[1])
 def outcome(call):
@@ -32,9 +30,7 @@ def outcome(call):
     except Exception as error:
         return [type(error).__name__, str(error)]
     return None
-locating = start_locate(None)  # raises nothing: the caller checks other things first
-with locating:
-    started = outcome(locating.result)
+started = outcome(lambda: locate(None))
 print(json.dumps([started, outcome(lambda: repo_root(None))]))
 """
 
@@ -57,7 +53,7 @@ def test_contract_a_vanished_working_directory_is_raised_as_repo_root_raises_it(
     assert started == rooted  # not "the git executable is not on PATH"
 
 
-def test_contract_a_git_that_cannot_run_is_raised_by_result_not_by_start(
+def test_contract_a_git_that_cannot_run_is_raised_as_repo_root_raises_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = committed_repo(tmp_path / "repo", {"a.txt": "a\n"})
@@ -66,9 +62,8 @@ def test_contract_a_git_that_cannot_run_is_raised_by_result_not_by_start(
     (bin_dir / "git").write_text("#!/bin/sh\nexit 0\n")  # on PATH, not executable
     os.chmod(bin_dir / "git", 0o644)
     monkeypatch.setenv("PATH", str(bin_dir))
-    locating = start_locate(repo)  # consult checks its question before it asks
-    with locating, pytest.raises(PermissionError) as started:
-        locating.result()
+    with pytest.raises(PermissionError) as started:
+        locate(repo)
     with pytest.raises(PermissionError) as rooted:
         repo_root(repo)  # one git at a time, through subprocess.run: the same error
     assert str(started.value) == str(rooted.value)

@@ -33,7 +33,6 @@ import pytest
 from review_loop.agents.models import Invocation
 from review_loop.orchestrator import procfs, subreaper
 from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
-from review_loop.orchestrator.pidfd_process import PidfdProcess
 from review_loop.orchestrator.process import (
     MARKER_ENV,
     Started,
@@ -202,21 +201,14 @@ async def test_a_dead_spares_control_pipe_is_closed_once(
                 taken.append(os.dup2(other, number))
                 os.close(other)
 
-        # _discard kills the spare through its pidfd where there is one, else through its
-        # pinned identity: the number is taken at whichever comes first.
+        # _discard kills the spare through its pinned identity: the number is taken then.
         real = procfs.Proc.send_signal
-        real_pidfd = PidfdProcess.send_signal
 
         def reuse_then_send(proc: procfs.Proc, sig: int) -> bool:
             take_the_number(proc.pid)
             return real(proc, sig)
 
-        def reuse_then_send_pidfd(process: PidfdProcess, sig: signal.Signals) -> None:
-            take_the_number(process.pid)
-            real_pidfd(process, sig)
-
         monkeypatch.setattr(procfs.Proc, "send_signal", reuse_then_send)
-        monkeypatch.setattr(PidfdProcess, "send_signal", reuse_then_send_pidfd)
         invocation = Invocation(argv=("claude", "-p"), stdin=b"still there?", cwd=tmp_path)
         with anyio.fail_after(60):  # hang-catching only
             _, _, code = await run_recording(invocation, supervisors)
@@ -414,27 +406,6 @@ def test_a_frame_refuses_what_exec_would(argv: list[str], env: dict[str, str], w
 def test_a_malformed_frame_is_refused(payload: bytes) -> None:
     with pytest.raises(ValueError, match="malformed session frame"):
         subreaper.parse_session(payload)
-
-
-def test_the_cheap_availability_check_agrees_with_prctl() -> None:
-    """Contract: where ``/proc/self/status`` reports no seccomp filter on a 3.4+ kernel,
-    ``available()`` answers without importing ``ctypes`` (2-3 ms of every reviewer
-    command's start-up), and asking ``prctl`` itself says the same."""
-    if not sys.platform.startswith("linux") or not subreaper._no_seccomp_filter():
-        pytest.skip("needs Linux without a seccomp filter")
-    code = (
-        "import sys; from review_loop.orchestrator import subreaper; "
-        "print(subreaper.available(), 'ctypes' in sys.modules)"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
-    )
-    assert done.stdout.split() == ["True", "False"], done.stderr
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    value = ctypes.c_int(0)
-    assert int(libc.prctl(37, ctypes.byref(value), 0, 0, 0)) == 0  # PR_GET_CHILD_SUBREAPER
 
 
 @needs_supervisor

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     import argparse
     from types import SimpleNamespace
 
-    from review_loop.orchestrator.git import Checkout, Locating
+    from review_loop.orchestrator.git import Checkout
     from review_loop.orchestrator.workflows.consult import ConsultPlan
     from review_loop.prefs.view import PrefsView
 
@@ -56,34 +56,22 @@ def parse_plain(words: Sequence[str]) -> SimpleNamespace | None:
 
 
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
-    """Validate everything first (nothing is written on bad input), then consult.
+    """Validate everything first (nothing is written on bad input), then consult."""
+    from review_loop.orchestrator.git import ensure_layout
 
-    git locates the checkout while the rest of consult is imported and its arguments are
-    checked; its answer is asked for where the checks always asked it, so the same input
-    is refused with the same error (``docs/consult-startup.md``). The session's
-    supervisor starts meanwhile too (the early spare, adopted by the dispatcher's pool;
-    leaving the block without that ends it: ``docs/process-ownership.md``).
-    """
-    from review_loop.orchestrator import early_spare
-    from review_loop.orchestrator.git import ensure_layout, start_locate
+    checkout, prefs, plan = _checked(args)
+    ensure_layout(checkout)
+    from review_loop.orchestrator.cli.stops import Stop, run_cancellable
+    from review_loop.orchestrator.workflows.consult import run_consult
 
-    # Leaving it ends a git never asked, and a spare no pool adopted.
-    with start_locate(args.repo) as locating, early_spare.held():
-        checkout, prefs, plan = _checked(args, locating)
-        ensure_layout(checkout)
-        from review_loop.orchestrator.cli.stops import Stop, run_cancellable
-        from review_loop.orchestrator.workflows.consult import run_consult
+    async def main(stop: Stop) -> Mapping[str, Any]:
+        async with stop.open_dispatcher(repo=checkout, prefs=prefs) as dispatcher:
+            return await run_consult(dispatcher, plan, interrupted=stop.keep)
 
-        async def main(stop: Stop) -> Mapping[str, Any]:
-            async with stop.open_dispatcher(repo=checkout, prefs=prefs) as dispatcher:
-                return await run_consult(dispatcher, plan, interrupted=stop.keep)
-
-        return run_cancellable(main)
+    return run_cancellable(main)
 
 
-def _checked(
-    args: argparse.Namespace, locating: Locating
-) -> tuple[Checkout, PrefsView, ConsultPlan]:
+def _checked(args: argparse.Namespace) -> tuple[Checkout, PrefsView, ConsultPlan]:
     """The checkout, the prefs and the plan, or the first error in the order of the checks."""
     from review_loop.agents.errors import InputError
     from review_loop.orchestrator.cli.common import (
@@ -94,6 +82,7 @@ def _checked(
     )
     from review_loop.orchestrator.cli.named_files import read_named_text
     from review_loop.orchestrator.dispatcher import resolve_peer
+    from review_loop.orchestrator.git import locate
     from review_loop.orchestrator.workflows.consult import (
         ConsultPlan,
         resolve_fallbacks,
@@ -117,7 +106,7 @@ def _checked(
             "the question is empty",
             "non-blank text",
         )
-    checkout = locating.result()  # one git process: the top level and the common dir
+    checkout = locate(args.repo)  # one git process: the top level and the common dir
     prefs = load_user_prefs_view()
     skip_host = parse_bool(args.skip_host, "--skip-host")
     if args.host is not None:
