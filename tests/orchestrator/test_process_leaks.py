@@ -467,8 +467,11 @@ FAILURES = {
 
 
 @needs_supervisor
-@pytest.mark.parametrize("at", [DISPATCHER, REAPER], ids=["dispatcher", "reaper"])
-@pytest.mark.parametrize("case", list(FAILURES))
+@pytest.mark.parametrize(
+    ("case", "at"),
+    [(case, DISPATCHER) for case in FAILURES]
+    + [(case, REAPER) for case in ("exception", "SIGTERM", "SIGINT")],
+)
 def test_process_a_consult_that_fails_in_start_up_leaves_no_process(
     case: str, at: str, tmp_path: Path, repo: Path
 ) -> None:
@@ -491,3 +494,17 @@ def test_process_a_consult_that_fails_in_start_up_leaves_no_process(
     elif action != "interrupt":
         document = json.loads(done.stdout)
         assert (document["status"], document["signal"]) == ("interrupted", action)
+
+
+@needs_supervisor
+def test_process_a_keyboard_interrupt_raised_as_the_dispatcher_opens_leaves_no_process(
+    tmp_path: Path, repo: Path
+) -> None:
+    """A ``KeyboardInterrupt`` raised inside the event loop (as ``reaper`` is imported,
+    while the pool's spare idles), not through a signal: however the command ends, the
+    process has no child left when it exits, not even a zombie."""
+    done, seen = consult(
+        tmp_path, repo, ["--peer", "codex", "--question", "?"], "interrupt", REAPER
+    )
+    assert done.returncode != 0, done.stdout
+    assert seen["left"] == []
