@@ -12,7 +12,8 @@ The invariants, coded once here (the design: ``docs/process-ownership.md``):
 - ``run_process`` never returns or raises before the child has been reaped, and no
   descendant it started survives: on deadline, STOP or cancellation the whole group and
   every member found get SIGTERM, then SIGKILL after ``grace`` seconds. All of that is
-  shielded from cancellation and never raises.
+  shielded from cancellation (asyncio's repeated ``Task.cancel()`` included) and never
+  raises.
 - stdout and stderr are drained concurrently with bounded memory: past the cap the middle
   of the stream goes to a spill file, and the head and the tail stay in memory.
 - A descendant that keeps the output pipe open does not hang the call: once the child has
@@ -38,7 +39,14 @@ import anyio.abc
 
 from review_loop.agents.frozen_dataclass import frozen_dataclass
 from review_loop.agents.models import Completed, Invocation
-from review_loop.orchestrator import early_spare, pidfd_process, pidfd_start, procfs, subreaper
+from review_loop.orchestrator import (
+    early_spare,
+    pidfd_process,
+    pidfd_start,
+    procfs,
+    shielded,
+    subreaper,
+)
 from review_loop.orchestrator.early_spare import MARKER_ENV as MARKER_ENV
 from review_loop.orchestrator.early_spare import new_marker as new_marker
 
@@ -302,13 +310,17 @@ async def _terminate(
     """SIGTERM everything in the tree, SIGKILL what is left after ``grace``, reap the child.
 
     ``thorough`` also finds (and waits for) the session's processes by the marker over the
-    whole machine. Shielded from cancellation, and it never raises: whatever goes wrong
-    while signalling, the group gets SIGKILL and the child is reaped before this returns.
+    whole machine. Shielded from cancellation, and it raises nothing of its own: whatever
+    goes wrong while signalling, the group gets SIGKILL and the child is reaped before this
+    returns. asyncio's ``Task.cancel()``, which a shield does not stop, cannot cut it short
+    either, however often it comes: such a cancellation is raised once the child is reaped
+    (:func:`.shielded.to_the_end`).
     """
     # Without a child to wait for, something outside the subtree holds the pipe: look wide.
     thorough = thorough or process is None
     alive = partial(tree.alive, thorough=thorough)
-    with anyio.CancelScope(shield=True):
+
+    async def end_tree() -> None:
         try:
             await anyio.to_thread.run_sync(
                 lambda: tree.signal_all(signal.SIGTERM, thorough=thorough)
@@ -329,6 +341,9 @@ async def _terminate(
             if process is not None:
                 with suppress(Exception):
                     await process.wait()
+
+    # Shielded, and not cut short by asyncio's Task.cancel() either, however often it comes.
+    await shielded.to_the_end(end_tree)
 
 
 async def _drain(
@@ -809,12 +824,15 @@ async def run_process(
     finally:
         out.close()
         err.close()
-        with anyio.CancelScope(shield=True):
+
+        async def close_streams() -> None:
             # stdin too: the feed closes it, but no feed ran if on_started raised.
             for stream in (process.stdin, process.stdout, process.stderr):
                 if stream is not None:
                     with suppress(Exception):
                         await stream.aclose()
+
+        await shielded.to_the_end(close_streams)
 
     failure = subreaper.spawn_failure(process.returncode, err.value()) if tree.supervised else None
     if failure is not None:
