@@ -87,7 +87,9 @@ def run_until_asked(repo: Path) -> float:
         raise _Asked
 
     async def main() -> None:
-        async with open_dispatcher(repo=repo, prefs=load_user_prefs(), progress=lambda line: None) as d:
+        async with open_dispatcher(
+            repo=repo, prefs=load_user_prefs(), progress=lambda line: None
+        ) as d:
             original = Dispatcher.ask
             Dispatcher.ask = refuse  # type: ignore[method-assign]
             try:
