@@ -59,8 +59,7 @@ def _unquote_git(path: str) -> str:
     return path
 
 
-def _chunk_path(text: str) -> str | None:
-    lines = text.splitlines()
+def _chunk_path(lines: Sequence[str]) -> str | None:
     if lines and lines[0] == "review-evidence untracked-symlink-v1" and len(lines) > 2:
         try:
             value = json.loads(lines[2])
@@ -68,6 +67,8 @@ def _chunk_path(text: str) -> str | None:
             return None
         return value if isinstance(value, str) else None
     for line in lines[1:12]:
+        if line[:1] not in ("+", "-", "r"):  # none of the prefixes below can match
+            continue
         for prefix, strip in (("+++ ", "b/"), ("rename to ", ""), ("--- ", "a/")):
             if line.startswith(prefix):
                 raw = _unquote_git(line[len(prefix) :].rstrip("\t"))
@@ -91,13 +92,10 @@ def split_diff(diff_text: str) -> list[DiffChunk]:
         if not part.strip():
             continue
         body = part.rstrip("\n")
-        added = sum(
-            1 for line in body.splitlines() if line.startswith("+") and not line.startswith("+++")
-        )
-        removed = sum(
-            1 for line in body.splitlines() if line.startswith("-") and not line.startswith("---")
-        )
-        chunks.append(DiffChunk(_chunk_path(body), body, added, removed))
+        lines = body.splitlines()  # once per part: a tree of 100,000 new files has as many
+        added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
+        removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
+        chunks.append(DiffChunk(_chunk_path(lines), body, added, removed))
     return chunks
 
 
