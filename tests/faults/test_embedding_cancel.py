@@ -7,6 +7,12 @@ once both reviewers run. Checks: the cancellation propagates (the consult never
 returns), every record is finished (``interrupted``; none left ``running``), the
 ``interrupted`` callback receives the document of what had ended (an answer that arrived
 is kept), and no process of the run survives.
+
+Then cancellation however often it comes: ``consult``, ``ask``, ``fan_out`` and
+``run_process`` cancelled once and five times in a row (asyncio: ``Task.cancel()`` of the
+awaiting task, which anyio's shield does not stop; trio: nested cancel scopes) while
+SIGTERM-ignoring reviewers are being ended, ``/proc`` read at the instant the call raises;
+and a progress callback that raises, which is the caller's error.
 """
 
 from __future__ import annotations
