@@ -2,8 +2,8 @@
 
 Run: ``.venv/bin/python scripts/bench_run_scale.py [--files N] [--runs R] [--quick]``.
 Builds one throw-away repository with N small untracked files (100,000 by default; 20,000
-with ``--quick``) and prints medians, as ratios to ``evidence`` on the same tree measured in this run (the machine is shared:
-absolute numbers drift, ratios less):
+with ``--quick``) and prints medians, as ratios to ``evidence`` on the same tree measured
+in this run (the machine is shared: absolute numbers drift, ratios less):
 
 (a) in-process: ``run_review`` up to the moment it calls the reviewer (evidence frozen,
     diff view and prompt built, round recorded) vs ``compute_evidence`` alone;

@@ -75,6 +75,14 @@ class Adapter(Protocol):
     account launchers start with besides the product name (``cc`` for claude: the seed's
     ``cc002``). It is optional data, not part of the protocol, so adapters written before
     it still satisfy it.
+
+    An adapter may also define ``output_complete(invocation, completed) -> bool``: whether
+    what the CLI printed so far (``completed.stdout``, the process still running) is
+    complete by the product's own format (its final result event or document). It is
+    asked once, when stdout reaches end-of-file; ``True`` makes the orchestrator end a CLI
+    that lingers after answering and read its answer (:func:`answered`), instead of
+    waiting for the deadline. Pure, optional (:func:`output_complete`): without it a
+    lingering CLI is waited for, as before.
     """
 
     # Read-only properties, so frozen dataclasses and plain attributes both satisfy them.
@@ -141,6 +149,29 @@ class Adapter(Protocol):
     def resume_commands(self, session_id: str, command: Sequence[str]) -> ResumeCommands:
         """Copy-ready shell commands that resume ``session_id`` (interactive, headless)."""
         ...
+
+
+def output_complete(adapter: object, invocation: Invocation, completed: Completed) -> bool:
+    """The adapter's ``output_complete`` answer; ``False`` for an adapter without one, or
+    one that fails to tell (an adapter's bug must not end a session early, nor at all)."""
+    complete = getattr(adapter, "output_complete", None)
+    if not callable(complete):
+        return False
+    try:
+        return bool(complete(invocation, completed))
+    except Exception:
+        return False
+
+
+def answered(completed: Completed) -> Completed:
+    """``completed`` as the adapter reads it: a CLI ended by the orchestrator after its
+    output was complete (``output_complete``) is read as one that exited 0 (its exit
+    status is the orchestrator's signal, and says nothing about the answer)."""
+    if not completed.output_complete:
+        return completed
+    import dataclasses
+
+    return dataclasses.replace(completed, returncode=0)
 
 
 # -- helpers shared by the built-in adapters -------------------------------------------------

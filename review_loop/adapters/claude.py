@@ -261,6 +261,14 @@ class ClaudeAdapter:
             return no_answer(completed, stdout, session_id=known_id)
         return self._from_result(data, completed, known_id)
 
+    def output_complete(self, invocation: Invocation, completed: Completed) -> bool:
+        """Complete once stdout is the one JSON result document (``--output-format json``)."""
+        if completed.stdout_truncated:
+            return False
+        stdout = decode_utf8(completed.stdout)
+        data = parse_json_object(stdout) if stdout is not None else None
+        return data is not None and _is_result(data)
+
     def _from_result(
         self, data: Mapping[str, Any], completed: Completed, known_id: str | None
     ) -> Outcome:

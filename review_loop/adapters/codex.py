@@ -294,6 +294,20 @@ class CodexAdapter:
             ),
         )
 
+    def output_complete(self, invocation: Invocation, completed: Completed) -> bool:
+        """Complete once the last event is ``turn.completed`` or ``turn.failed``: ``codex
+        exec`` runs one turn and prints nothing after its end. Past the output cap, only
+        a last line wholly inside the kept tail counts."""
+        if completed.stdout_truncated:
+            lines = last_json_lines(completed.stdout, 1)
+            last = lines[0] if lines else None
+        else:
+            stdout = decode_utf8(completed.stdout)
+            events = list(json_lines(stdout)) if stdout is not None else []
+            ends_with_event = stdout is not None and stdout.rstrip().endswith("}")
+            last = events[-1] if events and ends_with_event else None
+        return last is not None and last.get("type") in ("turn.completed", "turn.failed")
+
     def session_stores(self, env: Mapping[str, str], home: Path, repo: Path) -> list[SessionStore]:
         """``${CODEX_HOME:-~/.codex}/sessions/YYYY/MM/DD/rollout-*.jsonl`` (all repos).
 

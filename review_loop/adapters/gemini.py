@@ -284,6 +284,15 @@ class GeminiAdapter:
             return unknown("empty output", detail_of(completed), session_id=session_id)
         return Reply(text=text, session_id=session_id, usage=_usage(data.get("stats")))
 
+    def output_complete(self, invocation: Invocation, completed: Completed) -> bool:
+        """Complete once stdout is the one JSON document (``-o json``) with a ``response``
+        or an ``error`` object."""
+        if completed.stdout_truncated:
+            return False
+        stdout = decode_utf8(completed.stdout)
+        data = parse_json_object(stdout) if stdout is not None else None
+        return data is not None and ("response" in data or isinstance(data.get("error"), dict))
+
     def session_stores(self, env: Mapping[str, str], home: Path, repo: Path) -> list[SessionStore]:
         """``${GEMINI_CLI_HOME:-~}/.gemini/tmp/<slug>/chats/session-*.jsonl``.
 

@@ -226,6 +226,17 @@ class GrokAdapter:
             return _interpret_vibe(completed)
         return _interpret_build(invocation, completed, stderr)
 
+    def output_complete(self, invocation: Invocation, completed: Completed) -> bool:
+        """Grok Build: complete once stdout is its one JSON document (``--output-format
+        json``), with an answer, a stop reason or an error. The npm CLI (run in a copy)
+        prints chat messages with no final event: never complete before it exits."""
+        if invocation.isolate_in_copy or completed.stdout_truncated:
+            return False
+        stdout = decode_utf8(completed.stdout)
+        data = parse_json_object(stdout) if stdout is not None else None
+        keys = ("text", "result", "output", "stopReason", "error", "is_error")
+        return data is not None and any(key in data for key in keys)
+
     def session_stores(self, env: Mapping[str, str], home: Path, repo: Path) -> list[SessionStore]:
         """Grok Build: ``${GROK_HOME:-~/.grok}/sessions/<encoded cwd>/<id>/summary.json``.
 

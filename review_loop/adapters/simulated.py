@@ -86,6 +86,14 @@ class SimulatedAdapter:
             argv=tuple(argv), stdin=prompt_bytes(NAME, request.prompt), cwd=request.cwd
         )
 
+    def output_complete(self, invocation: Invocation, completed: Completed) -> bool:
+        """Complete once its one JSON line, with ``text``, has been printed."""
+        if completed.stdout_truncated:
+            return False
+        stdout = decode_utf8(completed.stdout)
+        lines = list(json_lines(stdout)) if stdout is not None else []
+        return any(isinstance(line.get("text"), str) for line in lines)
+
     def interpret(self, invocation: Invocation, completed: Completed) -> Outcome:
         """The JSON line's ``text`` is the reply; anything else is ``DELIVERY_UNKNOWN``."""
         from review_loop.agents.models import Reply

@@ -91,10 +91,13 @@ class Attempt:
     resumed: bool = False
     escalatedToKill: bool = False
     recordError: RecordError | None = None
+    outputDroppedBytes: int = 0
+    """Bytes of the CLI's stdout dropped past the output cap (or a full disk)."""
 
     def document(self) -> dict[str, Any]:
-        """The JSON form; ``recordError`` appears only when a record failed, so every other
-        document (events.jsonl lines, consult attempts) keeps its exact shape."""
+        """The JSON form; ``recordError`` appears only when a record failed, and
+        ``outputTruncated``/``outputDroppedBytes`` only when output was dropped, so every
+        other document (events.jsonl lines, consult attempts) keeps its exact shape."""
         data: dict[str, Any] = {
             "product": self.product,
             "peer": self.peer,
@@ -112,6 +115,9 @@ class Attempt:
         }
         if self.recordError is not None:
             data["recordError"] = self.recordError.document()
+        if self.outputDroppedBytes:
+            data["outputTruncated"] = True
+            data["outputDroppedBytes"] = self.outputDroppedBytes
         return data
 
 

@@ -100,16 +100,23 @@ class Attempt(BaseModel):
     resumed: bool = False
     escalatedToKill: bool = False
     recordError: RecordError | None = None
+    outputDroppedBytes: int = 0
+    """Bytes of the CLI's stdout dropped past the output cap (or a full disk)."""
 
     @model_serializer(mode="wrap")
     def _without_absent_record_error(
         self, handler: SerializerFunctionWrapHandler
     ) -> dict[str, object]:
-        # ``recordError`` appears only when a record failed, so every other document
+        # ``recordError`` appears only when a record failed, and ``outputTruncated`` /
+        # ``outputDroppedBytes`` only when output was dropped, so every other document
         # (events.jsonl lines, consult attempts) keeps its exact shape.
         data: dict[str, object] = handler(self)
         if data.get("recordError") is None:
             data.pop("recordError", None)
+        dropped = data.pop("outputDroppedBytes", 0)
+        if dropped:
+            data["outputTruncated"] = True
+            data["outputDroppedBytes"] = dropped
         return data
 
 
@@ -171,6 +178,7 @@ def public_attempt(plain: outcomes.Attempt) -> Attempt:
         resumed=plain.resumed,
         escalatedToKill=plain.escalatedToKill,
         recordError=_public_record_error(failed),
+        outputDroppedBytes=plain.outputDroppedBytes,
     )
 
 

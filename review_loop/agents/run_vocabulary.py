@@ -96,9 +96,15 @@ class Invocation:
 class Completed:
     """What a finished (or stopped) process left behind.
 
-    ``stdout`` holds the whole output when ``stdout_truncated`` is false. Past the
-    in-memory cap it holds the first and last part joined, and ``stdout_spill`` names the
-    file with everything, so memory stays bounded for any output size.
+    ``stdout`` holds the whole output when ``stdout_truncated`` is false (up to the
+    orchestrator's output cap). Past the cap, or when its spill could not be written (a
+    full disk: ``stdout_spill_error`` names the errno), it holds the first and the last
+    part joined, and ``stdout_dropped`` counts the bytes of the middle that were dropped.
+    ``stderr`` holds at most its first and last 256 KiB.
+
+    ``output_complete``: stdout closed on output complete by the adapter's own format
+    while the CLI still ran, and the orchestrator then ended it (``returncode`` is that
+    signal's): the CLI had answered. An adapter reads such a run as one that exited 0.
     """
 
     returncode: int | None
@@ -106,7 +112,9 @@ class Completed:
     stderr: bytes = b""
     stdout_truncated: bool = False
     stdout_bytes: int = 0
-    stdout_spill: Path | None = None
+    stdout_dropped: int = 0
+    stdout_spill_error: str | None = None
+    output_complete: bool = False
     elapsed_ms: int = 0
     timed_out: bool = False
     stopped: bool = False

@@ -30,6 +30,7 @@ import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from contextvars import ContextVar
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,6 +38,7 @@ import anyio
 from anyio.lowlevel import checkpoint
 
 from review_loop.adapters import Adapter, get_adapter, is_product, product_names
+from review_loop.adapters.base import answered, output_complete
 from review_loop.agents.errors import AdapterRefusalError, InputError
 from review_loop.agents.frozen_dataclass import frozen_dataclass
 from review_loop.agents.models import (
@@ -964,7 +966,7 @@ class Dispatcher:
                     grace=self.prefs.graceMs / 1000,
                     stop_files=current.stop_files,
                     on_started=on_started,
-                    spill_dir=current.request.directory,
+                    complete=partial(output_complete, current.peer.adapter, invocation),
                     supervisors=self.supervisors,
                 )
             except RecordingFailed as unrecorded:
@@ -1033,7 +1035,16 @@ class Dispatcher:
                 reason="refused",
                 detail=completed.stderr.decode("utf-8", "replace").strip(),
             )
-        return current.peer.adapter.interpret(invocation, completed)
+        if completed.stdout_spill_error is not None:
+            log_event(
+                "output-kept-in-part",
+                level="warning",
+                peer=current.peer.name,
+                errno=completed.stdout_spill_error,
+                droppedBytes=completed.stdout_dropped,
+                why="the output could not be spilled: its middle was dropped",
+            )
+        return current.peer.adapter.interpret(invocation, answered(completed))
 
     def _finish(
         self,
@@ -1083,6 +1094,7 @@ class Dispatcher:
             resumed=current.resume is not None,
             escalatedToKill=completed.killed_after_grace if completed else False,
             recordError=failed,
+            outputDroppedBytes=completed.stdout_dropped if completed else 0,
         )
         failed = append_record(
             request.directory / EVENTS_FILE,

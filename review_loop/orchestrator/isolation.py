@@ -24,6 +24,7 @@ import os
 import stat
 import sys
 from collections.abc import Sequence
+from contextlib import suppress
 from pathlib import Path, PurePosixPath
 
 import anyio
@@ -183,9 +184,9 @@ def scratch_prefix() -> str:
     return f"{SCRATCH_PREFIX}{os.getpid()}-{int(started * 100)}-"
 
 
-def _owner_gone(name: str) -> bool:
+def _owner_gone(name: str, prefix: str = SCRATCH_PREFIX) -> bool:
     try:
-        pid, started = (int(word) for word in name[len(SCRATCH_PREFIX) :].split("-")[:2])
+        pid, started = (int(word) for word in name[len(prefix) :].split("-")[:2])
     except ValueError:
         return False  # not named by scratch_prefix: not ours to judge
     proc = procfs.Proc.of(pid)  # None: gone, or unreadable (as psutil.Error before)
@@ -196,7 +197,9 @@ def _owner_gone(name: str) -> bool:
 
 def orphaned_scratch(temp: Path | None = None) -> list[Path]:
     """This user's scratch directories whose review-loop is gone (see
-    :func:`remove_orphaned_scratch`); found without removing anything.
+    :func:`remove_orphaned_scratch`), and its spill files of reviewer output
+    (:func:`~review_loop.orchestrator.capture.output_prefix`); found without removing
+    anything.
 
     ``temp``: the directory to look in; by default every one :func:`temp_directories`
     names (where ``tempfile.mkdtemp`` put them).
@@ -211,7 +214,7 @@ def _orphaned_in(base: Path) -> list[Path]:
     # sweep, and a glob compiles its pattern (~0.4 ms of a consult)
     try:
         with os.scandir(base) as listing:
-            names = [item.name for item in listing if item.name.startswith(SCRATCH_PREFIX)]
+            names = [item.name for item in listing if item.name.startswith(_SWEPT)]
     except OSError:
         return []
     found: list[Path] = []
@@ -221,9 +224,21 @@ def _orphaned_in(base: Path) -> list[Path]:
             info = entry.lstat()
         except OSError:
             continue
-        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and _owner_gone(name):
+        # a scratch copy is a directory, a spill a regular file: never a link, always ours
+        prefix, kind = (
+            (_OUTPUT_PREFIX, stat.S_ISREG)
+            if name.startswith(_OUTPUT_PREFIX)
+            else (SCRATCH_PREFIX, stat.S_ISDIR)
+        )
+        if kind(info.st_mode) and info.st_uid == os.getuid() and _owner_gone(name, prefix):
             found.append(entry)
     return found
+
+
+_OUTPUT_PREFIX = "review-loop-output-"
+"""``capture.OUTPUT_PREFIX`` (``tests/orchestrator/test_output_capture.py`` checks it),
+spelled out so that every command's start-up sweep need not import the capture module."""
+_SWEPT = (SCRATCH_PREFIX, _OUTPUT_PREFIX)
 
 
 TEMP_VARIABLES = ("TMPDIR", "TEMP", "TMP")
@@ -260,17 +275,23 @@ def temp_directories() -> list[Path]:
 
 
 def remove_orphaned_scratch(temp: Path | None = None) -> list[Path]:
-    """Remove this user's scratch directories whose review-loop is gone; returns them.
+    """Remove this user's scratch directories and spill files whose review-loop is gone;
+    returns them.
 
     Only real directories (never a link) owned by this user, named by
-    :func:`scratch_prefix` for a process that no longer runs, are removed.
+    :func:`scratch_prefix` for a process that no longer runs, and regular files so named
+    by ``capture.output_prefix``, are removed.
     """
     removed = orphaned_scratch(temp)
     if removed:  # a sweep that finds nothing (almost every consult's) imports no shutil
         import shutil
 
         for entry in removed:
-            shutil.rmtree(entry, ignore_errors=True)
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                with suppress(OSError):
+                    entry.unlink()
     return removed
 
 

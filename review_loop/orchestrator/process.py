@@ -14,8 +14,12 @@ The invariants, coded once here (the design: ``docs/process-ownership.md``):
   every member found get SIGTERM, then SIGKILL after ``grace`` seconds. All of that is
   shielded from cancellation (asyncio's repeated ``Task.cancel()`` included) and never
   raises.
-- stdout and stderr are drained concurrently with bounded memory: past the cap the middle
-  of the stream goes to a spill file, and the head and the tail stay in memory.
+- stdout and stderr are drained concurrently with bounded memory and bounded disk
+  (:mod:`.capture`): the head and the tail in memory, stdout whole up to a cap in a spill
+  file in review-loop's temp directory (never the repository), removed when the session
+  ends; past the cap, or on a full disk, the middle is dropped and the result says so.
+- A CLI whose stdout closed on output complete by its own format (the adapter says so,
+  purely) has answered: it is ended as on a deadline, at once, however long it lingers.
 - A descendant that keeps the output pipe open does not hang the call: once the child has
   exited (or been stopped) and ``grace`` has passed, strays are killed and the pipe is
   abandoned.
@@ -32,7 +36,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
@@ -47,11 +50,10 @@ from review_loop.orchestrator import (
     shielded,
     subreaper,
 )
+from review_loop.orchestrator.capture import OUTPUT_CAP as OUTPUT_CAP
+from review_loop.orchestrator.capture import BoundedCapture as BoundedCapture
 from review_loop.orchestrator.early_spare import MARKER_ENV as MARKER_ENV
 from review_loop.orchestrator.early_spare import new_marker as new_marker
-
-if TYPE_CHECKING:
-    from typing import IO
 
 STOP_POLL_S = 0.2
 TRACK_POLL_S = 0.1
@@ -61,6 +63,8 @@ KILL_ROUND_S = 0.01
 DEFAULT_HEAD_CAP = 4 * 1024 * 1024
 DEFAULT_TAIL_CAP = 4 * 1024 * 1024
 STDERR_CAP = 256 * 1024
+SMALL_OUTPUT = 1024 * 1024
+"""Output up to this size is judged complete in the event loop's thread (microseconds)."""
 CHUNK = 65536
 
 
@@ -72,76 +76,6 @@ class Started:
     pgid: int
     marker: str
     argv: tuple[str, ...]
-
-
-class BoundedCapture:
-    """Keeps the head and the tail of a stream in memory; spills the rest to a file.
-
-    A plain slotted class, not a dataclass: ``@dataclass`` compiles its methods when the
-    class is defined, on every reviewer command's start (``docs/consult-startup.md``).
-    """
-
-    __slots__ = (
-        "_spill",
-        "head",
-        "head_cap",
-        "spill_dir",
-        "spill_path",
-        "tail",
-        "tail_cap",
-        "total",
-    )
-
-    def __init__(self, head_cap: int, tail_cap: int, spill_dir: Path | None = None) -> None:
-        self.head_cap = head_cap
-        self.tail_cap = tail_cap
-        self.spill_dir = spill_dir
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-        self.spill_path: Path | None = None
-        self._spill: IO[bytes] | None = None
-
-    def feed(self, data: bytes) -> None:
-        self.total += len(data)
-        room = self.head_cap - len(self.head)
-        if room > 0 and self._spill is None:
-            self.head += data[:room]
-            data = data[room:]
-            if not data:
-                return
-        spill = self._spill if self._spill is not None else self._open_spill()
-        # Synchronous on purpose: one page-cache write of at most CHUNK bytes.
-        spill.write(data)
-        self.tail += data
-        if len(self.tail) > self.tail_cap:
-            del self.tail[: len(self.tail) - self.tail_cap]
-
-    def _open_spill(self) -> IO[bytes]:
-        from review_loop.orchestrator.files import make_temp_file  # no link followed
-
-        directory = self.spill_dir
-        if directory is None:
-            import tempfile  # here, not at import: only output past its cap spills
-
-            directory = Path(tempfile.gettempdir())
-        fd, name = make_temp_file(directory, "stdout-", ".spill")
-        handle = os.fdopen(fd, "wb")
-        handle.write(self.head)
-        self._spill = handle
-        self.spill_path = name
-        return handle
-
-    def close(self) -> None:
-        if self._spill is not None:
-            self._spill.close()
-
-    @property
-    def truncated(self) -> bool:
-        return self.total > len(self.head) + len(self.tail)
-
-    def value(self) -> bytes:
-        return bytes(self.head) + bytes(self.tail)
 
 
 class ProcessTree:
@@ -716,6 +650,28 @@ async def _start(
     return spawned[0], ProcessTree(spawned[0].pid, marker, supervised=spawned[1])
 
 
+async def _answered(out: BoundedCapture, done: anyio.Event, complete: _Complete) -> bool:
+    """Whether stdout closed on output that is complete by the adapter's own format.
+
+    Waits for end-of-file on stdout (the CLI, and whatever it started, let go of it), then
+    asks ``complete`` once, in a worker thread (it may parse up to the output cap).
+    """
+    await done.wait()
+    small = out.total <= min(SMALL_OUTPUT, out.head_cap)  # the usual answer: no thread hop
+    if not small:
+        await anyio.to_thread.run_sync(out.settle)
+    so_far = Completed(
+        returncode=None,
+        stdout=out.value(),
+        stdout_truncated=out.truncated,
+        stdout_bytes=out.total,
+    )
+    return complete(so_far) if small else await anyio.to_thread.run_sync(complete, so_far)
+
+
+_Complete = Callable[[Completed], bool]
+
+
 async def run_process(
     invocation: Invocation,
     *,
@@ -726,6 +682,8 @@ async def run_process(
     spill_dir: Path | None = None,
     head_cap: int = DEFAULT_HEAD_CAP,
     tail_cap: int = DEFAULT_TAIL_CAP,
+    output_cap: int = OUTPUT_CAP,
+    complete: _Complete | None = None,
     supervisors: Supervisors | None = None,
 ) -> Completed:
     """Run ``invocation`` to completion under a deadline and return what it left.
@@ -738,7 +696,12 @@ async def run_process(
         stop_files: paths polled every 200 ms; when one appears the child is stopped.
         on_started: awaited with the pid and group once the child runs, before any byte
             of stdin is written (the session record is written here).
-        spill_dir: where output past the in-memory cap is spilled.
+        spill_dir: where stdout past its in-memory head is spilled (default: review-loop's
+            temp directory; see :mod:`.capture`).
+        output_cap: the most of stdout kept whole; past it the middle is dropped.
+        complete: whether what a CLI printed is complete by its format (the adapter's
+            ``output_complete``). When it says so at stdout's end-of-file, the session
+            is ended at once and ``Completed.output_complete`` is set if it had to be.
         supervisors: where a supervisor started ahead is taken from (and a new one started
             once this session's CLI exited); without it, the session's supervisor is
             started now.
@@ -751,10 +714,10 @@ async def run_process(
     if isinstance(started, Completed):
         return started
     process, tree = started
-    out = BoundedCapture(head_cap, tail_cap, spill_dir)
-    err = BoundedCapture(STDERR_CAP, STDERR_CAP, spill_dir)
+    out = BoundedCapture(head_cap, tail_cap, spill_dir, keep_cap=output_cap)
+    err = BoundedCapture(STDERR_CAP, STDERR_CAP, keep_cap=0)  # its whole is never needed
     out_done, err_done = anyio.Event(), anyio.Event()
-    timed_out = stopped = False
+    timed_out = stopped = answered = False
 
     async def track() -> None:
         # Each scan reads /proc whole; with many sessions at once that adds up, so the
@@ -779,8 +742,16 @@ async def run_process(
                         return
                     await anyio.sleep(STOP_POLL_S)
 
+            async def watch_answer(complete: _Complete) -> None:
+                nonlocal answered
+                if await _answered(out, out_done, complete):
+                    answered = True
+                    inner.cancel_scope.cancel()
+
             if stop_files:
                 inner.start_soon(watch_stop)
+            if complete is not None:
+                inner.start_soon(watch_answer, complete)
             await process.wait()
             inner.cancel_scope.cancel()
         return hit
@@ -798,7 +769,7 @@ async def run_process(
                 group.start_soon(track)
             with anyio.move_on_after(deadline if deadline is not None else float("inf")) as scope:
                 stopped = await wait_exit_or_stop()
-            timed_out = scope.cancelled_caught
+            timed_out = scope.cancelled_caught and not answered
             if supervisors is not None and tree.supervised:
                 # The next session's supervisor starts now: not earlier, where its start
                 # would compete with this CLI for the processor.
@@ -806,7 +777,7 @@ async def run_process(
             # A supervisor killed by a signal (kill -9 of its pid) may have ended nothing
             # and its escapers went to init: find what is left by the marker, machine-wide.
             lost = tree.supervised and (process.returncode or 0) < 0
-            if timed_out or stopped or lost or await _quick_alive(tree):
+            if timed_out or stopped or lost or answered or await _quick_alive(tree):
                 await _terminate(process, tree, grace, thorough=lost)
             with anyio.move_on_after(grace):
                 await out_done.wait()
@@ -818,11 +789,12 @@ async def run_process(
                     await out_done.wait()
                     await err_done.wait()
             group.cancel_scope.cancel()
+        await anyio.to_thread.run_sync(out.settle)  # the whole stdout, if it was kept whole
     except BaseException:
         await _terminate(process, tree, grace)
         raise
     finally:
-        out.close()
+        out.close()  # the spill goes with its session, whatever happened
         err.close()
 
         async def close_streams() -> None:
@@ -845,7 +817,9 @@ async def run_process(
         stderr=err.value(),
         stdout_truncated=out.truncated,
         stdout_bytes=out.total,
-        stdout_spill=out.spill_path,
+        stdout_dropped=out.dropped,
+        stdout_spill_error=out.spill_error,
+        output_complete=answered and (process.returncode or 0) < 0,
         elapsed_ms=int((anyio.current_time() - start) * 1000),
         timed_out=timed_out,
         stopped=stopped,

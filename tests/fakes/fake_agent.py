@@ -14,10 +14,13 @@ after the request left), ``not-logged-in`` (credential refusal before any reques
 SIGTERM), ``grandchild`` (answers, leaving a sleeping grandchild that holds stdout),
 ``setsid-grandchild`` (a grandchild in its own session holding stdout, then hang),
 ``garbage``, ``non-utf8``, ``huge`` (``bytes``), ``slow-stream`` (``lines``, ``interval``),
-``empty``, ``ok-leaving`` (answers, leaving the processes listed in ``leave``: ``detached``,
-``daemon``, ``daemon-pipe``; see ``_leave``), ``stubborn-escape`` (a SIGTERM-ignoring
-grandchild in its own session holding stdout, then hang; the pids left
-are noted in ``$FAKE_AGENT_SCRIPT.pids``).
+``empty``, ``flood`` (prints junk lines until killed), ``big-answer`` (a valid answer of
+``bytes`` characters), ``answer-then-linger`` (answers, of ``bytes`` characters if given,
+closes stdout and stderr, sleeps ``linger`` seconds), ``partial-then-linger`` (the same with
+its output's last characters cut off), ``ok-leaving`` (answers, leaving the processes listed
+in ``leave``: ``detached``, ``daemon``, ``daemon-pipe``; see ``_leave``),
+``stubborn-escape`` (a SIGTERM-ignoring grandchild in its own session holding stdout, then
+hang; the pids left are noted in ``$FAKE_AGENT_SCRIPT.pids``).
 Any step may carry ``delay`` (seconds before output), ``write`` (a path,
 relative to the cwd, the fake writes to — to prove read-only isolation), and ``exit``.
 """
@@ -25,6 +28,7 @@ relative to the cwd, the fake writes to — to prove read-only isolation), and `
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import os
 import re
@@ -380,6 +384,26 @@ def main(product: str) -> int:
             sys.stdout.buffer.write(chunk)
         sys.stdout.flush()
         return int(exit_code or 0)
+    if mode == "flood":  # a CLI stuck printing: lines of junk until it is killed
+        line = b"y" * 65535 + b"\n"
+        while True:
+            sys.stdout.buffer.write(line)
+    if mode == "big-answer":  # a whole, valid answer of ``bytes`` characters
+        _ok(product, sid, "z" * int(step.get("bytes", 50 * 1000 * 1000)), grok_variant)
+        return int(exit_code or 0)
+    if mode in ("answer-then-linger", "partial-then-linger"):  # lets go of stdout, stays
+        text = "z" * int(step["bytes"]) if "bytes" in step else text
+        if mode == "partial-then-linger":  # its answer cut short of its format's end
+            sys.stdout, whole = io.StringIO(), sys.stdout
+            _ok(product, sid, text, grok_variant)
+            sys.stdout, printed = whole, sys.stdout.getvalue()
+            _print(printed.rstrip("\n")[:-3])
+        else:
+            _ok(product, sid, text, grok_variant)
+        os.close(1)
+        os.close(2)
+        time.sleep(float(step.get("linger", 3600)))
+        return 0
     if mode == "slow-stream":
         for i in range(int(step.get("lines", 5))):
             _print(f"progress {i}", err=True)

@@ -123,13 +123,14 @@ async def test_huge_output_keeps_memory_bounded(fakes: FakeCLIs, tmp_path: Path)
         spill_dir=tmp_path / "spill",
         head_cap=1024 * 1024,
         tail_cap=1024 * 1024,
+        output_cap=8 * 1024 * 1024,
     )
     assert done.returncode == 0
     assert done.stdout_truncated
     assert len(done.stdout) == 2 * 1024 * 1024
     assert done.stdout_bytes >= 19 * 1024 * 1024
-    assert done.stdout_spill is not None
-    assert done.stdout_spill.stat().st_size == done.stdout_bytes
+    assert done.stdout_dropped == done.stdout_bytes - 2 * 1024 * 1024
+    assert list((tmp_path / "spill").iterdir()) == []  # the spill went past the cap
 
 
 async def test_slow_stream_is_not_killed_for_silence(fakes: FakeCLIs, tmp_path: Path) -> None:

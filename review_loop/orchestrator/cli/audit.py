@@ -39,8 +39,8 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     from review_loop.orchestrator.cli.common import (
         load_user_prefs,
         positive_seconds,
-        read_text_file,
     )
+    from review_loop.orchestrator.cli.named_files import read_named_text
     from review_loop.orchestrator.cli.stops import Stop, run_cancellable
     from review_loop.orchestrator.workflows.audit import AuditRequest, run_audit
 
@@ -48,7 +48,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     if args.driver == "self":  # review-loop drives the run: its identity, named explicitly
         driver = dict(va.DEFAULT_DRIVER)
     elif args.driver is not None:
-        text = read_text_file(args.driver, "--driver")
+        text = read_named_text(args.driver, "--driver", args.directory)
         try:
             driver = va.check_driver(json.loads(text), args.driver)
         except ValueError as error:
@@ -57,7 +57,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
             ) from None
     deterministic = None
     if args.deterministic is not None:
-        facts = read_text_file(args.deterministic, "--deterministic-verification")
+        facts = read_named_text(args.deterministic, "--deterministic-verification", args.directory)
         try:
             deterministic = va.check_deterministic(json.loads(facts))
         except ValueError as error:

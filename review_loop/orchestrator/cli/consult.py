@@ -91,8 +91,8 @@ def _checked(
         load_user_prefs_view,
         parse_bool,
         positive_seconds,
-        read_text_file,
     )
+    from review_loop.orchestrator.cli.named_files import read_named_text
     from review_loop.orchestrator.dispatcher import resolve_peer
     from review_loop.orchestrator.workflows.consult import (
         ConsultPlan,
@@ -104,7 +104,7 @@ def _checked(
     if args.question_file is not None and args.question is not None:
         raise InputError("--question", "give --question-file or --question, not both")
     if args.question_file is not None:
-        question = read_text_file(args.question_file, "--question-file")
+        question = read_named_text(args.question_file, "--question-file", args.repo)
     elif args.question is not None:
         question = args.question
     else:

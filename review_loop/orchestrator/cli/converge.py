@@ -38,13 +38,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--require-skill", dest="require_skills", action="append", default=[])
 
 
-def _text(value: str | None, field: str) -> str:
+def _text(value: str | None, field: str, repo: str | None) -> str:
     from review_loop.agents.errors import InputError
-    from review_loop.orchestrator.cli.common import read_text_file
+    from review_loop.orchestrator.cli.named_files import read_named_text
 
     if value is None:
         raise InputError(field, "is required", f"{field} FILE")
-    text = read_text_file(value, field)
+    text = read_named_text(value, field, repo)  # inside the repository: through no link
     if not text.strip():
         raise InputError(field, f"{value!r} is empty", "a non-blank UTF-8 text file")
     return text
@@ -69,11 +69,11 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     )
     from review_loop.orchestrator.workflows.converge_store import check_run, default_run
 
-    plan = _text(args.plan, "--plan")
+    plan = _text(args.plan, "--plan", args.repo)
     # Without --host-position only round A runs: the host writes its position meanwhile.
     host_position = None
     if args.host_position is not None:
-        host_position = _text(args.host_position, "--host-position")
+        host_position = _text(args.host_position, "--host-position", args.repo)
     repo = repo_from(args)
     prefs = load_user_prefs()
     skill_dirs = skill_dirs_from(args.skill_dirs, prefs.skillDirs)

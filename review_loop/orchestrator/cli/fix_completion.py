@@ -24,7 +24,8 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Check the body, then append it under the packet lock."""
     from review_loop.agents.errors import InputError
     from review_loop.agents.review_packet import PacketFormatError
-    from review_loop.orchestrator.cli.common import read_text_file, repo_from
+    from review_loop.orchestrator.cli.common import repo_from
+    from review_loop.orchestrator.cli.named_files import read_named_text
     from review_loop.orchestrator.workflows.review_run import fix_completion
 
     if not args.packet:
@@ -32,7 +33,9 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     if (args.body_file is None) == (args.body is None):
         raise InputError("--body-file", "give exactly one of --body-file or --body")
     field = "--body-file" if args.body_file is not None else "--body"
-    body = read_text_file(args.body_file, field) if args.body_file is not None else args.body
+    body = args.body
+    if args.body_file is not None:  # inside the repository: read through no link
+        body = read_named_text(args.body_file, field, args.repo)
     try:
         return fix_completion(repo_from(args), args.packet, body)
     except PacketFormatError as error:

@@ -58,9 +58,9 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     from review_loop.orchestrator.cli.common import (
         load_user_prefs,
         positive_seconds,
-        read_text_file,
         repo_from,
     )
+    from review_loop.orchestrator.cli.named_files import read_named_text
     from review_loop.orchestrator.cli.stops import Stop, run_cancellable
     from review_loop.orchestrator.dispatcher import resolve_peer
     from review_loop.orchestrator.git import rev_parse
@@ -79,7 +79,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
                 "scenarios are for explicit-args mode only",
                 "--description, --fix-direction and --target with it",
             )
-        text = read_text_file(args.scenarios_file, "--scenarios-file")
+        text = read_named_text(args.scenarios_file, "--scenarios-file", args.repo)
         try:
             scenarios = vd.parse_scenarios(json.loads(text))
         except ValueError as error:  # JSON syntax, or a broken Step 2 rule

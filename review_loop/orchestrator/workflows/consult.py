@@ -269,6 +269,10 @@ def consult_result(delivery: Delivery, record_path: Path | None) -> dict[str, An
     if delivery.degraded:
         common["degraded"] = True
         common["degradedReason"] = delivery.degradedReason
+    dropped = delivery.attempts[-1].outputDroppedBytes if delivery.attempts else 0
+    if dropped:  # the reviewer printed more than the output cap keeps (or the disk held)
+        common["outputTruncated"] = True
+        common["outputDroppedBytes"] = dropped
     if delivery.ok and delivery.reply is not None:
         return {
             "ok": True,

@@ -26,15 +26,20 @@ Decisions beyond the seed, each to keep a promise the seed makes:
 - Before any revert, the content being discarded is copied under the run's record
   directory (``.review-handoff/runtime/verify-diff/<stamp>/reverted/``).
 - A ``--target`` that is not a file in the working tree is ``missing target``.
+- The tree is hostile input: every file is read and written through
+  :mod:`review_loop.orchestrator.tree_files` (no link anywhere on the path, never under
+  ``.git``, regular files only, bounded). A file not read is named in the result's
+  ``skipped_files`` (and in the prompt as not read, never as its content); an edit not
+  written in ``refused_edits``, each ``{"path", "reason"}``. Both keys appear only when
+  they have entries, so a document of the seed's shape is unchanged otherwise.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -51,6 +56,14 @@ from review_loop.orchestrator.files import (
     utc_now,
 )
 from review_loop.orchestrator.git import ensure_layout, git, rev_parse
+from review_loop.orchestrator.tree_files import (
+    TreeFileRefused,
+    git_identities,
+    read_tree_file,
+    relative_path,
+    remove_tree_file,
+    write_tree_file,
+)
 
 RUNS_DIR = "verify-diff"
 P = ParamSpec("P")
@@ -103,24 +116,26 @@ async def _thread(func: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
 def normalize_target(repo: Path, target: str) -> str:
     """``--target`` as a path relative to the repository root (``/``-separated).
 
+    Normalised as text, never resolved (:func:`~review_loop.orchestrator.tree_files.relative_path`):
+    a link inside the repository is not followed to name another file.
+
     Raises:
         InputError: the path leaves the repository, names its root, or is inside ``.git``.
     """
     raw = target.strip()
-    given = Path(raw)
-    full = Path(os.path.normpath(given if given.is_absolute() else repo / given))
     try:
-        relative = full.relative_to(repo)
-    except ValueError:
-        try:  # an absolute path through a symlinked directory (/tmp -> /private/tmp)
-            relative = Path(os.path.realpath(full)).relative_to(os.path.realpath(repo))
-        except ValueError:
+        relative = relative_path(repo, Path(raw))
+    except TreeFileRefused:
+        if Path(os.path.normpath(repo / raw)) == Path(os.path.normpath(repo)):
             raise InputError(
-                "--target", f"{raw!r} is outside the repository {str(repo)!r}", "a file in --repo"
+                "--target", f"{raw!r} is not a file of the work tree", "one file path"
             ) from None
-    if relative == Path(".") or relative.parts[0] == ".git":
+        raise InputError(
+            "--target", f"{raw!r} is outside the repository {str(repo)!r}", "a file in --repo"
+        ) from None
+    if any(part.casefold() == ".git" for part in relative.split("/")):
         raise InputError("--target", f"{raw!r} is not a file of the work tree", "one file path")
-    return relative.as_posix()
+    return relative
 
 
 def _decoded(data: bytes | None) -> str | None:
@@ -136,12 +151,32 @@ def _shown(data: bytes | None) -> str | None:
     return None if data is None else data.decode("utf-8", "replace")
 
 
+def _git_dirs(repo: Path) -> frozenset[tuple[int, int]]:
+    """The git dir and common dir of ``repo``, which no read or write may enter."""
+    out = git(repo, "rev-parse", "--absolute-git-dir", "--git-common-dir").stdout
+    found = [Path(line) for line in out.decode("utf-8", "surrogateescape").splitlines()]
+    return git_identities(p if p.is_absolute() else repo / p for p in found)
+
+
 @dataclass(frozen=True, slots=True)
 class Tree:
-    """The working tree, read and written the way the loop needs (synchronous)."""
+    """The working tree, read and written the way the loop needs (synchronous).
+
+    Every read and write goes through :mod:`~review_loop.orchestrator.tree_files`; what it
+    refuses is collected in ``skipped`` (path -> reason) and ``refused`` (edits), which
+    :meth:`report` adds to the result.
+    """
 
     repo: Path
     base: str
+    protected: frozenset[tuple[int, int]] = frozenset()
+    skipped: dict[str, str] = field(default_factory=dict)
+    refused: list[dict[str, str]] = field(default_factory=list)
+
+    @classmethod
+    def open(cls, repo: Path, base: str) -> Tree:
+        """The tree of ``repo`` against ``base``, its git dir and common dir protected."""
+        return cls(repo, base, _git_dirs(repo))
 
     def _git(self, *args: str, check: bool = True) -> bytes:
         return git(self.repo, "--literal-pathspecs", *args, check=check).stdout
@@ -197,54 +232,90 @@ class Tree:
         """Whether the index has ``path`` (intent-to-add entries count)."""
         return bool(self._git("ls-files", "-z", "--", path))
 
-    def read(self, path: str) -> bytes | None:
-        """The file's bytes, or ``None`` when it is not a regular file."""
-        full = self.repo / path
+    def read(self, path: str, *, note: bool = True) -> bytes | None:
+        """The file's bytes, or ``None`` when it is missing or refused (then, with
+        ``note``, named in ``skipped`` with why: a link, not a regular file, too large,
+        under ``.git``). ``note=False``: a read for a comparison, never for a prompt."""
         try:
-            return full.read_bytes() if full.is_file() else None
+            return read_tree_file(self.repo, path, protected=self.protected)
+        except TreeFileRefused as refused:
+            if note:
+                self.skipped.setdefault(path, refused.reason)
         except OSError:
-            return None
+            pass
+        return None
+
+    def shown(self, path: str, data: bytes | None) -> str | None:
+        """What the prompt shows for ``path``: its text, a note when it was not read, or
+        ``None`` when it is missing."""
+        if data is not None:
+            return _shown(data)
+        reason = self.skipped.get(path)
+        return None if reason is None else f"(not read by review-loop: {reason})"
+
+    def editable(self, path: str) -> str | None:
+        """The file's text, to apply an edit to; ``None`` when it is missing, not UTF-8,
+        or refused (then the edit is named in ``refused`` with why)."""
+        try:
+            return _decoded(read_tree_file(self.repo, path, protected=self.protected))
+        except TreeFileRefused as refused:
+            self._refuse(path, refused.reason)
+        except OSError:
+            pass
+        return None
 
     def write(self, path: str, data: bytes) -> bool:
-        """Replace the file atomically, keeping its mode; ``False`` when it resolves
-        outside the repository (a symlink pointing out) and nothing was written."""
-        full = Path(os.path.realpath(self.repo / path))
-        if not full.is_relative_to(os.path.realpath(self.repo)):
-            return False
-        mode = full.stat().st_mode & 0o7777 if full.exists() else 0o644
-        fd, tmp = tempfile.mkstemp(prefix=f".{full.name}.", suffix=".tmp", dir=full.parent)
+        """Replace the file atomically, keeping its mode; ``False`` when it was refused
+        (a link on the way, ``.git``, not a regular file: named in ``refused``) or failed,
+        and nothing was written."""
         try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fchmod(handle.fileno(), mode)
-                os.fsync(handle.fileno())
-            os.replace(tmp, full)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+            write_tree_file(self.repo, path, data, protected=self.protected)
+        except TreeFileRefused as refused:
+            self._refuse(path, refused.reason)
+            return False
+        except OSError as error:
+            self._refuse(path, f"cannot be written: {error.strerror or error}")
+            return False
         return True
+
+    def _refuse(self, path: str, reason: str) -> None:
+        entry = {"path": path, "reason": reason}
+        if entry not in self.refused:
+            self.refused.append(entry)
 
     def restore(self, path: str, data: bytes | None) -> None:
         """Put ``data`` back (``None``: the file did not exist)."""
         if data is None:
-            (self.repo / path).unlink(missing_ok=True)
+            try:
+                remove_tree_file(self.repo, path, protected=self.protected)
+            except OSError as error:
+                self._refuse(path, f"cannot be removed: {error}")
         else:
             self.write(path, data)
+
+    def report(self, document: dict[str, Any]) -> dict[str, Any]:
+        """``document`` with ``skipped_files`` and ``refused_edits`` added when not empty."""
+        if self.skipped:
+            document["skipped_files"] = [
+                {"path": path, "reason": reason} for path, reason in self.skipped.items()
+            ]
+        if self.refused:
+            document["refused_edits"] = list(self.refused)
+        return document
 
     def revert(self, path: str, backup_dir: Path, fallback: bytes | None) -> None:
         """Copy the file under ``backup_dir``, then ``git checkout HEAD -- <path>``; when
         ``HEAD`` has no such path, put ``fallback`` (its start-of-run content) back."""
-        current = self.read(path)
+        current = self.read(path, note=False)
         if current is not None:
             atomic_write_bytes(backup_dir / path, current)
         done = git(self.repo, "--literal-pathspecs", "checkout", "HEAD", "--", path, check=False)
         if done.returncode != 0:
             self.restore(path, fallback)
 
-    def snapshot(self, paths: Sequence[str]) -> dict[str, bytes | None]:
-        """Each path's current bytes."""
-        return {path: self.read(path) for path in paths}
+    def snapshot(self, paths: Sequence[str], *, note: bool = True) -> dict[str, bytes | None]:
+        """Each path's current bytes (``note``: as :meth:`read`)."""
+        return {path: self.read(path, note=note) for path in paths}
 
 
 def scope_offenders(tree: Tree, target: str, baseline: dict[str, bytes | None]) -> list[str]:
@@ -256,7 +327,7 @@ def scope_offenders(tree: Tree, target: str, baseline: dict[str, bytes | None]) 
     now = set(tree.unstaged())
     offenders = []
     for path in sorted((now | set(baseline)) - {target}):
-        if path not in baseline or tree.read(path) != baseline[path]:
+        if path not in baseline or tree.read(path, note=False) != baseline[path]:
             offenders.append(path)
     return offenders
 
@@ -309,6 +380,8 @@ class _Run:
         return text
 
     def finish(self, document: dict[str, Any]) -> dict[str, Any]:
+        """The final document (with what the tree refused), recorded as ``result.json``."""
+        document = self.tree.report(document)
         atomic_write_json(self.root / "result.json", document)
         return document
 
@@ -342,11 +415,16 @@ async def _explicit(
 ) -> dict[str, Any]:
     repo = dispatcher.repo
     target = normalize_target(repo, plan.target or "")
-    if (repo / target).is_dir():
-        raise InputError("--target", f"{target!r} is a directory", "one file path")
-    if not (repo / target).is_file():
+    try:
+        await _thread(read_tree_file, repo, target, protected=_git_dirs(repo))
+    except TreeFileRefused as refused:
+        if refused.kind == "directory":
+            raise InputError("--target", f"{target!r} is a directory", "one file path") from None
+        missing = vd.early_result("missing target").to_json()
+        return {**missing, "skipped_files": [refused.to_json()]}
+    except OSError:
         return vd.early_result("missing target").to_json()
-    tree = Tree(repo, rev_parse(repo, plan.base))
+    tree = await _thread(Tree.open, repo, rev_parse(repo, plan.base))
     await _thread(tree.refuse_staged)
     diff = await _thread(tree.diff, [target])
     if not diff.strip():
@@ -357,11 +435,11 @@ async def _explicit(
             )
         return vd.early_result("empty diff").to_json()
     run = await _thread(_Run.open, dispatcher, plan, tree, progress)
-    baseline = await _thread(lambda: tree.snapshot(tree.unstaged()))
+    baseline = await _thread(lambda: tree.snapshot(tree.unstaged(), note=False))
     start = baseline.get(target, tree.read(target))
     scenarios = plan.scenarios
     if scenarios is None:
-        scenarios = await _derive_scenarios(run, target, _shown(start) or "")
+        scenarios = await _derive_scenarios(run, target, tree.shown(target, start) or "")
         if scenarios is None:
             return run.finish(vd.Tally().result("skipped", "dispatch error").to_json())
     await _thread(atomic_write_json, run.root / "scenarios.json", [s.to_json() for s in scenarios])
@@ -406,7 +484,7 @@ async def _explicit_loop(
         before = await _thread(tree.read, target)
         if iteration >= 2:
             diff = await _thread(tree.diff, [target])
-        prompt = vd.executor_prompt(_shown(before) or "", diff, scenarios)
+        prompt = vd.executor_prompt(tree.shown(target, before) or "", diff, scenarios)
         where = run.root / f"iter-{iteration}"
         reply = await run.ask(prompt, where, f"iteration {iteration}")
         if reply is None:
@@ -440,7 +518,7 @@ def _apply_to_target(tree: Tree, target: str, edits: Sequence[vd.Edit]) -> int:
     """Apply ``edits`` in order, re-reading the file before each; the number that landed."""
     applied = 0
     for edit in edits:
-        current = _decoded(tree.read(target))
+        current = tree.editable(target)
         if current is None:
             continue
         updated = vd.apply_edit(current, edit.old_string, edit.new_string)
@@ -454,7 +532,7 @@ def _revert_offenders(
 ) -> None:
     for path in offenders:
         if path in baseline:
-            current = tree.read(path)
+            current = tree.read(path, note=False)
             if current is not None:
                 atomic_write_bytes(root / "reverted" / path, current)
             tree.restore(path, baseline[path])
@@ -467,7 +545,7 @@ def _revert_offenders(
 
 async def _auto(dispatcher: Dispatcher, plan: VerifyDiffPlan, progress: Progress) -> dict[str, Any]:
     repo = dispatcher.repo
-    tree = Tree(repo, rev_parse(repo, plan.base))
+    tree = await _thread(Tree.open, repo, rev_parse(repo, plan.base))
     await _thread(tree.refuse_staged)
     if not (await _thread(tree.diff, [])).strip():
         return vd.auto_early_result("empty diff").to_json()
@@ -487,7 +565,7 @@ async def _skill_loop(run: _Run, group: vd.SkillGroup) -> vd.SkillVerdict:
     tally = vd.Tally()
     previous: vd.Verdict | None = None
     start = await _thread(tree.snapshot, files)
-    shown = {path: _shown(data) for path, data in start.items()}
+    shown = {path: tree.shown(path, data) for path, data in start.items()}
     edited_last: list[str] = []
     diff = ""
 
@@ -504,7 +582,7 @@ async def _skill_loop(run: _Run, group: vd.SkillGroup) -> vd.SkillVerdict:
     for iteration in range(1, plan.max_iterations + 1):
         board.start(iteration)
         for path in edited_last:
-            shown[path] = _shown(await _thread(tree.read, path))
+            shown[path] = tree.shown(path, await _thread(tree.read, path))
         diff = await _thread(tree.diff, files)
         prompt = vd.auto_executor_prompt(group.name, diff, shown)
         where = run.root / f"skill-{_safe_name(group.name)}" / f"iter-{iteration}"
@@ -556,7 +634,7 @@ def _apply_in_skill(
             if path not in out_of_scope:
                 out_of_scope.append(path)
             continue
-        current = _decoded(tree.read(path))
+        current = tree.editable(path)
         if current is None:
             continue
         updated = vd.apply_edit(current, edit.old_string, edit.new_string)
