@@ -81,8 +81,15 @@ class AdapterRefusalError(ReviewLoopError):
 
 
 class StateError(ReviewLoopError):
-    """On-disk state differs from what this tool wrote; the command fails closed."""
+    """On-disk state differs from what this tool wrote; the command fails closed.
 
-    def __init__(self, code: str, message: str) -> None:
+    Attributes:
+        code: the machine-readable code (``PACKET_LOCK_HELD``).
+        hint: what a person can do about it, when there is something (the command line
+            prints it as the document's ``hint``).
+    """
+
+    def __init__(self, code: str, message: str, hint: str | None = None) -> None:
         self.code = code
+        self.hint = hint
         super().__init__(f"{code}: {message}")

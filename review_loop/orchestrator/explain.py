@@ -134,11 +134,14 @@ def set_progress_sink(sink: Callable[[str], None] | None) -> None:
 
 
 def emit_progress(text: str) -> None:
-    """The default progress output: the sink when one is set, else one line on stderr."""
-    import sys
+    """The default progress output: the sink when one is set, else one line on stderr.
 
+    A host without a working stderr (none at all, a full disk, a reader gone) loses the
+    line, never the call that reported it (:func:`.std_streams.write_stderr`).
+    """
     if _progress_sink is not None:
         _progress_sink(text)
         return
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
+    from review_loop.orchestrator.std_streams import write_stderr
+
+    write_stderr(text)

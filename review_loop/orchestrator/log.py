@@ -42,9 +42,10 @@ def _stdlib_logger() -> logging.Logger:
 def _logger() -> Any:
     import structlog
 
+    isatty = getattr(sys.stderr, "isatty", None)  # no stderr at all: ``None``
     renderer: Any = (
         structlog.dev.ConsoleRenderer(colors=False)
-        if sys.stderr.isatty()
+        if isatty is not None and isatty()
         else structlog.processors.JSONRenderer(sort_keys=True)
     )
     return structlog.wrap_logger(

@@ -147,6 +147,17 @@ def start_time(pid: int) -> float | None:
     return None if info is None else _seconds(info.start)
 
 
+def start_ticks(pid: int) -> float | None:
+    """When ``pid`` started in clock ticks since boot (Linux; psutil's ``create_time()``
+    elsewhere), or ``None`` if unreadable/gone.
+
+    Unlike :func:`start_time`, a change of the wall clock does not change it: a lock that
+    must never be taken from a live owner compares this (within one boot), never seconds.
+    """
+    info = _stat_or_none(pid)
+    return None if info is None else info.start
+
+
 def status(pid: int) -> str | None:
     """psutil's status name for ``pid`` (``"zombie"``, ``"running"``, ...).
 

@@ -254,8 +254,10 @@ def read_audit_input(value: str, scratch: Path | None) -> dict[str, Any]:
                 f"--audit-input: {value} resolves outside --scratch-dir {scratch} "
                 "(accepted: a file inside the session scratch directory)"
             )
+        from review_loop.orchestrator.input_files import read_text
+
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_text(path)  # bounded: an endless file ends at the limit
         except (OSError, UnicodeDecodeError) as error:
             raise ScopeInputError(f"--audit-input: cannot read {value}: {error}") from None
         where = f"--audit-input {value}"

@@ -19,6 +19,7 @@ that command runs, so ``sessions`` never pays for the dispatcher.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import json
@@ -246,6 +247,11 @@ def _execute(
         raise
     except Exception as error:  # the one place exceptions become exit codes
         from review_loop.agents.errors import ReviewLoopError
+        from review_loop.orchestrator.std_streams import UNPRINTED_EXIT, OutputLost
+
+        if isinstance(error, OutputLost):
+            write(_dump({"ok": False, "error": _error_text(error)}, output))
+            return UNPRINTED_EXIT
 
         if output == "line":
             print(_error_text(error), file=sys.stderr, flush=True)
@@ -253,6 +259,9 @@ def _execute(
         document = {"ok": False, "error": _error_text(error)}
         if not isinstance(error, (ReviewLoopError, UsageError)):
             document["errorType"] = type(error).__name__
+        hint = getattr(error, "hint", None)
+        if isinstance(hint, str):  # what a person can do (a held lock: who, how to clear)
+            document["hint"] = hint
         write(_dump(document, output))
         return 1
     write(_dump(document, output))
@@ -267,36 +276,86 @@ def _parsed(module: CommandModule, name: str, words: list[str]) -> Any:
         parser = new_parser(f"review-loop {name}")
         module.configure(parser)
         namespace = parser.parse_args(words)
+    from review_loop.orchestrator.cli.common import refuse_empty_paths
+
+    refuse_empty_paths(namespace)  # --repo "" is not the current directory
     return namespace
 
 
 def main() -> NoReturn:
-    """Console-script entry point."""
+    """Console-script entry point.
+
+    Closed or failing standard streams cost no record (:mod:`..std_streams`): a closed
+    descriptor 0-2 is reopened on ``/dev/null`` first, stderr drops what it cannot take,
+    and a document that could not be written to stdout (closed, full, reader gone) exits
+    :data:`~..std_streams.UNPRINTED_EXIT` (120) with a line on stderr — unless a signal
+    stopped the command (128 + the signal wins).
+    """
     # Start-up allocates hundreds of thousands of objects (modules, classes, functions) that
     # live as long as the process: the collections they trigger find no garbage and cost
     # about 6-8 ms of every command (docs/startup.md). A reviewer command turns collection
     # back on once it runs (``stops.run_cancellable``); the others are short and end below.
     gc.disable()
+    from review_loop.orchestrator import std_streams
+
+    closed = std_streams.reopen_closed()
+    stderr = sys.stderr
+    sys.stderr = std_streams.GuardedStderr(stderr)
+    document = _Document(stdout_closed=1 in closed)
     from review_loop.orchestrator.cli.live import terminal_status
     from review_loop.orchestrator.log import to_stderr
 
     to_stderr()  # the command prints its diagnostics; a library leaves that to its host
     try:
         with terminal_status():  # on a terminal: reviewers as a live table on stderr
-            code = run(sys.argv[1:])
+            code = run(sys.argv[1:], stdout=document)
     except KeyboardInterrupt:
         # Ctrl-C to a command that runs no reviewer: its default stop, without a traceback.
         code = 128 + signal.SIGINT
-    except BrokenPipeError:
-        # The reader went away (``review-loop help | head``): not our error to report.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        code = 1
+    except BrokenPipeError as error:  # a command that wrote to stdout itself
+        document.failed(error)
+        code = std_streams.UNPRINTED_EXIT
+    if document.failure is not None:
+        print(
+            f"review-loop: the JSON document was not written to stdout ({document.failure}); "
+            "records are kept under .review-handoff/runtime/",
+            file=sys.stderr,
+            flush=True,
+        )
+        code = code if code >= 128 else std_streams.UNPRINTED_EXIT
+    sys.stderr = stderr
     # The process ends here: what it built is freed with it. Frozen, the interpreter's last
     # garbage collections do not walk every module's objects first (about 6-8 ms of every
     # command's exit; docs/startup.md). atexit handlers and the flush of stdout still run.
     gc.freeze()
     sys.exit(code)
+
+
+class _Document:
+    """Where :func:`main` sends the command's document: stdout, and what became of it.
+
+    Attributes:
+        failure: why the document did not reach stdout (``None`` when it did).
+    """
+
+    def __init__(self, *, stdout_closed: bool) -> None:
+        self.failure = "stdout was closed when review-loop started" if stdout_closed else None
+
+    def __call__(self, text: str) -> None:
+        if self.failure is not None:
+            return
+        try:
+            _print(text)
+        except OSError as error:  # ENOSPC, EPIPE, EIO: the reader or the disk
+            self.failed(error)
+
+    def failed(self, error: OSError) -> None:
+        """Note ``error`` and point stdout at ``/dev/null`` (what it buffers would fail
+        again at exit)."""
+        from review_loop.orchestrator.std_streams import silence
+
+        self.failure = self.failure or (error.strerror or str(error) or type(error).__name__)
+        silence(sys.stdout)
 
 
 def entry() -> NoReturn:
@@ -331,8 +390,9 @@ def leave(status: object) -> NoReturn:
         code = 0
     elif isinstance(status, int):
         code = status
-    else:  # SystemExit("message"): the message to stderr, exit 1
-        print(status, file=sys.stderr)
+    else:  # SystemExit("message"): the message to stderr (if it takes it), exit 1
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            print(status, file=sys.stderr)
         code = 1
     threading = sys.modules.get("threading")
     if threading is not None:

@@ -46,24 +46,71 @@ def load_user_prefs_view() -> PrefsView:
 
 
 def read_text_file(path_text: str, field: str) -> str:
-    """Read a UTF-8 text file named by ``field``; errors say what was wrong."""
-    path = Path(path_text)
+    """Read a UTF-8 text file named by ``field``; errors say what was wrong.
+
+    At most the input limit (``input_files.MAX_INPUT_BYTES``, 16 MiB) is read: an endless
+    file (``/dev/zero``, a FIFO) is refused at the limit, naming it.
+    """
+    from review_loop.orchestrator.input_files import InputTooLarge, limit_text, read_bytes
+
+    accepted = f"a readable UTF-8 text file of at most {limit_text()}"
     try:
-        data = path.read_bytes()
+        data = read_bytes(path_text)
     except FileNotFoundError:
-        raise InputError(
-            field, f"no such file: {path_text!r}", "a readable UTF-8 text file"
-        ) from None
+        raise InputError(field, f"no such file: {path_text!r}", accepted) from None
     except IsADirectoryError:
-        raise InputError(
-            field, f"{path_text!r} is a directory", "a readable UTF-8 text file"
-        ) from None
+        raise InputError(field, f"{path_text!r} is a directory", accepted) from None
+    except InputTooLarge as error:
+        raise InputError(field, f"{path_text!r} is {error.strerror}", accepted) from None
     except OSError as error:
         raise InputError(field, f"cannot read {path_text!r}: {error.strerror}") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(field, f"{path_text!r} is not UTF-8 text", "a UTF-8 text file") from None
+
+
+# The flags (by their ``dest``) that name a file or a directory, and how the error names
+# them. An empty value is refused: it would mean "the current directory" to git and to
+# ``os.path``, and review (and write ``.review-handoff/`` into) a checkout nobody named.
+PATH_FLAGS: dict[str, str] = {
+    "repo": "--repo",
+    "packet": "--packet",
+    "target": "--target",
+    "body_file": "--body-file",
+    "question_file": "--question-file",
+    "scenarios_file": "--scenarios-file",
+    "plan": "--plan",
+    "host_position": "--host-position",
+    "concerns": "--concerns",
+    "driver": "--driver",
+    "deterministic": "--deterministic-verification",
+    "directory": "DIR",
+    "root": "-C/--directory",
+    "audit_input": "--audit-input",
+    "scratch_dir": "--scratch-dir",
+    "output": "--output",
+    "dir": "--dir",
+    "skill_dirs": "--skill-dir",
+}
+
+
+def refuse_empty_paths(args: object) -> None:
+    """Refuse a path flag given as the empty string, before anything is read or written.
+
+    Raises:
+        InputError: naming the flag (:data:`PATH_FLAGS`).
+    """
+    for dest, flag in PATH_FLAGS.items():
+        value = getattr(args, dest, None)
+        if value == "" or (isinstance(value, list) and "" in value):
+            raise InputError(
+                flag,
+                "is empty",
+                "a path; to mean the current directory, name it ('.') or leave the flag out"
+                if dest in ("repo", "root", "directory")
+                else "a path",
+            )
 
 
 def positive_seconds(value: str, field: str) -> int:

@@ -93,9 +93,11 @@ def parse_verb(rest: Sequence[str], root: str | None) -> argparse.Namespace:
 
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Run one verb against the run journal."""
+    from review_loop.orchestrator.cli.common import refuse_empty_paths
     from review_loop.orchestrator.journal import runs
 
     args = parse_verb(args.rest, args.root)
+    refuse_empty_paths(args)  # the verb's own -C
     cwd = runs.resolve_cwd(args.root)
     if args.verb == "start":
         return runs.start(cwd, args.verification_type, args.scope_type, args.scope, args.input)

@@ -101,10 +101,13 @@ def _fail(code: str, detail: str | None = None) -> VerificationError:
 
 
 def read_source(source: str) -> str:
-    """``stdin`` reads standard input; anything else is a file path."""
+    """``stdin`` reads standard input; anything else is a file path. Either is read with
+    the input limit (``input_files``): past it, an ``OSError`` that names the limit."""
+    from review_loop.orchestrator.input_files import read_stream_text, read_text
+
     if source == v.INPUT_STDIN:
-        return sys.stdin.read()
-    return Path(source).read_text(encoding="utf-8")
+        return read_stream_text(sys.stdin, "stdin")
+    return read_text(source)
 
 
 def emit_stderr(event: Mapping[str, Any]) -> None:

@@ -322,16 +322,51 @@ async def serve_stdio(protocol_out: int) -> None:
 
     from mcp.server.stdio import stdio_server
 
+    from review_loop.orchestrator.std_streams import OutputLost
+
     table = JobTable()
     app = build(table)
     server = app._mcp_server
-    out = anyio.wrap_file(TextIOWrapper(os.fdopen(protocol_out, "wb"), encoding="utf-8"))
+    file = anyio.wrap_file(TextIOWrapper(os.fdopen(protocol_out, "wb"), encoding="utf-8"))
     async with anyio.create_task_group() as group:
+        out: Any = ProtocolOut(file, group.cancel_scope)  # the SDK writes it as an AsyncFile
         await table.serve(group)
         lines: Any = StdinLines(0)  # the SDK iterates it as it would an AsyncFile
         async with stdio_server(stdin=lines, stdout=out) as (read, write):
             await server.run(read, write, server.create_initialization_options())
         group.cancel_scope.cancel()  # the client is gone: stop every job
+    if out.failure is not None:
+        raise OutputLost(
+            f"the MCP client's end of stdout failed ({out.failure}); every job was stopped"
+        )
+
+
+class ProtocolOut:
+    """The protocol's output stream: a write that fails (the client's end of the pipe is
+    gone, a full device) stops the server as a closed stdin does — every job stopped —
+    instead of escaping the SDK's task group as an error of its own."""
+
+    def __init__(self, file: Any, scope: anyio.CancelScope) -> None:
+        self.file = file
+        self.scope = scope
+        self.failure: str | None = None
+
+    async def write(self, text: str) -> None:
+        """Write ``text``, unless the stream already failed."""
+        await self._do(self.file.write, text)
+
+    async def flush(self) -> None:
+        """Flush, unless the stream already failed."""
+        await self._do(self.file.flush)
+
+    async def _do(self, call: Any, *args: Any) -> None:
+        if self.failure is not None:
+            return
+        try:
+            await call(*args)
+        except (OSError, ValueError) as error:
+            self.failure = getattr(error, "strerror", None) or str(error) or type(error).__name__
+            self.scope.cancel()
 
 
 class StdinLines:

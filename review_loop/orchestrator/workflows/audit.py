@@ -138,6 +138,7 @@ def load_concern_agents(
         Blocked: a configuration file is unreadable or malformed, or names a prompt file
             that cannot be read (``diagnostic: configuration error``).
     """
+    from review_loop.orchestrator.input_files import read_text
     from review_loop.prefs.home import state_home
 
     environ = os.environ if env is None else env
@@ -151,7 +152,7 @@ def load_concern_agents(
     repo_file = repo / ".review-loop" / CONCERNS_NAME
     for source in sources:
         try:
-            document = json.loads(source.read_text("utf-8"))
+            document = json.loads(read_text(source))
             entries = va.check_concern_config(document, str(source))
             # Rule catalogs only constrain, so a planted one could hide findings: the
             # reviewed repository's own file never sets one.
@@ -165,7 +166,7 @@ def load_concern_agents(
                 else:
                     path = Path(prompt)
                     path = path if path.is_absolute() else source.parent / path
-                    text = (path if trusted else _repo_prompt(repo, path)).read_text("utf-8")
+                    text = read_text(path if trusted else _repo_prompt(repo, path))
                 agents[name] = va.ConcernAgent(
                     entry["product"],
                     text,

@@ -10,7 +10,7 @@ Layout (``docs/origins.md`` §3.3), under ``<repo>/.review-handoff/``::
         evidence/round-N.diff    the frozen evidence of round N
         answers/round-N*.md      the reviewer's raw answers (audit)
         STOP                     per-packet stop file
-        .auto-run.lock/owner     "<token>\\n<pid>\\n"
+        .auto-run.lock/owner     "<token>\\n<pid>\\n" then "start|ticks|boot|since <value>" lines
         events.jsonl
 
 Trust (``docs/authenticated-state.md``): ``auto-run-state.json`` carries a MAC made with
@@ -26,8 +26,11 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import math
 import os
+import re
 import secrets
+import shlex
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -45,6 +48,7 @@ from review_loop.orchestrator import procfs, state_auth
 from review_loop.orchestrator.files import (
     HandoffPathError,
     atomic_write_json,
+    iso_utc,
     make_dir_exclusive,
     make_dirs,
     open_fd,
@@ -263,13 +267,121 @@ def _pid_alive(pid: int) -> bool:
     return procfs.status(pid) not in (None, procfs.ZOMBIE)
 
 
+@dataclass(frozen=True)
+class LockOwner:
+    """What a lock's ``owner`` file says about the process that took it.
+
+    The first two lines are the token and the pid (all an old lock holds, and all an older
+    review-loop reads); ``key value`` lines follow. Read from the repository, so nothing
+    here is believed but what the process table confirms.
+
+    Attributes:
+        token: the holder's token (it releases only a lock holding its own).
+        pid: the holder's pid (0 when unreadable).
+        start: its start as ``procfs.start_time`` (the reaper's ``procStart``), seconds.
+        ticks: its start in clock ticks since boot (``procfs.start_ticks``): what proves it,
+            whatever the wall clock did since.
+        boot: the boot id when it took the lock (Linux).
+        since: when it took the lock (ISO-8601 UTC).
+    """
+
+    token: str
+    pid: int
+    start: float | None = None
+    ticks: float | None = None
+    boot: str | None = None
+    since: str | None = None
+
+    @classmethod
+    def mine(cls, token: str) -> LockOwner:
+        """This process, now."""
+        from review_loop.orchestrator.files import utc_now
+        from review_loop.orchestrator.unfinished import boot_id
+
+        pid = os.getpid()
+        return cls(
+            token, pid, procfs.start_time(pid), procfs.start_ticks(pid), boot_id(), utc_now()
+        )
+
+    def text(self) -> str:
+        """The ``owner`` file's text."""
+        lines = [self.token, str(self.pid)]
+        for key in ("start", "ticks", "boot", "since"):
+            value = getattr(self, key)
+            if value is not None:
+                lines.append(f"{key} {value!r}" if isinstance(value, float) else f"{key} {value}")
+        return "\n".join(lines) + "\n"
+
+    @classmethod
+    def parse(cls, text: str) -> LockOwner:
+        """An ``owner`` file's text, old (token and pid) or new; what is malformed is left
+        out (``None``), never guessed."""
+        lines = text.splitlines()
+        try:
+            pid = int(lines[1]) if len(lines) > 1 else 0
+        except ValueError:
+            pid = 0
+        values = dict(line.partition(" ")[::2] for line in lines[2:])
+        since = values.get("since", "")
+        return cls(
+            lines[0] if lines else "",
+            pid,
+            _number(values.get("start")),
+            _number(values.get("ticks")),
+            values.get("boot") if _BOOT_RE.fullmatch(values.get("boot", "")) else None,
+            since if _SINCE_RE.fullmatch(since) else None,
+        )
+
+
+_BOOT_RE = re.compile(r"[0-9a-f-]{1,64}")
+_SINCE_RE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
+LOCK_REUSE_SLACK_S = 1.0
+"""An old lock (pid only) is stale when its pid's process started this much later than
+the lock was written (``/proc/stat``'s boot time is in whole seconds)."""
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        value = float(text) if text is not None else None
+    except ValueError:
+        return None
+    return value if value is not None and math.isfinite(value) else None
+
+
+def owner_gone(owner: LockOwner, written: float | None) -> str | None:
+    """Why the lock's owner is proven gone, or ``None`` while it may still hold the lock.
+
+    Gone: its pid runs no process (or a zombie); the lock was taken in another boot; the
+    pid's process has another start than the owner's (the pid was reused). An old lock
+    (no start recorded) is gone when the pid's process started after the lock's ``owner``
+    file was written (``written``, its mtime): that process cannot have written it.
+    A process that exists but cannot be read is never judged gone.
+    """
+    if not _pid_alive(owner.pid):
+        return f"pid {owner.pid} is not running"
+    from review_loop.orchestrator.unfinished import boot_id
+
+    current_boot = boot_id()
+    if owner.boot is not None and current_boot is not None and owner.boot != current_boot:
+        return f"the lock was taken before the machine restarted (boot {owner.boot})"
+    if owner.ticks is not None:
+        ticks = procfs.start_ticks(owner.pid)
+        if ticks is not None and ticks != owner.ticks:
+            return f"pid {owner.pid} now belongs to another process (another start time)"
+        return None
+    started = procfs.start_time(owner.pid)
+    if started is not None and written is not None and started > written + LOCK_REUSE_SLACK_S:
+        return f"pid {owner.pid} belongs to a process started after the lock was taken"
+    return None
+
+
 def _publish(lock: Path, token: str) -> None:
     make_dir_exclusive(lock)
     owner = lock / "owner"
     try:
         fd = open_fd(owner, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(f"{token}\n{os.getpid()}\n")
+            handle.write(LockOwner.mine(token).text())
     except OSError as error:
         # Disk full: a lock without its owner would hold the packet; take it back.
         remove_tree(lock)
@@ -283,12 +395,47 @@ def _named(error: OSError, path: Path) -> OSError:
     return type(error)(error.errno, os.strerror(error.errno or 0), str(path))
 
 
-def _held(message: str) -> StateError:
-    return StateError("PACKET_LOCK_HELD", message)
+def _held(message: str, lock: Path | None = None) -> StateError:
+    hint = None
+    if lock is not None:
+        hint = (
+            "another review-loop command is working on this packet: wait for it to finish, "
+            "or stop it. If the process named is not review-loop on this packet (a lock "
+            "copied or planted), remove the lock: rm -r " + shlex.quote(str(lock))
+        )
+    return StateError("PACKET_LOCK_HELD", message, hint)
+
+
+def _held_by(owner: LockOwner, lock: Path) -> StateError:
+    """The refusal naming who holds ``lock``: pid, start, since when, command line."""
+    details = []
+    started = procfs.start_time(owner.pid)
+    if started is not None:
+        details.append(f"started {iso_utc(int(started * 1e9))}")
+    if owner.since is not None:
+        details.append(f"holding it since {owner.since}")
+    command = _command_line(owner.pid)
+    if command:
+        details.append(f"command: {command}")
+    said = f" ({'; '.join(details)})" if details else ""
+    return _held(f"packet lock held by pid {owner.pid}{said}", lock)
+
+
+def _command_line(pid: int) -> str:
+    """``pid``'s command line, shortened, or ``""`` (no ``/proc``, unreadable, gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            raw = handle.read(4096)
+    except OSError:
+        return ""
+    words = [word.decode("utf-8", "replace") for word in raw.split(b"\0") if word]
+    text = shlex.join(words)
+    return text if len(text) <= 200 else text[:199] + "…"
 
 
 def _reclaim(runtime: Path, lock: Path, token: str) -> None:
-    """Take over ``lock`` if its owner is gone; else raise ``PACKET_LOCK_HELD``.
+    """Take over ``lock`` if its owner is gone (:func:`owner_gone`); else raise
+    ``PACKET_LOCK_HELD`` naming the holder, with a ``hint`` saying how to clear it.
 
     Reclaimers take turns under an flock on a sibling file, so two of them can never both
     judge the same stale lock and one remove the other's fresh one. A holder never needs
@@ -298,9 +445,10 @@ def _reclaim(runtime: Path, lock: Path, token: str) -> None:
     with os.fdopen(open_fd(runtime / f"{LOCK_DIR}.reclaim", flags), "a+") as guard:
         fcntl.flock(guard, fcntl.LOCK_EX)
         try:
-            owner = read_bytes(lock / "owner").decode("utf-8")
+            owner = read_bytes(lock / "owner").decode("utf-8", "replace")
+            written: float | None = (lock / "owner").stat().st_mtime
         except (FileNotFoundError, NotADirectoryError):
-            owner = ""
+            owner, written = "", None
         stale = True
         if not owner.strip():
             try:
@@ -314,13 +462,13 @@ def _reclaim(runtime: Path, lock: Path, token: str) -> None:
                 if age < LOCK_GRACE_S:
                     raise _held("packet lock held (owner not published yet)")
         else:
-            lines = owner.splitlines()
-            try:
-                pid = int(lines[1]) if len(lines) > 1 else 0
-            except ValueError:
-                pid = 0
-            if _pid_alive(pid):
-                raise _held(f"packet lock held by pid {pid}")
+            holder = LockOwner.parse(owner)
+            gone = owner_gone(holder, written)
+            if gone is None:
+                raise _held_by(holder, lock)
+            from review_loop.orchestrator.log import log_event
+
+            log_event("packet lock taken over", lock=str(lock), why=gone)
         if stale:
             remove_tree(lock)
         try:
@@ -333,8 +481,10 @@ def _reclaim(runtime: Path, lock: Path, token: str) -> None:
 def packet_lock(runtime: Path) -> Iterator[str]:
     """Hold ``runtime/.auto-run.lock`` for the block; yields the owner token.
 
-    An existing lock is reclaimed only when its owner pid is dead, or when its owner file
-    is missing or empty and the lock is older than 2 s (a crash between mkdir and write).
+    An existing lock is reclaimed only when its owner is proven gone (:func:`owner_gone`:
+    its pid dead, another boot, or the pid now another process's, by start time), or when
+    its owner file is missing or empty and the lock is older than 2 s (a crash between
+    mkdir and write). ``docs/stops.md`` ("The packet lock").
 
     Raises:
         StateError: ``PACKET_LOCK_HELD`` — another live process holds the lock.
