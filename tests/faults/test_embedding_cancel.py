@@ -17,12 +17,14 @@ and a progress callback that raises, which is the caller's error.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -60,6 +62,7 @@ from tests.faults.harness import (
     script_row,
     unfinished,
 )
+from tests.gitrepo import committed_repo
 
 pytestmark = pytest.mark.anyio
 
@@ -199,6 +202,7 @@ class _AtEnd:
     alive: list[int]
     tagged: list[int]
     statuses: list[Any]
+    copies: list[str] = field(default_factory=list)  # scratch copies left in the temp dir
 
 
 class _Sessions:
@@ -253,9 +257,11 @@ async def _cancelled_repeatedly(
     call: Callable[[], Awaitable[Any]],
     times: int,
     sessions: _Sessions,
+    interval: float = 0.05,
 ) -> tuple[bool, _AtEnd]:
-    """Run ``call`` until its sessions run, cancel it ``times`` times 50 ms apart, and
-    return (whether it returned, what was left at the instant it returned or raised).
+    """Run ``call`` until its sessions run, cancel it up to ``times`` times ``interval``
+    apart (until it ended), and return (whether it returned, what was left at the instant
+    it returned or raised).
 
     asyncio: ``Task.cancel()`` of the task awaiting it, as an embedding program does.
     trio (no task handles): ``times`` nested cancel scopes, innermost first.
@@ -280,8 +286,10 @@ async def _cancelled_repeatedly(
         task = asyncio.ensure_future(awaiting([]))
         await sessions.wait_running(stubborn=True)
         for _ in range(times):
+            if task.done():
+                break
             task.cancel()
-            await anyio.sleep(0.05)
+            await anyio.sleep(interval)
         await asyncio.wait([task])
         assert task.cancelled() or returned, task.exception()
     else:
@@ -290,8 +298,10 @@ async def _cancelled_repeatedly(
             group.start_soon(awaiting, scopes)
             await sessions.wait_running(stubborn=True)
             for scope in reversed(scopes):
+                if ended:
+                    break
                 scope.cancel()
-                await anyio.sleep(0.05)
+                await anyio.sleep(interval)
     return returned, ended[0]
 
 
@@ -421,3 +431,45 @@ async def test_process_run_process_cancelled_however_often_reaps_before_it_raise
     returned, end = await _cancelled_repeatedly(anyio_backend, call, times, sessions)
     assert not returned
     assert end.alive == [], end
+
+
+async def test_collaboration_an_isolated_consult_cancelled_again_and_again_leaves_no_copy(
+    anyio_backend: str,
+    tmp_path: Path,
+    fakes: FakeCLIs,
+    scanner: Scanner,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An isolated request (a throw-away copy of a 3,000-file repository) cancelled every
+    10 ms until it raises (asyncio: ``Task.cancel()``; trio: nested scopes): its session's
+    teardown does not end at the process layer's edge, the copy's removal runs to its end
+    too. At the instant the call raises, no process of it is alive, its record is
+    finished, and no scratch copy is left in the temp directory."""
+    from review_loop.orchestrator.isolation import SCRATCH_PREFIX, namespace_available
+
+    if not await namespace_available():
+        pytest.skip("no read-only mount namespace here: isolated requests are refused")
+    files = {f"m{i}.txt": f"line {i}\n" for i in range(3_000)}
+    repo = committed_repo(tmp_path / "big", files)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    for key, value in fakes.env(path_only=True).items():
+        monkeypatch.setenv(key, value)
+    fakes.script(**{PEER_B: [STUBBORN]})
+    prefs = Prefs.model_validate({"graceMs": GRACE_MS, "timeoutMs": 120_000, "livenessMs": 600_000})
+
+    class _Isolated(_Sessions):
+        def at_end(self) -> _AtEnd:
+            end = super().at_end()
+            copies = [p.name for p in temp.iterdir() if p.name.startswith(SCRATCH_PREFIX)]
+            return dataclasses.replace(end, copies=copies)
+
+    async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as dispatcher:
+        request = PeerRequest(peer=PEER_B, prompt="Is it right?", isolate=True)
+        sessions = _Isolated(repo, fakes, scanner, (PEER_B,))
+        call = partial(dispatcher.consult, request)
+        returned, end = await _cancelled_repeatedly(anyio_backend, call, 200, sessions, 0.01)
+    assert not returned
+    assert end.alive == [] and end.tagged == [], end
+    assert end.statuses == ["interrupted"] and end.copies == [], end
