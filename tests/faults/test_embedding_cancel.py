@@ -12,7 +12,8 @@ Then cancellation however often it comes: ``consult``, ``ask``, ``fan_out`` and
 ``run_process`` cancelled once and five times in a row (asyncio: ``Task.cancel()`` of the
 awaiting task, which anyio's shield does not stop; trio: nested cancel scopes) while
 SIGTERM-ignoring reviewers are being ended, ``/proc`` read at the instant the call raises;
-and a progress callback that raises, which is the caller's error.
+an isolated consult cancelled every 10 ms, whose scratch copy must be gone by then too; and
+a progress callback that raises, which is the caller's error.
 """
 
 from __future__ import annotations
