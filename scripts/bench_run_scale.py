@@ -169,6 +169,8 @@ def main() -> None:
     )
     parser.add_argument("--quick", action="store_true", help="20,000 files, 1 run")
     args = parser.parse_args()
+    # Line by line: a slow run (the quadratic build took minutes) shows where it is.
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     if args.quick:
         args.files, args.runs = min(args.files, 20_000), 1
     print(f"run vs evidence: {args.files:,} untracked files, median of {args.runs} runs")
