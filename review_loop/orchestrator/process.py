@@ -280,6 +280,29 @@ async def _terminate(
     await shielded.to_the_end(end_tree)
 
 
+async def _close_streams(process: anyio.abc.Process) -> None:
+    """Close the child's three pipes (stdin too: the feed closes it, but no feed ran if
+    ``on_started`` raised), every one of them, however often the task is cancelled.
+
+    Shielded; asyncio's ``Task.cancel()``, which the shield does not stop, lands at a
+    close's final checkpoint, after the pipe is closed: it is kept, the other pipes are
+    closed, then it is raised. (Cheaper than :func:`.shielded.to_the_end` on every
+    session's path.)
+    """
+    cancelled: BaseException | None = None
+    with anyio.CancelScope(shield=True):
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream is not None:
+                try:
+                    await stream.aclose()
+                except anyio.get_cancelled_exc_class() as cancel:
+                    cancelled = cancel
+                except Exception:  # a pipe that will not close is closed enough
+                    pass
+    if cancelled is not None:
+        raise cancelled
+
+
 async def _drain(
     stream: anyio.abc.ByteReceiveStream | None, sink: BoundedCapture, done: anyio.Event
 ) -> None:
@@ -796,15 +819,7 @@ async def run_process(
     finally:
         out.close()  # the spill goes with its session, whatever happened
         err.close()
-
-        async def close_streams() -> None:
-            # stdin too: the feed closes it, but no feed ran if on_started raised.
-            for stream in (process.stdin, process.stdout, process.stderr):
-                if stream is not None:
-                    with suppress(Exception):
-                        await stream.aclose()
-
-        await shielded.to_the_end(close_streams)
+        await _close_streams(process)
 
     failure = subreaper.spawn_failure(process.returncode, err.value()) if tree.supervised else None
     if failure is not None:
