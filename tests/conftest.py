@@ -19,8 +19,15 @@ import pytest
 
 from tests.fakes import FAKE_ENV_NAMES, PASSTHROUGH_ENV, FakeCLIs
 from tests.fakes.skills import install_skills
+from tests.tiers import mark_tiers
 
 TOKEN_ENV = "REVIEW_LOOP_TEST_TOKEN"
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test gets its tier markers (tests/tiers.py), so ``-m`` selects by tier."""
+    mark_tiers(items)
 
 
 @pytest.fixture(params=["asyncio", "trio"])

@@ -1,4 +1,4 @@
-"""End-to-end tests: the ``review-loop`` command run as a process, fake CLIs on PATH.
+"""Process tests: the ``review-loop`` command run end to end as a process, fake CLIs on PATH.
 
 Checks the contract a skill parses: one JSON document on stdout, exit 0 / 2 (ok:false) /
 1 (usage, bad input), the consult and session records, the exclude entry, and that bad

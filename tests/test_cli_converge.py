@@ -1,4 +1,4 @@
-"""``preflight``, ``converge``, ``blind-review`` and ``ledger`` run as processes.
+"""Process tests: ``preflight``, ``converge``, ``blind-review`` and ``ledger`` run as processes.
 
 The contract a skill parses: one JSON document on stdout, exit 0 / 2 (``ok: false``) / 1
 (bad input, naming the field), and bad input leaves nothing behind.

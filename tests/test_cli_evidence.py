@@ -1,4 +1,4 @@
-"""End-to-end tests: ``review-loop evidence`` run as a process against real git repositories.
+"""Process tests: ``review-loop evidence`` run as a process against real git repositories.
 
 Checks what a skill parses: one JSON document on stdout with ``{ok, status: "attested",
 evidence}``, the digest the original tool computes (the oracle in

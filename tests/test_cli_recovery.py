@@ -1,4 +1,4 @@
-"""End-to-end tests of the errors a person can act on, and of each recovery.
+"""Process tests, end to end, of the errors a person can act on, and of each recovery.
 
 A missing CLI says which executable, where it was looked for (PATH) and what to set
 (``prefs alias``), is tried once and never reported ``active``; a STOP file is named with

@@ -1,6 +1,6 @@
-"""End-to-end tests of ``review-loop scope resolve`` and its reconcile mode, with the journal.
+"""Collaboration tests of ``review-loop scope resolve`` and its reconcile mode, with the journal.
 
-Kind: end-to-end. The CLI runs in-process (it ends with ``SystemExit(code)``, as the
+End to end: the CLI runs in-process (it ends with ``SystemExit(code)``, as the
 original script does) against real git repositories with an ``origin`` remote.
 """
 

@@ -1,6 +1,6 @@
-"""End-to-end tests of ``review-loop verification run`` (the spx contract) on real git repos.
+"""Collaboration and process tests of ``review-loop verification run`` (the spx contract).
 
-Kind: end-to-end. Most tests run the CLI in-process (``cli.run``) for speed; the
+End to end on real git repos: most tests run the CLI in-process (``cli.run``) for speed; the
 concurrency tests start real ``review-loop`` processes.
 """
 

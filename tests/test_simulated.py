@@ -1,14 +1,17 @@
-"""The simulated reviewer (``--peer simulated``): the offline mode a newcomer tries first.
+"""Contract, collaboration and process tests of the simulated reviewer (``--peer simulated``).
 
-Contract tests: each answer is in the format its workflow's own parser accepts. Collaboration
-tests: the adapter launched through the real process layer (asyncio and trio), resume keeps
-the id, and a hostile repository cannot run code through it. End-to-end tests: ``consult``,
-``run`` and ``verify-diff`` on the command line with no key and no fake CLI.
+It is the offline mode a newcomer tries first. Contract tests: each answer is in the format its
+workflow's own parser accepts. Collaboration tests: the adapter launched through the real
+process layer (asyncio and trio), resume keeps the id, and a hostile repository cannot run
+code through it. Process tests, end to end: ``consult``, ``run`` and ``verify-diff`` on the
+command line with no key and no fake CLI.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -212,4 +215,44 @@ def test_end_to_end_demo_runs_from_any_directory_and_prints_no_dead_resume_comma
     assert [d.get("ok", d.get("status")) for d in documents] == [True, True, "converged", True]
     sessions = documents[-1]["sessions"]
     assert sessions and all("resume" not in s and "resumeInShell" not in s for s in sessions)
-    assert "cd " not in ran.stdout  # nothing that points at the removed directory
+    # nothing that points at the removed directory: no command that changes into it, in
+    # any document (parsed, so a random session id ending in "cd" is not a command)
+    assert not [key for d in documents for key in _keys(d) if key.endswith("InShell")]
+    assert not [text for d in documents for text in _strings(d) if _SHELL_CD.search(text)]
+
+
+_SHELL_CD = re.compile(r"(?:^|[\s;&|(])cd\s")
+"""A shell ``cd`` command word, at the start of a string or after a separator."""
+
+
+def _keys(value: object) -> Iterator[str]:
+    """Every key of every mapping in a parsed JSON document."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _keys(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _keys(item)
+
+
+def _strings(value: object) -> Iterator[str]:
+    """Every string value in a parsed JSON document."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def test_the_demo_check_finds_a_cd_command_and_not_a_session_id_ending_in_cd() -> None:
+    ended_in_cd = '/venv/bin/python -m review_loop.simulated --resume 9f3ea8de1bbe1cd "<prompt>"'
+    assert not _SHELL_CD.search(ended_in_cd)
+    assert _SHELL_CD.search("cd /tmp/demo/repo && claude --resume s1")
+    assert _SHELL_CD.search("(cd '/tmp/demo repo'; codex resume s1)")
+    document = {"sessions": [{"resumeReadOnlyInShell": {"headless": ended_in_cd}}]}
+    assert list(_keys(document)) == ["sessions", "resumeReadOnlyInShell", "headless"]
+    assert list(_strings(document)) == [ended_in_cd]

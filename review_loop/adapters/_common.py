@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from review_loop.adapters.base import DETAIL_LIMIT, detail_of, json_lines, shell_join
+from review_loop.agents.constants import ENV_NAME_PATTERN
 from review_loop.agents.errors import AdapterRefusalError
 from review_loop.agents.models import DeliveryState, ReadOnlyResume, ResumeCommands
 
@@ -210,6 +211,26 @@ def version_in(text: str | None) -> str | None:
 
 
 # -- failures --------------------------------------------------------------------------------
+
+
+MISSING_VARIABLE = "credential variable not set: "
+"""How a ``missing credentials`` detail names the variable (:func:`missing_credential`), so
+that the orchestrator can say how to pass it without knowing the product's message."""
+
+
+def missing_credential(variable: str | None, said: str) -> Failure:
+    """``NOT_SUBMITTED`` ``missing credentials``: the CLI refused before any request because
+    ``variable`` (when the message names it) is not in its environment."""
+    named = f"{MISSING_VARIABLE}{variable}\n" if variable else ""
+    return not_submitted("missing credentials", named + said)
+
+
+def missing_variable(detail: str) -> str | None:
+    """The variable a :func:`missing_credential` detail names, or ``None``."""
+    if not detail.startswith(MISSING_VARIABLE):
+        return None
+    name = detail.removeprefix(MISSING_VARIABLE).split("\n", 1)[0]
+    return name if re.fullmatch(ENV_NAME_PATTERN, name) else None
 
 
 def not_submitted(reason: str, detail: str, *, session_not_found: bool = False) -> Failure:

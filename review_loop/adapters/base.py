@@ -74,7 +74,20 @@ class Adapter(Protocol):
     An adapter may also declare ``short_names: tuple[str, ...]``, the short forms a user's
     account launchers start with besides the product name (``cc`` for claude: the seed's
     ``cc002``). It is optional data, not part of the protocol, so adapters written before
-    it still satisfy it.
+    it still satisfy it. So are ``own_files(env, home) -> tuple[Path, ...]`` (where the
+    product keeps its login and settings: visible to its own reviewers, hidden from every
+    other product's; none declared means none kept visible), ``ancestor_files`` (files, by
+    name, its CLI loads from every directory above its working directory: hidden there from
+    every reviewer) and ``reads_only_its_prompt``
+    (``True`` only for review-loop's own stand-in, which then runs without the reviewer
+    sandbox), both read by the orchestrator's sandbox.
+
+    Likewise optional: ``user_config_files(env, home) -> tuple[Path, ...]``, the user's own
+    (home-directory) configuration files of the CLI that may name the variables it reads
+    credentials from (a last component holding ``*`` is a pattern), and
+    ``configured_env_names(texts) -> tuple[str, ...]``, those names, parsed from the files'
+    text (``{file name: text}``) that the orchestrator read. Such names pass the
+    environment allow-list like ``env_passthrough``'s.
 
     An adapter may also define ``output_complete(invocation, completed) -> bool``: whether
     what the CLI printed so far (``completed.stdout``, the process still running) is

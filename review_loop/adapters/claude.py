@@ -306,6 +306,15 @@ class ClaudeAdapter:
             ),
         )
 
+    def own_files(self, env: Mapping[str, str], home: Path) -> tuple[Path, ...]:
+        """Where Claude Code keeps its login and settings: ``${CLAUDE_CONFIG_DIR:-~/.claude}``
+        and ``~/.claude.json``; on Bedrock (``CLAUDE_CODE_USE_BEDROCK``) also ``~/.aws``,
+        where its AWS profile lives. Visible to a claude reviewer, hidden from every other
+        (``docs/reviewer-lockdown.md``)."""
+        root = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
+        bedrock = (home / ".aws",) if env.get("CLAUDE_CODE_USE_BEDROCK") else ()
+        return (root, home / ".claude.json", *bedrock)
+
     def session_stores(self, env: Mapping[str, str], home: Path, repo: Path) -> list[SessionStore]:
         """``${CLAUDE_CONFIG_DIR:-~/.claude}/projects/<escaped repo>/*.jsonl``.
 

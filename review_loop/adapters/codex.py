@@ -25,6 +25,7 @@ from review_loop.adapters._common import (
     exit_reason,
     iso_utc,
     last_json_lines,
+    missing_credential,
     no_answer,
     not_submitted,
     prompt_bytes,
@@ -45,6 +46,7 @@ from review_loop.adapters.base import (
     generic_failure,
     json_lines,
 )
+from review_loop.agents.constants import ENV_NAME_PATTERN
 from review_loop.agents.models import DeliveryState, EnvPassthrough, ResumeCommands, StoredSession
 
 if TYPE_CHECKING:
@@ -94,8 +96,14 @@ def untrusted_project(cwd: Path) -> tuple[str, str]:
 
 ENV_PASSTHROUGH: Final = EnvPassthrough(prefixes=("CODEX_", "OPENAI_"))
 """Codex's home and credentials (``CODEX_HOME``, ``CODEX_API_KEY``, ``OPENAI_API_KEY``,
-``OPENAI_BASE_URL``). A custom provider's ``env_key`` (e.g. ``AZURE_OPENAI_API_KEY``) is the
-user's to add with the ``envPassthrough`` prefs key."""
+``OPENAI_BASE_URL``). A custom provider's ``env_key`` (e.g. ``AZURE_OPENAI_API_KEY``) and
+``env_http_headers`` are read from the user's own configuration
+(:meth:`CodexAdapter.configured_env_names`)."""
+
+CONFIG_NAME: Final = "config.toml"
+PROFILE_GLOB: Final = "*.config.toml"
+"""Profiles since codex 0.134: ``$CODEX_HOME/<name>.config.toml``, loaded with
+``--profile <name>`` (a user's peer-command alias may pass it)."""
 
 SOURCE: Final = "cli-store"
 
@@ -185,12 +193,23 @@ def _refusal(stderr: str, events: _Events, returncode: int | None) -> Failure | 
     if _NOT_FOUND in said:
         return not_submitted("session not found", stderr or said, session_not_found=True)
     if _MISSING_KEY in said:
-        return not_submitted("missing credentials", said.strip())
+        named = re.search(_MISSING_KEY + r": [`'\"]?([A-Za-z_][A-Za-z0-9_]*)", said)
+        return missing_credential(named.group(1) if named else None, said.strip())
     if _UNTRUSTED in said:
         return not_submitted("untrusted directory", said.strip())
     if returncode == 2 and events.thread_id is None and _CLAP_ERROR.search(stderr):
         return not_submitted("argument error", stderr)
     return None
+
+
+def _provider_names(provider: Mapping[str, Any]) -> list[str]:
+    """The variable names one provider table reads: ``env_key``, ``env_http_headers``."""
+    names = [provider["env_key"]] if isinstance(provider.get("env_key"), str) else []
+    headers = as_dict(provider.get("env_http_headers")).values()
+    return names + [value for value in headers if isinstance(value, str)]
+
+
+_ENV_NAME = re.compile(ENV_NAME_PATTERN)
 
 
 @final
@@ -204,6 +223,34 @@ class CodexAdapter:
     name: str = PRODUCT
     default_executable: str = "codex"
     env_passthrough: EnvPassthrough = ENV_PASSTHROUGH
+
+    def user_config_files(self, env: Mapping[str, str], home: Path) -> tuple[Path, ...]:
+        """The user's own configuration, which may name credential variables:
+        ``$CODEX_HOME/config.toml`` (default ``~/.codex``) and its profile files (a last
+        component with ``*`` is a pattern). Never the repository's ``.codex/``."""
+        root = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
+        return (root / CONFIG_NAME, root / PROFILE_GLOB)
+
+    def configured_env_names(self, texts: Mapping[str, str]) -> tuple[str, ...]:
+        """The variables the user's configuration names for credentials: every
+        ``model_providers.<id>.env_key`` and ``env_http_headers`` value, at the top level
+        and in legacy ``[profiles.<name>]`` tables. ``texts``: file name -> TOML text;
+        a file that is not TOML names nothing (codex reports it itself)."""
+        import tomllib
+
+        names: list[str] = []
+        for text in texts.values():
+            if "env_key" not in text and "env_http_headers" not in text:
+                continue  # the usual file: no TOML parse
+            try:
+                document = tomllib.loads(text)
+            except tomllib.TOMLDecodeError:
+                continue
+            profiles = as_dict(document.get("profiles")).values()
+            for table in (document, *(as_dict(p) for p in profiles)):
+                for provider in as_dict(table.get("model_providers")).values():
+                    names.extend(_provider_names(as_dict(provider)))
+        return tuple(dict.fromkeys(n for n in names if _ENV_NAME.fullmatch(n)))
 
     def probe_args(self) -> tuple[str, ...] | None:
         """``codex --version`` prints ``codex-cli 0.171.0`` (after a warning, sometimes)."""
@@ -307,6 +354,11 @@ class CodexAdapter:
             ends_with_event = stdout is not None and stdout.rstrip().endswith("}")
             last = events[-1] if events and ends_with_event else None
         return last is not None and last.get("type") in ("turn.completed", "turn.failed")
+
+    def own_files(self, env: Mapping[str, str], home: Path) -> tuple[Path, ...]:
+        """Where Codex keeps its login (``auth.json``), configuration and sessions:
+        ``${CODEX_HOME:-~/.codex}``. Visible to a codex reviewer, hidden from every other."""
+        return (Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex",)
 
     def session_stores(self, env: Mapping[str, str], home: Path, repo: Path) -> list[SessionStore]:
         """``${CODEX_HOME:-~/.codex}/sessions/YYYY/MM/DD/rollout-*.jsonl`` (all repos).

@@ -52,6 +52,7 @@ from review_loop.adapters.base import (
     generic_failure,
     json_lines,
 )
+from review_loop.agents.constants import ENV_NAME_PATTERN
 from review_loop.agents.errors import AdapterRefusalError
 from review_loop.agents.models import EnvPassthrough, ResumeCommands, StoredSession
 
@@ -86,6 +87,8 @@ agents, skills) and every variable of ``.gemini/.env`` or ``.env`` into its own
 environment (``GOOGLE_GEMINI_BASE_URL`` would send the user's key elsewhere). No flag or
 variable turns that off, so the orchestrator covers these paths; proven against the real
 CLI by ``tests/e2e/test_hostile_repo.py``."""
+ANCESTOR_FILES: Final = (".gemini/.env", ".env")
+"""Loaded from every directory above the working directory (``GeminiAdapter.ancestor_files``)."""
 
 ENV: Final = {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
 ENV_PASSTHROUGH: Final = EnvPassthrough(
@@ -104,6 +107,10 @@ ENV_PASSTHROUGH: Final = EnvPassthrough(
 """Gemini's credentials (``GEMINI_API_KEY``, ``GOOGLE_API_KEY``, Vertex AI project and
 location, a service-account file), endpoint and ``GEMINI_CLI_HOME``."""
 SOURCE: Final = "cli-store"
+_SETTINGS_REFERENCE: Final = re.compile(r"\$(?:(\w+)|\{([^}]+?)(?::-[^}]*)?\})")
+"""Gemini's own pattern for a variable reference in a settings string (``$X``, ``${X}``,
+``${X:-default}``)."""
+_ENV_NAME: Final = re.compile(ENV_NAME_PATTERN)
 PROJECT_ROOT_SIDECAR: Final = "../.project_root"
 """Beside ``chats/``: the directory the project slug stands for."""
 
@@ -202,6 +209,25 @@ class GeminiAdapter:
     default_executable: str = "gemini"
     env_passthrough: EnvPassthrough = ENV_PASSTHROUGH
 
+    def user_config_files(self, env: Mapping[str, str], home: Path) -> tuple[Path, ...]:
+        """The user's own settings, ``${GEMINI_CLI_HOME:-~}/.gemini/settings.json``: its
+        string values may name variables. Never the workspace's ``.gemini/``."""
+        base = Path(env["GEMINI_CLI_HOME"]) if env.get("GEMINI_CLI_HOME") else home
+        return (base / ".gemini" / "settings.json",)
+
+    def configured_env_names(self, texts: Mapping[str, str]) -> tuple[str, ...]:
+        """The variables the user's settings reference: gemini resolves ``$NAME``,
+        ``${NAME}`` and ``${NAME:-default}`` in every string value of a settings file when
+        it loads it (an API key kept as ``"apiKey": "$MY_KEY"``, an MCP header). Read from
+        the raw text, as gemini's own pattern does, so a reference in a comment counts too
+        (the user's file: at worst a name of theirs passes that gemini does not use)."""
+        names = (
+            match.group(1) or match.group(2)
+            for text in texts.values()
+            for match in _SETTINGS_REFERENCE.finditer(text)
+        )
+        return tuple(dict.fromkeys(n for n in names if n and _ENV_NAME.fullmatch(n)))
+
     def probe_args(self) -> tuple[str, ...] | None:
         """``gemini --version`` prints ``0.61.0``."""
         return ("--version",)
@@ -292,6 +318,20 @@ class GeminiAdapter:
         stdout = decode_utf8(completed.stdout)
         data = parse_json_object(stdout) if stdout is not None else None
         return data is not None and ("response" in data or isinstance(data.get("error"), dict))
+
+    @property
+    def ancestor_files(self) -> tuple[str, ...]:
+        """What Gemini CLI loads from every directory above its working directory: the
+        first ``.gemini/.env`` or ``.env`` it finds walking up (a superproject's, around a
+        submodule or nested checkout). The sandbox hides them from every reviewer."""
+        return ANCESTOR_FILES
+
+    def own_files(self, env: Mapping[str, str], home: Path) -> tuple[Path, ...]:
+        """Where Gemini CLI keeps its OAuth login, settings, ``.env`` and sessions:
+        ``${GEMINI_CLI_HOME:-~}/.gemini``. Visible to a gemini reviewer, hidden from every
+        other."""
+        base = Path(env["GEMINI_CLI_HOME"]) if env.get("GEMINI_CLI_HOME") else home
+        return (base / ".gemini",)
 
     def session_stores(self, env: Mapping[str, str], home: Path, repo: Path) -> list[SessionStore]:
         """``${GEMINI_CLI_HOME:-~}/.gemini/tmp/<slug>/chats/session-*.jsonl``.

@@ -237,6 +237,14 @@ class GrokAdapter:
         keys = ("text", "result", "output", "stopReason", "error", "is_error")
         return data is not None and any(key in data for key in keys)
 
+    def own_files(self, env: Mapping[str, str], home: Path) -> tuple[Path, ...]:
+        """Where both grok CLIs keep their key and settings (the npm CLI's
+        ``user-settings.json``, Grok Build's sessions): ``${GROK_HOME:-~/.grok}``, and
+        ``~/.grok`` itself (the npm CLI ignores ``GROK_HOME``). Visible to a grok reviewer,
+        hidden from every other."""
+        root = Path(env["GROK_HOME"]) if env.get("GROK_HOME") else home / ".grok"
+        return tuple(dict.fromkeys((root, home / ".grok")))
+
     def session_stores(self, env: Mapping[str, str], home: Path, repo: Path) -> list[SessionStore]:
         """Grok Build: ``${GROK_HOME:-~/.grok}/sessions/<encoded cwd>/<id>/summary.json``.
 

@@ -112,6 +112,12 @@ class SimulatedAdapter:
                 )
         return no_answer(completed, stdout)
 
+    @property
+    def reads_only_its_prompt(self) -> bool:
+        """review-loop's own stand-in reads nothing but its prompt: it runs without the
+        reviewer sandbox (``docs/reviewer-lockdown.md``), so it works where none can be made."""
+        return True
+
     def session_stores(self, env: Mapping[str, str], home: Path, repo: Path) -> list[SessionStore]:
         """None: the simulated reviewer keeps no sessions of its own (records list them)."""
         return []

@@ -50,6 +50,44 @@ def _well_formed(text: str) -> str:
     return text
 
 
+_C_ESCAPES = {
+    0x07: "\\a",
+    0x08: "\\b",
+    0x09: "\\t",
+    0x0A: "\\n",
+    0x0B: "\\v",
+    0x0C: "\\f",
+    0x0D: "\\r",
+    0x22: '\\"',
+    0x5C: "\\\\",
+}
+
+
+def path_name(raw: bytes) -> str:
+    """How a path git lists is named in ``coveredPaths`` and in the reviewer's prompt.
+
+    A UTF-8 name is itself, as the original lists it. A name that is not UTF-8 (which the
+    original turns into U+FFFD, a name no file has) is written as git prints it with
+    ``core.quotePath`` on: in double quotes, each control character, quote and backslash
+    C-escaped and each byte from 0x7f octal (``"evil\\377.py"``), the form ``git status``
+    shows and git's own unquoting reads back.
+    """
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    out = ['"']
+    for byte in raw:
+        if byte in _C_ESCAPES:
+            out.append(_C_ESCAPES[byte])
+        elif byte < 0x20 or byte >= 0x7F:
+            out.append(f"\\{byte:03o}")
+        else:
+            out.append(chr(byte))
+    out.append('"')
+    return "".join(out)
+
+
 def normalize_path_filter(paths: str | list[str] | None) -> list[str] | None:
     """Normalize a path filter: split a string on ``,``, trim, drop empties, dedupe, sort.
 

@@ -133,6 +133,9 @@ class Delivery:
             ``interrupted``. ``state`` is then ``NOT_SUBMITTED`` if nothing was launched.
         recordError: the first record of this request that could not be written (the
             reply, if any, is still here).
+        unprotected: why the reviewer ran without the sandbox that hides the user's
+            secret stores and review-loop's state (no mount namespace here, and prefs
+            ``allowUnprotected`` allowed it); ``None`` when it ran protected.
     """
 
     state: DeliveryState
@@ -153,6 +156,7 @@ class Delivery:
     degradedReason: str | None = None
     interrupted: bool = False
     recordError: RecordError | None = None
+    unprotected: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -180,6 +184,7 @@ class Delivery:
             "degradedReason": self.degradedReason,
             "interrupted": self.interrupted,
             "recordError": None if self.recordError is None else self.recordError.document(),
+            "unprotected": self.unprotected,
         }
 
 

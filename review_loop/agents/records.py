@@ -131,6 +131,9 @@ class Delivery(BaseModel):
             ``interrupted``. ``state`` is then ``NOT_SUBMITTED`` if nothing was launched.
         recordError: the first record of this request that could not be written (the
             reply, if any, is still here).
+        unprotected: why the reviewer ran without the sandbox that hides the user's
+            secret stores and review-loop's state (no mount namespace here, and prefs
+            ``allowUnprotected`` allowed it); ``None`` when it ran protected.
     """
 
     model_config = ConfigDict(frozen=True, defer_build=True)
@@ -153,6 +156,7 @@ class Delivery(BaseModel):
     degradedReason: str | None = None
     interrupted: bool = False
     recordError: RecordError | None = None
+    unprotected: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -213,6 +217,7 @@ def public_delivery(plain: outcomes.Delivery) -> Delivery:
         degradedReason=plain.degradedReason,
         interrupted=plain.interrupted,
         recordError=_public_record_error(plain.recordError),
+        unprotected=plain.unprotected,
     )
 
 

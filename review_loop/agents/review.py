@@ -466,21 +466,44 @@ def parse_answer(text: str, round_number: int, prior_ids: Sequence[str]) -> Revi
     if round_number <= 1:
         findings = _one_findings_table(lines, 1, "findings")
         return ReviewAnswer(round=1, verdict=verdict, findings=findings, coverage=coverage)
-    reassess_lines = _section(sections, "prior findings reassessment")
-    if reassess_lines is None:
-        raise ReviewFormatError("missing section '## Prior Findings Reassessment'")
-    new_lines = _section(sections, "new findings")
-    if new_lines is None:
-        raise ReviewFormatError("missing section '## New Findings'")
-    regression = _section(sections, "regression surface")
-    if regression is None:
-        raise ReviewFormatError("missing section '## Regression Surface'")
+    reassess_lines = _required(
+        sections, "prior findings reassessment", "Prior Findings Reassessment"
+    )
+    new_lines = _required(sections, "new findings", "New Findings")
+    regression_text = _regression_surface(sections)
+    reassessments = _reassessments(reassess_lines, prior_ids)
+    return ReviewAnswer(
+        round=round_number,
+        verdict=verdict,
+        findings=_new_findings(new_lines, round_number),
+        reassessments=reassessments,
+        regressionSurface=regression_text,
+        coverage=coverage,
+    )
+
+
+def _required(sections: dict[str, list[str]], key: str, title: str) -> list[str]:
+    """The lines of the section ``## title`` (looked up as ``key``), which must be there."""
+    lines = _section(sections, key)
+    if lines is None:
+        raise ReviewFormatError(f"missing section '## {title}'")
+    return lines
+
+
+def _regression_surface(sections: dict[str, list[str]]) -> str:
+    """The re-review's ``## Regression Surface`` conclusion, verdict lines left out."""
+    regression = _required(sections, "regression surface", "Regression Surface")
     regression_text = "\n".join(
         line for line in regression if not _VERDICT_LINE.match(line)
     ).strip()
     if not regression_text:
         raise ReviewFormatError("'## Regression Surface' is empty: give a short conclusion")
-    tables = _tables(reassess_lines, _REASSESS_ALIASES, "reassessment")
+    return regression_text
+
+
+def _reassessments(lines: list[str], prior_ids: Sequence[str]) -> list[Reassessment]:
+    """The ``## Prior Findings Reassessment`` table: one row per prior finding, exactly."""
+    tables = _tables(lines, _REASSESS_ALIASES, "reassessment")
     if len(tables) != 1:
         if prior_ids or tables:
             raise ReviewFormatError(
@@ -502,7 +525,12 @@ def parse_answer(text: str, round_number: int, prior_ids: Sequence[str]) -> Revi
         reassessments.append(
             Reassessment(id=fid, status=_status(cells[columns["status"]], fid), evidence=evidence)
         )
-    given = [r.id for r in reassessments]
+    _check_reassessed([r.id for r in reassessments], prior_ids)
+    return reassessments
+
+
+def _check_reassessed(given: list[str], prior_ids: Sequence[str]) -> None:
+    """Refuse a reassessment that repeats an ID, misses a prior one or adds another."""
     if len(set(given)) != len(given):
         raise ReviewFormatError("a prior finding is reassessed twice")
     missing = [fid for fid in prior_ids if fid not in given]
@@ -517,29 +545,24 @@ def parse_answer(text: str, round_number: int, prior_ids: Sequence[str]) -> Revi
             "the reassessment must cover exactly the prior finding IDs "
             f"{', '.join(prior_ids) or '(none)'} ({'; '.join(detail)})"
         )
-    new_tables = _tables(new_lines, _FINDING_ALIASES, "new findings")
+
+
+def _new_findings(lines: list[str], round_number: int) -> list[Finding]:
+    """The ``## New Findings`` table, or none when the section says so ('None')."""
+    new_tables = _tables(lines, _FINDING_ALIASES, "new findings")
     if len(new_tables) > 1:
         raise ReviewFormatError("'## New Findings' holds more than one findings table")
     if new_tables:
-        new_findings = _findings_from(new_tables[0], round_number)
-    else:
-        rest = " ".join(line.strip() for line in new_lines if line.strip())
-        rest = re.sub(r"[.。]$", "", rest)
-        if rest and not _PLACEHOLDER.match(rest):
-            raise ReviewFormatError(
-                "'## New Findings' must be a findings table with the columns "
-                + " | ".join(FINDING_COLUMNS)
-                + " (or 'None')"
-            )
-        new_findings = []
-    return ReviewAnswer(
-        round=round_number,
-        verdict=verdict,
-        findings=new_findings,
-        reassessments=reassessments,
-        regressionSurface=regression_text,
-        coverage=coverage,
-    )
+        return _findings_from(new_tables[0], round_number)
+    rest = " ".join(line.strip() for line in lines if line.strip())
+    rest = re.sub(r"[.。]$", "", rest)
+    if rest and not _PLACEHOLDER.match(rest):
+        raise ReviewFormatError(
+            "'## New Findings' must be a findings table with the columns "
+            + " | ".join(FINDING_COLUMNS)
+            + " (or 'None')"
+        )
+    return []
 
 
 def missing_coverage(answer: ReviewAnswer, required: Iterable[str]) -> list[str]:

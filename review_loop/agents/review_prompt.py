@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from string import Template
 
+from review_loop.agents.evidence import path_name
 from review_loop.agents.prompts import load_prompt
 from review_loop.agents.review import FINDING_COLUMNS, Ledger
 
@@ -55,8 +56,13 @@ def _unquote_git(path: str) -> str:
                     continue
             out += ch.encode("utf-8")
             i += 1
-        return out.decode("utf-8", "replace")
+        return out.decode("utf-8", "surrogateescape")  # _named writes it as evidence does
     return path
+
+
+def _named(path: str) -> str:
+    """The path as ``coveredPaths`` names it (a name that is not UTF-8: C-quoted)."""
+    return path_name(path.encode("utf-8", "surrogateescape"))
 
 
 def _chunk_path(lines: Sequence[str]) -> str | None:
@@ -74,12 +80,12 @@ def _chunk_path(lines: Sequence[str]) -> str | None:
                 raw = _unquote_git(line[len(prefix) :].rstrip("\t"))
                 if raw == "/dev/null":
                     continue
-                return raw[len(strip) :] if strip and raw.startswith(strip) else raw
+                return _named(raw[len(strip) :] if strip and raw.startswith(strip) else raw)
     pattern = r"^diff --git (\S+|\"[^\"]+\") (\S+|\"[^\"]+\")$"
     header = re.match(pattern, lines[0]) if lines else None
     if header:
         b = _unquote_git(header.group(2))
-        return b[2:] if b.startswith("b/") else b
+        return _named(b[2:] if b.startswith("b/") else b)
     return None
 
 

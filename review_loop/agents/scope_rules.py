@@ -4,7 +4,8 @@ Pure: the registry arrives as parsed JSON, the run's units as dicts. The resolve
 (``review_loop.orchestrator.scope``) reads files and git; these functions only decide.
 
 The registry is data (``review_loop/agents/data/artifact-registry.json`` plus the user's and
-the repository's extension files), never a table of extensions in code::
+the repository's extension files), never a table of extensions in code. The repository's
+layer only adds (:func:`add_repository_kinds`)::
 
     {"version": 1,
      "kinds": [{"name": "python",
@@ -124,6 +125,48 @@ def merge_registries(layers: Iterable[list[dict[str, Any]]]) -> list[dict[str, A
             else:
                 known["artifacts"].extend(kind["artifacts"])
     return merged
+
+
+def skills_of(kinds: Iterable[Mapping[str, Any]]) -> set[str]:
+    """Every ``<plugin>:<audit>`` the kinds' artifacts name."""
+    return {f"{a['plugin']}:{a['audit']}" for kind in kinds for a in kind["artifacts"]}
+
+
+def add_repository_kinds(
+    trusted: list[dict[str, Any]], kinds: Sequence[Mapping[str, Any]], source: str
+) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """The reviewed repository's registry layer over the trusted (built-in and user) one:
+    it may only add. Returns the merged kinds and one refusal per kind it may not add.
+
+    A repository kind is refused whole when its name is a trusted kind's — merged in, it
+    could replace that kind's artifacts or outrank its most specific detection, and so
+    unselect a path — or when one of its artifacts names a trusted skill: a second concern
+    of the same skill would shadow the trusted one's result. ``replace`` means nothing in
+    this layer. Kinds of new names, naming new skills, are appended as they are.
+    """
+    names = {kind["name"] for kind in trusted}
+    known = skills_of(trusted)
+    merged = [dict(kind, artifacts=list(kind["artifacts"])) for kind in trusted]
+    added: dict[str, dict[str, Any]] = {}
+    refused: list[dict[str, str]] = []
+    for kind in kinds:
+        name = kind["name"]
+        clash = sorted(skills_of([kind]) & known)
+        if name in names or clash:
+            reason = (
+                f"kind {name!r} is built in or the user's; the repository may add kinds of "
+                "new names only"
+                if name in names
+                else f"it names the built-in or user skill(s) {', '.join(clash)}"
+            )
+            refused.append({"path": source, "entry": f"kinds/{name}", "reason": reason})
+            continue
+        entry = added.get(name)
+        if entry is None:
+            entry = added[name] = {"name": name, "artifacts": []}
+            merged.append(entry)
+        entry["artifacts"].extend(kind["artifacts"])
+    return merged, refused
 
 
 @lru_cache(maxsize=256)

@@ -61,7 +61,7 @@ from review_loop.agents.outcomes import (
     SessionRecord,
     SessionStatus,
 )
-from review_loop.orchestrator import unfinished
+from review_loop.orchestrator import sandbox, unfinished
 from review_loop.orchestrator.environment import reviewer_passthrough
 from review_loop.orchestrator.explain import (
     emit_progress,
@@ -90,7 +90,7 @@ from review_loop.orchestrator.isolation import (
     scratch_prefix,
 )
 from review_loop.orchestrator.log import log_event
-from review_loop.orchestrator.masking import hidden_invocation, mask_failed, remove_from_copy
+from review_loop.orchestrator.masking import mask_failed, remove_from_copy
 from review_loop.orchestrator.process import (
     Started,
     Supervisors,
@@ -636,8 +636,14 @@ class Dispatcher:
         return attempt
 
     def _env(self, peer: ResolvedPeer) -> EnvPassthrough:
-        """What of the caller's environment this peer's CLI gets (its adapter's + prefs)."""
-        return reviewer_passthrough(peer.adapter.env_passthrough, self.prefs.envPassthrough)
+        """What of the caller's environment this peer's CLI gets: its adapter's, the names
+        its user configuration gives for credentials (``orchestrator/user_config.py``), and
+        prefs'."""
+        from review_loop.orchestrator.user_config import configured_names
+
+        configured = configured_names(peer.adapter, os.environ, self.repo)
+        declared = peer.adapter.env_passthrough.plus(EnvPassthrough(names=configured))
+        return reviewer_passthrough(declared, self.prefs.envPassthrough)
 
     async def _capabilities_of(self, peer: ResolvedPeer) -> Capabilities:
         key = peer.command
@@ -778,6 +784,7 @@ class Dispatcher:
             degraded=degraded_reason is not None,
             degradedReason=degraded_reason,
             recordError=next((a.recordError for a in attempts if a.recordError), None),
+            unprotected=sandbox.unprotected(peer.adapter) if self.prefs.allowUnprotected else None,
         )
 
     async def _attempt(
@@ -910,7 +917,7 @@ class Dispatcher:
         than run able to write the repository; project files to hide are masked in place
         unless the copy already leaves them out.
         """
-        if invocation.isolate_in_copy or invocation.hidden_paths:
+        if not sandbox.exempt(current.peer.adapter):
             # The namespace wrapper becomes argv[0]; the CLI itself must still be proven
             # present, or a missing one would look like a crash instead of NOT_SUBMITTED.
             executable = resolve_executable(invocation.argv[0], dict(os.environ))
@@ -931,12 +938,15 @@ class Dispatcher:
                     "without being able to write to the repository"
                 ),
             )
-        if invocation.hidden_paths and not invocation.isolate_in_copy:
-            masked = await hidden_invocation(invocation)  # its project config, out of sight
-            if isinstance(masked, str):
-                return Failure(state=DeliveryState.NOT_SUBMITTED, reason="refused", detail=masked)
-            invocation = masked
-        return invocation
+        protected = await sandbox.protect(  # what it must not read, out of sight
+            invocation,
+            current.peer.adapter,
+            repo=self.repo,
+            allow_unprotected=self.prefs.allowUnprotected,
+        )
+        if isinstance(protected, str):
+            return Failure(state=DeliveryState.NOT_SUBMITTED, reason="refused", detail=protected)
+        return protected
 
     async def _run(
         self, current: _InFlight, invocation: Invocation, *, whole_filesystem: bool
@@ -955,7 +965,9 @@ class Dispatcher:
             launched.set()
 
         deadline = current.deadline_ms / 1000
-        isolated = self._isolated(invocation, whole_filesystem=whole_filesystem)
+        isolated = self._isolated(
+            invocation, whole_filesystem=whole_filesystem, adapter=current.peer.adapter
+        )
         async with isolated as runnable, anyio.create_task_group() as group:
             group.start_soon(self._liveness, current.peer.name, deadline, launched)
             group.start_soon(_make_ahead, current, launched)
@@ -1119,7 +1131,7 @@ class Dispatcher:
 
     @asynccontextmanager
     async def _isolated(
-        self, invocation: Invocation, *, whole_filesystem: bool
+        self, invocation: Invocation, *, whole_filesystem: bool, adapter: Adapter
     ) -> AsyncIterator[Invocation]:
         """Run ``invocation`` in a throw-away copy of the repository, when it asks for that.
 
@@ -1150,17 +1162,19 @@ class Dispatcher:
                 str(scratch.copy) if word == str(invocation.cwd) else word
                 for word in invocation.argv
             )
+            plan = sandbox.exposure(adapter, repo=self.repo, cwd=scratch.copy, project=())
+            hide = sandbox.hide_options(plan)
             if whole_filesystem:
                 yield dataclasses.replace(
                     invocation,
                     cwd=scratch.copy,
-                    argv=sandbox_argv([root], argv),
+                    argv=sandbox_argv([root], argv, hide),
                     env={**invocation.env, **scratch.env()},
                 )
             else:
                 protected = await protected_paths(self.repo)
                 yield dataclasses.replace(
-                    invocation, cwd=scratch.copy, argv=read_only_argv(protected, argv)
+                    invocation, cwd=scratch.copy, argv=read_only_argv(protected, argv, hide)
                 )
         finally:
             with anyio.CancelScope(shield=True):

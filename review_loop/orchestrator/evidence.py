@@ -40,7 +40,13 @@ original can digest):
   untracked chunk at 10 MiB (Node's ``maxBuffer``); we hash all of it;
 - ``baseSha`` is the commit (``rev-parse <base>^{commit}``), where the original prints
   ``rev-parse <base>``, i.e. the tag object's id for an annotated tag;
-- a filter with no path in it (``--paths ""``) is ``None``, where the original keeps ``[]``.
+- a filter with no path in it (``--paths ""``) is ``None``, where the original keeps ``[]``;
+- a path whose name is not UTF-8, which the original loses (the U+FFFD name it looks up
+  names no file), gets a chunk of its own and is listed C-quoted (:func:`path_name`);
+- git runs locked down (``docs/git-lockdown.md``): no textconv, external diff or
+  repository-defined filter shapes the text.
+
+The differences are in ``docs/origins.md`` §3.6.
 """
 
 from __future__ import annotations
@@ -59,7 +65,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from review_loop.agents.errors import InputError, ReviewLoopError
-from review_loop.agents.evidence import JS_WHITESPACE, normalize_path_filter
+from review_loop.agents.evidence import JS_WHITESPACE, normalize_path_filter, path_name
+from review_loop.orchestrator import git_lockdown
 from review_loop.orchestrator.git import rev_parse
 
 if TYPE_CHECKING:  # built where a caller needs the model (``evidence`` prints plain fields)
@@ -71,6 +78,7 @@ __all__ = [
     "GitCommandError",
     "attest_evidence",
     "compute_evidence",
+    "path_name",
     "snapshot_evidence",
 ]
 
@@ -80,6 +88,8 @@ RETAIN_BUDGET = 32 << 20  # file contents kept between the proof and the emit pa
 FIRST_FEW_BYTES = 8000  # git's buffer_is_binary window
 MINIMUM_ABBREV = 4
 SYMLINK_HEADER = "review-evidence untracked-symlink-v1"
+# A name that is not UTF-8 is given to git as its bytes and printed C-quoted (path_name).
+_QUOTE_PATH = ("-c", "core.quotePath=true")
 
 # diff.* settings that cannot change the --no-index text of a pure addition (no context
 # lines, one hunk, no colour). Any other diff.* key sends every untracked file to git.
@@ -91,6 +101,7 @@ _BENIGN_DIFF_KEYS = frozenset(
         "colormovedws",
         "context",
         "dirstat",
+        "external",  # never used: every diff runs with --no-ext-diff (git_lockdown)
         "guitool",
         "ignoresubmodules",
         "indentheuristic",
@@ -106,8 +117,9 @@ _BENIGN_DIFF_KEYS = frozenset(
         "wserrorhighlight",
     }
 )
-# Environment that changes git diff output (or pathspec matching) behind our back.
-_DIFF_ENV = ("GIT_EXTERNAL_DIFF", "GIT_DIFF_OPTS", "GIT_PAGER_IN_USE")
+# Environment that changes git diff output (or pathspec matching) behind our back; of what
+# git_lockdown passes, GIT_EXTERNAL_DIFF and GIT_PAGER_IN_USE never reach git.
+_DIFF_ENV = ("GIT_DIFF_OPTS",)
 _PATHSPEC_ENV = (
     "GIT_LITERAL_PATHSPECS",
     "GIT_GLOB_PATHSPECS",
@@ -253,19 +265,22 @@ def _computed(
     path_filter = normalize_path_filter(paths)
     stats = EvidenceStats()
     writer = _DiffTextWriter(keep_text)
+    git = _Git.locked(repo)
     others = _GitProcess(
-        repo,
+        git,
         ["ls-files", "--others", "--exclude-standard", "-z", *_dashdash(path_filter)],
     )
     try:
-        tracked = _tracked_chunk(repo, base_sha, path_filter, writer, stats, fast=fast)
+        tracked = _tracked_chunk(git, base_sha, path_filter, writer, stats, fast=fast)
         untracked_raw = others.read_all("git ls-files --others")
     finally:
         others.close()
-    untracked = [_decode(name) for name in _split_nul(untracked_raw)]
-    _untracked_chunks(repo, base_sha, untracked, writer, stats, fast=fast)
+    _exact_name_chunks(git, base_sha, tracked, writer)
+    untracked = _split_nul(untracked_raw)
+    _untracked_chunks(git, base_sha, untracked, writer, stats, fast=fast)
     digest, text = writer.finish()
-    covered = normalize_path_filter(list(dict.fromkeys([*tracked, *untracked]))) or []
+    listed = dict.fromkeys(path_name(raw) for raw in [*tracked, *untracked])
+    covered = normalize_path_filter(list(listed)) or []
     fields = {"baseSha": base_sha, "pathFilter": path_filter, "digest": digest}
     return {**fields, "coveredPaths": covered}, text, stats
 
@@ -353,6 +368,14 @@ def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _split_nul(data: bytes) -> list[bytes]:
     return [item for item in data.split(b"\0") if item]
 
@@ -364,24 +387,38 @@ def _dashdash(path_filter: Sequence[str] | None) -> list[str]:
 # --- git processes ---------------------------------------------------------------------
 
 
-def _git_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.setdefault("GIT_OPTIONAL_LOCKS", "0")  # read-only: never take index.lock
-    return env
+@dataclass(frozen=True)
+class _Git:
+    """The git of one evidence computation: the work tree, its configuration and the
+    locked-down environment (``git_lockdown``: the repository's own filter drivers reset,
+    read once for all the computation's commands)."""
+
+    root: Path
+    env: dict[str, str]
+    config: bytes = b""  # ``git config -z --show-scope --list``
+
+    @classmethod
+    def locked(cls, repo: Path) -> _Git:
+        plain = cls(repo, git_lockdown.environment())
+        config = _run_git(plain, ["config", "-z", "--show-scope", "--list"], "git config --list")
+        env = git_lockdown.environment(git_lockdown.driver_overrides(config))
+        return cls(repo, env, config)
 
 
 class _GitProcess:
     """One ``git -C repo ...`` whose stdout is read in pieces; stderr goes to a temp file."""
 
-    def __init__(self, repo: Path, args: Sequence[str | bytes]) -> None:
+    def __init__(
+        self, git: _Git, args: Sequence[str | bytes], env: dict[str, str] | None = None
+    ) -> None:
         self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
         try:
             self.proc = subprocess.Popen(
-                _git_argv(repo, args),
+                git_lockdown.argv(git.root, args),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=self._stderr,
-                env=_git_env(),
+                env=git.env if env is None else env,
             )
         except FileNotFoundError:
             self._stderr.close()
@@ -420,25 +457,21 @@ class _GitProcess:
         self._stderr.close()
 
 
-def _git_argv(repo: Path, args: Sequence[str | bytes]) -> list[bytes]:
-    return [b"git", b"-C", os.fsencode(repo), *(os.fsencode(a) for a in args)]
-
-
 def _no_git() -> InputError:
     return InputError("git", "the git executable is not on PATH", "an installed git")
 
 
 def _run_git(
-    repo: Path, args: Sequence[str | bytes], what: str, stdin: bytes | None = None
+    git: _Git, args: Sequence[str | bytes], what: str, stdin: bytes | None = None
 ) -> bytes:
     """Run a short git command to completion (``communicate`` feeds stdin safely)."""
     try:
         result = subprocess.run(
-            _git_argv(repo, args),
+            git_lockdown.argv(git.root, args),
             input=stdin,
             stdin=None if stdin is not None else subprocess.DEVNULL,
             capture_output=True,
-            env=_git_env(),
+            env=git.env,
             check=False,
         )
     except FileNotFoundError:
@@ -452,41 +485,46 @@ def _run_git(
 
 
 def _tracked_chunk(
-    repo: Path,
+    git: _Git,
     base_sha: str,
     path_filter: list[str] | None,
     writer: _DiffTextWriter,
     stats: EvidenceStats,
     *,
     fast: bool,
-) -> list[str]:
-    """Write the tracked chunk; return the changed paths as ``--name-only`` lists them."""
+) -> list[bytes]:
+    """Write the tracked chunk; return the changed paths as ``--name-only`` lists them.
+
+    The paths are git's bytes; the original's pathspecs are those bytes decoded (a name
+    that is not UTF-8 then matches nothing: :func:`_exact_name_chunks` adds it).
+    """
     if not fast:
         listed = _run_git(
-            repo,
+            git,
             ["diff", "--name-only", "-z", base_sha, "--", *(path_filter or [])],
             "git diff --name-only",
         )
-        names = [_decode(raw) for raw in _split_nul(listed)]
+        raw_names = _split_nul(listed)
+        names = [_decode(raw) for raw in raw_names]
         stats.tracked_mode = "exact"
-        _stream_chunk(repo, ["diff", base_sha, "--", *(path_filter or names)], writer)
-        return names
+        _stream_chunk(git, ["diff", base_sha, "--", *(path_filter or names)], writer)
+        return raw_names
 
-    proc = _GitProcess(repo, ["diff", "--raw", "-p", "-z", base_sha, "--", *(path_filter or [])])
+    proc = _GitProcess(git, ["diff", "--raw", "-p", "-z", base_sha, "--", *(path_filter or [])])
     try:
         pieces = proc.chunks()
         raw_names, renamed, rest = _read_raw_section(pieces)
         names = [_decode(raw) for raw in raw_names]
         replay = path_filter is None and (
             renamed
-            or any(os.environ.get(var) for var in _PATHSPEC_ENV)
+            or any(git.env.get(var) for var in _PATHSPEC_ENV)
             or any(raw.startswith(b":") or _decode(raw).encode() != raw for raw in raw_names)
         )
         if replay:
             proc.close()
             stats.tracked_mode = "exact"
-            _stream_chunk(repo, ["diff", base_sha, "--", *names], writer)
-            return names
+            _stream_chunk(git, ["diff", base_sha, "--", *names], writer)
+            return raw_names
         stats.tracked_mode = "filtered" if path_filter else "single"
         decoder = _utf8_decoder()
         writer.begin()
@@ -498,9 +536,29 @@ def _tracked_chunk(
         if returncode != 0:
             raise GitCommandError("git diff", returncode, proc.stderr())
         writer.end(force=False)
-        return names
+        return raw_names
     finally:
         proc.close()
+
+
+def _exact_name_chunks(
+    git: _Git, base_sha: str, tracked: list[bytes], writer: _DiffTextWriter
+) -> None:
+    """One more chunk per changed tracked path whose name is not UTF-8.
+
+    The original decodes such a name with U+FFFD and passes it back as a pathspec, which
+    matches nothing: its change was in neither the diff nor the digest. This chunk is git's
+    diff of that one path, named by its bytes (a literal pathspec, ``core.quotePath`` on)
+    and with full blob ids, so the digest binds both the name and the content (whose text
+    is decoded with U+FFFD like every other chunk). A tree with only UTF-8 names gets none.
+    """
+    env = {k: v for k, v in git.env.items() if k not in _PATHSPEC_ENV}
+    for raw in tracked:
+        if _is_utf8(raw):
+            continue
+        args: list[str | bytes] = ["--literal-pathspecs", *_QUOTE_PATH, "diff"]
+        args += ["--full-index", base_sha, "--", raw]
+        _stream_chunk(git, args, writer, env)
 
 
 def _read_raw_section(pieces: Iterator[bytes]) -> tuple[list[bytes], bool, bytes]:
@@ -536,9 +594,14 @@ def _read_raw_section(pieces: Iterator[bytes]) -> tuple[list[bytes], bool, bytes
     return names, renamed, b""
 
 
-def _stream_chunk(repo: Path, args: Sequence[str | bytes], writer: _DiffTextWriter) -> None:
+def _stream_chunk(
+    git: _Git,
+    args: Sequence[str | bytes],
+    writer: _DiffTextWriter,
+    env: dict[str, str] | None = None,
+) -> None:
     """The original's tracked chunk: whole stdout, pushed only if not blank."""
-    proc = _GitProcess(repo, args)
+    proc = _GitProcess(git, args, env)
     try:
         decoder = _utf8_decoder()
         writer.begin()
@@ -582,19 +645,25 @@ class _Settings:
 
 
 def _untracked_chunks(
-    repo: Path,
+    git: _Git,
     base_sha: str,
-    untracked: list[str],
+    untracked: list[bytes],
     writer: _DiffTextWriter,
     stats: EvidenceStats,
     *,
     fast: bool,
 ) -> None:
-    root = os.fsencode(repo)
+    """One chunk per untracked path, in git's order.
+
+    A name that is not UTF-8 is where the original loses a file: it looks up the name
+    decoded with U+FFFD, finds nothing, and leaves the file out. Here it is looked up by
+    its bytes and gets a chunk of its own: ``git diff --no-index --full-index`` with the
+    name C-quoted (a symlink: the fixed text, names as :func:`path_name` writes them).
+    """
+    root = os.fsencode(git.root)
     plan: list[tuple[str, bytes, _Candidate | None]] = []
     candidates: list[_Candidate] = []
-    for name in untracked:
-        encoded = name.encode("utf-8")
+    for encoded in untracked:
         try:
             st = os.lstat(root + b"/" + encoded)
         except FileNotFoundError:
@@ -603,6 +672,8 @@ def _untracked_chunks(
             continue
         if stat.S_ISLNK(st.st_mode):
             plan.append(("symlink", encoded, None))
+        elif not _is_utf8(encoded):
+            plan.append(("bytes", encoded, None))
         elif fast and stat.S_ISREG(st.st_mode):
             mode = b"100755" if st.st_mode & stat.S_IXUSR else b"100644"
             candidate = _Candidate(name=encoded, mode=mode, size=st.st_size)
@@ -613,7 +684,7 @@ def _untracked_chunks(
 
     builder: _ChunkBuilder | None = None
     if candidates:
-        builder = _ChunkBuilder.prepare(repo, root, base_sha, candidates, stats)
+        builder = _ChunkBuilder.prepare(git, root, base_sha, candidates, stats)
 
     for kind, encoded, item in plan:
         if kind == "symlink":
@@ -631,34 +702,45 @@ def _untracked_chunks(
                 writer.end(force=True)
                 continue
         stats.untracked_git += 1
-        _stream_no_index(repo, encoded, writer)
+        _stream_no_index(git, encoded, writer, exact=kind == "bytes")
 
 
 def _symlink_chunk(root: bytes, encoded: bytes) -> str:
-    name = encoded.decode("utf-8")
-    target = _decode(os.readlink(root + b"/" + encoded))
+    """The original's symlink text; a link whose name is not UTF-8 (which the original
+    leaves out) has its true byte counts and both names as :func:`path_name` writes them."""
+    target_raw = os.readlink(root + b"/" + encoded)
+    if _is_utf8(encoded):
+        name, target = encoded.decode("utf-8"), _decode(target_raw)
+        sizes = (len(name.encode("utf-8")), len(target.encode("utf-8")))
+    else:
+        name, target = path_name(encoded), path_name(target_raw)
+        sizes = (len(encoded), len(target_raw))
     return "\n".join(
         [
             SYMLINK_HEADER,
-            f"path-bytes {len(name.encode('utf-8'))}",
+            f"path-bytes {sizes[0]}",
             json.dumps(name, ensure_ascii=False),
-            f"target-bytes {len(target.encode('utf-8'))}",
+            f"target-bytes {sizes[1]}",
             json.dumps(target, ensure_ascii=False),
         ]
     )
 
 
-def _no_index_args(encoded: bytes) -> list[str | bytes]:
+def _no_index_args(encoded: bytes, *, exact: bool = False) -> list[str | bytes]:
+    if exact:  # a name that is not UTF-8: named by its bytes, content by its full blob id
+        return [*_QUOTE_PATH, "diff", "--no-index", "--full-index", "--", "/dev/null", encoded]
     return ["diff", "--no-index", "--", "/dev/null", encoded]
 
 
-def _stream_no_index(repo: Path, encoded: bytes, writer: _DiffTextWriter) -> None:
+def _stream_no_index(
+    git: _Git, encoded: bytes, writer: _DiffTextWriter, *, exact: bool = False
+) -> None:
     """The original's per-file chunk: ``git diff --no-index -- /dev/null <file>``.
 
     Exit 1 with output: the chunk. Exit 0: ignored (the original only reads stdout from
     the error it catches). Any other exit without output: an error.
     """
-    proc = _GitProcess(repo, _no_index_args(encoded))
+    proc = _GitProcess(git, _no_index_args(encoded, exact=exact))
     try:
         decoder = _utf8_decoder()
         writer.begin()
@@ -682,8 +764,8 @@ def _stream_no_index(repo: Path, encoded: bytes, writer: _DiffTextWriter) -> Non
         proc.close()
 
 
-def _no_index_bytes(repo: Path, encoded: bytes) -> tuple[int, bytes]:
-    proc = _GitProcess(repo, _no_index_args(encoded))
+def _no_index_bytes(git: _Git, encoded: bytes) -> tuple[int, bytes]:
+    proc = _GitProcess(git, _no_index_args(encoded))
     try:
         data = b"".join(proc.chunks())
         return proc.wait(), data
@@ -704,17 +786,17 @@ class _ChunkBuilder:
     @classmethod
     def prepare(
         cls,
-        repo: Path,
+        git: _Git,
         root: bytes,
         base_sha: str,
         candidates: list[_Candidate],
         stats: EvidenceStats,
     ) -> _ChunkBuilder | None:
         """Run the proofs; ``None`` when the fast path is off for every file."""
-        settings = _read_settings(repo)
+        settings = _read_settings(git.config)
         if settings.reason is None:
             settings.reason = next(
-                (f"environment {var}" for var in _DIFF_ENV if os.environ.get(var)), None
+                (f"environment {var}" for var in _DIFF_ENV if git.env.get(var)), None
             )
         if settings.reason is not None:
             stats.fallback_reason = settings.reason
@@ -745,28 +827,28 @@ class _ChunkBuilder:
 
         live = [c for c in candidates if c.fast]
         if live:
-            _apply_attributes(repo, live)
+            _apply_attributes(git, live)
             live = [c for c in live if c.fast]
         if not live:
             return None
         hexsz = len(base_sha)
         null_abbrev = _run_git(
-            repo, ["rev-parse", "--short", "0" * hexsz], "git rev-parse --short"
+            git, ["rev-parse", "--short", "0" * hexsz], "git rev-parse --short"
         ).strip()
         abbrev = len(null_abbrev)
         if null_abbrev != b"0" * abbrev:
             stats.fallback_reason = "unexpected abbreviation of the null id"
             return None
-        if not _prove_abbrev(repo, live, abbrev, hexsz, settings.self_match_ok):
+        if not _prove_abbrev(git, live, abbrev, hexsz, settings.self_match_ok):
             stats.fallback_reason = "objects share the abbreviated null id"
             return None
         builder = cls(root=root, settings=settings, null_abbrev=null_abbrev, abbrev=abbrev)
-        if not builder._calibrate(repo, live, stats):
+        if not builder._calibrate(git, live, stats):
             stats.fallback_reason = "calibration against git --no-index failed"
             return None
         return builder
 
-    def _calibrate(self, repo: Path, live: list[_Candidate], stats: EvidenceStats) -> bool:
+    def _calibrate(self, git: _Git, live: list[_Candidate], stats: EvidenceStats) -> bool:
         """Compare one file of each shape with the real git; keep its output."""
         seen: set[tuple[object, ...]] = set()
         for cand in live:
@@ -778,7 +860,7 @@ class _ChunkBuilder:
                 cand.fast = False
                 continue
             stats.calibrations += 1
-            returncode, real = _no_index_bytes(repo, cand.name)
+            returncode, real = _no_index_bytes(git, cand.name)
             if returncode != 1 or real != built:
                 return False
             self.verified[cand.name] = real
@@ -893,16 +975,10 @@ def _git_size(value: str | None) -> int | None:
     return int(match[1]) << {"": 0, "k": 10, "m": 20, "g": 30}[match[2]]
 
 
-def _read_settings(repo: Path) -> _Settings:
+def _read_settings(config: bytes) -> _Settings:
     """Read the configuration that decides whether Python may build the chunks."""
     settings = _Settings()
-    raw = _run_git(repo, ["config", "-z", "--list"], "git config --list")
-    for entry in raw.split(b"\0"):
-        if not entry:
-            continue
-        key_b, sep, value_b = entry.partition(b"\n")
-        key = _decode(key_b)
-        value = _decode(value_b) if sep else None
+    for _scope, key, value in git_lockdown.config_entries(config):
         section, _, rest = key.partition(".")
         if section == "diff":
             if "." not in rest and rest not in _BENIGN_DIFF_KEYS:
@@ -930,10 +1006,10 @@ def _read_settings(repo: Path) -> _Settings:
     return settings
 
 
-def _apply_attributes(repo: Path, live: list[_Candidate]) -> None:
+def _apply_attributes(git: _Git, live: list[_Candidate]) -> None:
     """Send to git every file with an attribute that could change its diff."""
     query = b"".join(c.name + b"\0" for c in live)
-    out = _run_git(repo, ["check-attr", "-z", "--stdin", "--all"], "git check-attr", query)
+    out = _run_git(git, ["check-attr", "-z", "--stdin", "--all"], "git check-attr", query)
     tokens = out.split(b"\0")
     by_name = {c.name: c for c in live}
     for i in range(0, len(tokens) - 2, 3):
@@ -946,7 +1022,7 @@ def _apply_attributes(repo: Path, live: list[_Candidate]) -> None:
 
 
 def _prove_abbrev(
-    repo: Path, live: list[_Candidate], abbrev: int, hexsz: int, self_match_ok: bool
+    git: _Git, live: list[_Candidate], abbrev: int, hexsz: int, self_match_ok: bool
 ) -> bool:
     """Prove git would print ``abbrev`` hex digits for each blob id; demote the rest.
 
@@ -961,7 +1037,7 @@ def _prove_abbrev(
         lines.append(b"0" * (abbrev - 1))
     lines.extend(c.oid[:abbrev].encode() for c in live)
     out = _run_git(
-        repo,
+        git,
         ["cat-file", "--batch-check", "--buffer"],
         "git cat-file --batch-check",
         b"".join(line + b"\n" for line in lines),

@@ -21,7 +21,8 @@ EXECUTABLE_NOT_FOUND = "executable not found: "
 # Outcomes that a second identical attempt cannot change: nothing was started because of
 # something only the user can change (a missing program, a STOP file, a full disk). A
 # refusal is retried: an isolation mount can fail once and succeed the next time.
-_FINAL_REASONS = frozenset({"STOP interrupt (pre-spawn)", "record failed"})
+# A missing credential is the user's to set or pass: the same environment fails the same way.
+_FINAL_REASONS = frozenset({"STOP interrupt (pre-spawn)", "record failed", "missing credentials"})
 
 
 def retry_may_help(reason: str | None, detail: str) -> bool:
@@ -93,9 +94,35 @@ def hint(
             f"a STOP file ended the call while it ran (the global one is {stop}, a run's own "
             "is in its runtime directory); remove it before asking again"
         )
+    if reason == "missing credentials":
+        return missing_credential_hint(detail, product, env)
     if reason == "timeout":
         return "raise the deadline with --timeout SECONDS or 'review-loop prefs set timeoutMs N'"
     return None
+
+
+def missing_credential_hint(detail: str, product: str, env: Mapping[str, str]) -> str:
+    """Which variable the CLI wanted, and the two ways to let it reach the CLI."""
+    from review_loop.adapters._common import missing_variable
+
+    name = missing_variable(detail)
+    if name is None:
+        return (
+            f"{product} found no credentials in the environment review-loop gave it; pass the "
+            "variable that holds them with 'review-loop prefs set envPassthrough NAME' "
+            "(or REVIEW_LOOP_ENV_PASSTHROUGH=NAME for one call)"
+        )
+    passes = (
+        f"review-loop prefs set envPassthrough {name} (add it to the names you pass "
+        f"already), or REVIEW_LOOP_ENV_PASSTHROUGH={name} for one call"
+    )
+    if name in env:
+        return f"{product} needs {name}, which is set but does not reach it: {passes}"
+    return (
+        f"{product} needs {name} and it is not set in review-loop's environment: export it "
+        f"before review-loop runs (a name your own {product} configuration gives is passed "
+        f"once it is set; any other needs {passes})"
+    )
 
 
 def summary(state: str, peer: str, reason: str | None, interrupted: bool) -> str:

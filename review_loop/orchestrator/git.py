@@ -1,46 +1,85 @@
 """Repository facts from git: the root, the common dir, revisions, the exclude entry.
 
 Synchronous on purpose: each call is one short git process. Async callers use
-``anyio.to_thread.run_sync``.
+``anyio.to_thread.run_sync``. Every git here runs locked down (:mod:`.git_lockdown`):
+nothing the repository's own configuration names runs, with a small environment.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from review_loop.agents.errors import InputError, NotAGitRepositoryError
+from review_loop.orchestrator import git_lockdown
 from review_loop.orchestrator.files import append_bytes, make_dirs, read_bytes
 
 EXCLUDE_ENTRY = "/.review-handoff/"
-
-
-def _environment() -> dict[str, str]:
-    env = dict(os.environ)
-    env.setdefault("GIT_OPTIONAL_LOCKS", "0")  # read-only commands must not take index.lock
-    return env
 
 
 def _no_git() -> InputError:
     return InputError("git", "the git executable is not on PATH", "an installed git")
 
 
-def git(
-    repo: Path, *args: str, check: bool = True, input_bytes: bytes | None = None
+def _run(
+    repo: Path, args: Sequence[str | bytes], env: dict[str, str], input_bytes: bytes | None
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run ``git -C repo args...`` and capture its output as bytes."""
     try:
         return subprocess.run(
-            ["git", "-C", str(repo), *args],
+            git_lockdown.argv(repo, args),
             input=input_bytes,
+            stdin=None if input_bytes is not None else subprocess.DEVNULL,
             capture_output=True,
-            check=check,
-            env=_environment(),
+            check=False,
+            env=env,
         )
     except FileNotFoundError:
         raise _no_git() from None
+
+
+def locked_environment(repo: Path, *, transport: bool = False) -> dict[str, str]:
+    """The environment for git commands that may run a filter driver (or, ``transport``,
+    reach a remote) in ``repo``: the programs the repository's own configuration names for
+    them are reset (one ``git config`` read, see :mod:`.git_lockdown`).
+
+    Raises:
+        subprocess.CalledProcessError: git could not read the configuration.
+    """
+    query = _run(repo, git_lockdown.DRIVER_QUERY, git_lockdown.environment(), None)
+    if query.returncode not in (0, 1):  # 1: no such key
+        raise subprocess.CalledProcessError(
+            query.returncode, query.args, query.stdout, query.stderr
+        )
+    overrides = git_lockdown.driver_overrides(query.stdout)
+    return git_lockdown.environment(overrides, transport=transport)
+
+
+def git(
+    repo: Path, *args: str, check: bool = True, input_bytes: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``git -C repo args...`` locked down and capture its output as bytes.
+
+    A command that may convert work tree content first reads the filter drivers
+    (:func:`locked_environment`); when that read fails, its failure is returned (or raised
+    with ``check``) in place of the command's, which never runs.
+    """
+    if git_lockdown.needs_driver_overrides(args):
+        try:
+            env = locked_environment(repo, transport=git_lockdown.is_transport(args))
+        except subprocess.CalledProcessError as failed:
+            if check:
+                raise
+            return subprocess.CompletedProcess(
+                failed.cmd, failed.returncode, failed.stdout, failed.stderr
+            )
+    else:
+        env = git_lockdown.environment()
+    result = _run(repo, args, env, input_bytes)
+    if check:
+        result.check_returncode()
+    return result
 
 
 class Checkout(NamedTuple):
@@ -109,10 +148,11 @@ class Locating:
             return
         try:
             self._process = subprocess.Popen(
-                ["git", "-C", str(self._start), *_LOCATE],
+                git_lockdown.argv(self._start, _LOCATE),
+                stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env=_environment(),
+                env=git_lockdown.environment(),
             )
         except FileNotFoundError:
             self._error = _no_git()

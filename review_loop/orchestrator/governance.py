@@ -20,7 +20,8 @@
 - **Ungoverned paths**: changed paths no node governs, reported and recorded as coverage
   evidence (an optional ``coverage-gap`` unit each, see ``workflows/audit.py``).
 
-Everything is read with ``git`` from the audited head commit, never from the working tree,
+Everything is read with ``git`` from the audited head commit — the overlays from the base
+when the audit names it (:func:`discover`'s ``overlays_at``) — never from the working tree,
 and only as text handed to the read-only concern agents: nothing in it runs. Each file is
 capped (:data:`MAX_FILE_CHARS`) and so is the number of nodes (:data:`MAX_NODES`).
 """
@@ -142,21 +143,32 @@ def owns(pattern: str, path: str) -> bool:
     return path == pattern or fnmatch.fnmatchcase(path, pattern)
 
 
-def discover(repo: Path, head: str, changed: Sequence[str]) -> Governance:
-    """Read the overlays and the governing nodes of ``changed`` at ``head``."""
+def discover(
+    repo: Path, head: str, changed: Sequence[str], *, overlays_at: str | None = None
+) -> Governance:
+    """Read the governing nodes of ``changed`` at ``head``, and the overlays at
+    ``overlays_at`` (default ``head``).
+
+    The audit passes its base as ``overlays_at``: an overlay is the repository's auditing
+    standard, configuration like ``.review-loop/``, so the change under review must not
+    bring the standard it is judged by (``orchestrator/repo_config.py``). Decisions and
+    specs come from the head: a change brings its own.
+    """
     from review_loop.orchestrator.git import git
 
-    listed = git(repo, "ls-tree", "-r", "-z", "--name-only", head, "--", "spx", check=False)
-    files = [p for p in listed.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+    def listed(rev: str) -> list[str]:
+        out = git(repo, "ls-tree", "-r", "-z", "--name-only", rev, "--", "spx", check=False)
+        return [p for p in out.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
 
-    def show(path: str) -> str | None:
-        out = git(repo, "show", f"{head}:{path}", check=False)
+    def show(path: str, rev: str = head) -> str | None:
+        out = git(repo, "show", f"{rev}:{path}", check=False)
         return _capped(out.stdout.decode("utf-8", "replace")) if out.returncode == 0 else None
 
+    standard = overlays_at or head
     overlays = {}
-    for path in files:
+    for path in listed(standard):
         if path.startswith(OVERLAY_DIR) and path.endswith(".md"):
-            text = show(path)
+            text = show(path, standard)
             if text is not None:
                 overlays[path] = text
     nodes: dict[str, str] = {}

@@ -33,10 +33,12 @@ from review_loop.agents.frozen_dataclass import frozen_dataclass
 from review_loop.agents.models import Invocation
 from review_loop.orchestrator import procfs
 from review_loop.orchestrator.isolation_wrapper import ISOLATION_FAILED_EXIT, MARKER
+from review_loop.orchestrator.sandbox import WRAPPER, wrapped_argv
 
 __all__ = [
     "ISOLATION_FAILED_EXIT",
     "MARKER",
+    "WRAPPER",
     "Scratch",
     "isolation_failed",
     "make_scratch",
@@ -49,34 +51,28 @@ __all__ = [
     "scratch_prefix",
 ]
 
-WRAPPER = Path(__file__).with_name("isolation_wrapper.py")
 SKIPPED_IN_COPY = (".review-handoff",)
 """Never copied: earlier review records, which a blind reviewer must not see."""
 
 _available: bool | None = None
 
 
-def _unshare() -> list[str]:
-    if os.geteuid() == 0:
-        return ["unshare", "--mount", "--propagation", "private"]
-    # Without root, a user namespace grants the mount namespace its own CAP_SYS_ADMIN.
-    return ["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private"]
+def sandbox_argv(
+    writable: Sequence[Path], argv: Sequence[str], hide: Sequence[str] = ()
+) -> tuple[str, ...]:
+    """``argv`` with every mount read-only except ``writable``, and no capabilities.
+
+    ``hide``: the wrapper's ``--hide``/``--keep`` options (:func:`sandbox.hide_options`).
+    """
+    return wrapped_argv([*hide, *(w for p in writable for w in ("--writable", str(p)))], argv)
 
 
-def _wrapped(options: Sequence[str], argv: Sequence[str]) -> tuple[str, ...]:
-    # -I -S: the standard library only; the working directory (an untrusted copy) and the
-    # PYTHON* variables cannot shadow a module of the wrapper.
-    return (*_unshare(), sys.executable, "-I", "-S", str(WRAPPER), *options, "--", *argv)
-
-
-def sandbox_argv(writable: Sequence[Path], argv: Sequence[str]) -> tuple[str, ...]:
-    """``argv`` with every mount read-only except ``writable``, and no capabilities."""
-    return _wrapped([w for p in writable for w in ("--writable", str(p))], argv)
-
-
-def read_only_argv(paths: Sequence[Path], argv: Sequence[str]) -> tuple[str, ...]:
-    """``argv`` run with every path in ``paths`` mounted read-only in a private namespace."""
-    return _wrapped([w for p in paths for w in ("--read-only", str(p))], argv)
+def read_only_argv(
+    paths: Sequence[Path], argv: Sequence[str], hide: Sequence[str] = ()
+) -> tuple[str, ...]:
+    """``argv`` run with every path in ``paths`` mounted read-only in a private namespace
+    (and ``hide``, as for :func:`sandbox_argv`)."""
+    return wrapped_argv([*hide, *(w for p in paths for w in ("--read-only", str(p)))], argv)
 
 
 _PROBE = (

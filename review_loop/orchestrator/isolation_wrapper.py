@@ -15,6 +15,15 @@ Run by :mod:`review_loop.orchestrator.isolation` as
     stay usable on a read-only mount: the read-only flag stops writes to files, not devices.
 ``--read-only PATH`` (repeatable) — path mode, for a read-only CLI that is isolated only so
     that it cannot see earlier records: each PATH is bind-mounted onto itself read-only.
+``--hide PATH`` (repeatable, with either mode or alone) — each PATH that exists is covered
+    before anything else: a directory by an empty read-only tmpfs, anything else by a bind
+    of ``/dev/null``. A hidden directory that holds a ``--keep`` path, a ``--writable`` or
+    ``--read-only`` path or the working directory is not covered whole: each entry of it is
+    hidden except the one on the way to what is kept, and so on down. So that the CLI
+    cannot take a cover off: with ``--writable`` every capability is dropped (below);
+    otherwise the CLI runs in a user namespace of its own, made after the covers
+    (:func:`enter_own_user_namespace`), in which every cover is a locked mount.
+``--keep PATH`` (repeatable) — a path that no cover may hide (the CLI's own files).
 
 Any step that fails prints one ``review-loop-isolate: ...`` line on stderr and exits
 :data:`ISOLATION_FAILED_EXIT` before the CLI is started: never run half-isolated.
@@ -27,9 +36,10 @@ working directory (the throw-away copy of an untrusted repository) can shadow a 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-from collections.abc import Sequence
+
+# No import of collections.abc, typing or subprocess at the top: every reviewer's start
+# pays for this module's imports, a few milliseconds each (scripts/bench_sandbox.py).
 
 ISOLATION_FAILED_EXIT = 97
 MARKER = "review-loop-isolate:"
@@ -43,6 +53,13 @@ _PR_SET_NO_NEW_PRIVS = 38
 _PR_CAP_AMBIENT = 47
 _PR_CAP_AMBIENT_CLEAR_ALL = 4
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
+_MS_RDONLY = 1
+_MS_NOSUID = 2
+_MS_NODEV = 4
+_MS_NOEXEC = 8
+_MS_REMOUNT = 32
+_MS_BIND = 4096
+_OPTIONS = ("--writable", "--read-only", "--hide", "--keep")
 
 
 class IsolationError(Exception):
@@ -101,7 +118,7 @@ def parse_mountinfo(text: str) -> list[Mount]:
     return mounts
 
 
-def reachable(mounts: Sequence[Mount]) -> list[Mount]:
+def reachable(mounts: list[Mount]) -> list[Mount]:
     """The mounts a path can lead to, as the kernel's path walk would find them.
 
     A mount is hidden when another is stacked on its mount point, when a sibling (same
@@ -143,6 +160,8 @@ def _mounts() -> list[Mount]:
 
 def _mount(*args: str) -> None:
     """Run util-linux ``mount`` (from PATH) with ``args``; raise with its message on failure."""
+    import subprocess  # here: a reviewer that is only hidden from (no --writable) needs none
+
     try:
         done = subprocess.run(
             ["mount", *args], stdin=subprocess.DEVNULL, capture_output=True, check=False
@@ -174,7 +193,7 @@ def make_read_only(path: str) -> None:
     _mount("-o", "remount,bind,ro", path)
 
 
-def read_only_except(writable: Sequence[str]) -> None:
+def read_only_except(writable: list[str]) -> None:
     """Every mount reachable by path read-only, except a writable bind of each of ``writable``."""
     for path in writable:
         _mount("--bind", path, path)
@@ -202,6 +221,95 @@ def read_only_except(writable: Sequence[str]) -> None:
                     raise
                 inaccessible.add(mount.id)  # the CLI, with fewer rights, cannot reach it either
     raise IsolationError("mounts kept changing; cannot make the file system read-only")
+
+
+def _syscall_mount(
+    source: str, target: str, fstype: str | None, flags: int, data: str | None
+) -> None:
+    """mount(2) itself: one cover costs a system call, not a ``mount`` process."""
+    import ctypes  # here: the orchestrator imports this module for its constants only
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    encoded = [None if v is None else os.fsencode(v) for v in (source, target, fstype, data)]
+    if libc.mount(encoded[0], encoded[1], encoded[2], ctypes.c_ulong(flags), encoded[3]) != 0:
+        error = ctypes.get_errno()
+        raise IsolationError(f"cannot hide {target}: {os.strerror(error)}")
+
+
+def _cover(path: str) -> None:
+    """Cover ``path`` (it exists): an empty read-only tmpfs, or ``/dev/null`` bound on it."""
+    if os.path.isdir(path):
+        flags = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+        _syscall_mount("review-loop-hidden", path, "tmpfs", flags, "size=4k,mode=0555")
+    else:
+        _syscall_mount("/dev/null", path, None, _MS_BIND, None)
+        _syscall_mount("/dev/null", path, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY, None)
+
+
+def _holds(directory: str, path: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def hide(paths: list[str], *, keep: list[str], through: list[str]) -> list[str]:
+    """Cover each of ``paths`` that exists; returns the places covered.
+
+    ``keep``: never hidden, nor anything inside them (the CLI's own files). ``through``:
+    must stay reachable (the working directory, the writable and read-only paths): never
+    covered, nor a directory above them, which is split into its entries instead. Paths
+    are compared as the kernel reaches them (``realpath``: a mount follows a link).
+    """
+    kept = [os.path.realpath(k) for k in keep]
+    reached = [*kept, *(os.path.realpath(t) for t in through)]
+    covered: list[str] = []
+    pending = [os.path.realpath(p) for p in paths if os.path.lexists(p)]
+    while pending:
+        path = pending.pop(0)
+        if not os.path.exists(path) or path in covered or any(_holds(k, path) for k in kept):
+            continue
+        if any(_holds(path, r) for r in reached):
+            if path in reached or not os.path.isdir(path):
+                continue
+            try:
+                names = sorted(os.listdir(path))
+            except OSError as error:
+                raise IsolationError(f"cannot list {path} to hide it: {error}") from error
+            pending.extend(os.path.realpath(os.path.join(path, name)) for name in names)
+            continue
+        _cover(path)
+        covered.append(path)
+    return covered
+
+
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWUSER = 0x10000000
+
+
+def _map_id_of_self(kind: str) -> None:
+    with open(f"/proc/self/{kind}_map", "w", encoding="ascii") as handle:
+        handle.write("0 0 1\n")
+
+
+def enter_own_user_namespace() -> None:
+    """Move into a new user and mount namespace, this one's root mapped to itself.
+
+    The mounts copied into a mount namespace owned by a less privileged user namespace are
+    locked (``mount_namespaces(7)``): the CLI, root there with every capability *there*,
+    can neither unmount a cover, nor bind the directory under it elsewhere, nor remount
+    one writable; those capabilities reach nothing outside (``setns``, ``/proc/<pid>/root``
+    of an outside process need them in the outer user namespace). Unlike dropped
+    capabilities, this leaves what a CLI's own sandbox needs: bubblewrap maps
+    uid 0 into a user namespace of its own, which takes ``CAP_SETFCAP`` in its parent.
+    """
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS) != 0:
+        raise IsolationError(f"unshare(user, mount) failed: {os.strerror(ctypes.get_errno())}")
+    _map_id_of_self("uid")
+    # A gid map written from inside needs setgroups(2) off first (user_namespaces(7)).
+    with open("/proc/self/setgroups", "w", encoding="ascii") as handle:
+        handle.write("deny\n")
+    _map_id_of_self("gid")
 
 
 def drop_privileges() -> None:
@@ -236,27 +344,33 @@ def drop_privileges() -> None:
     check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "setting no_new_privs")
 
 
-def main(args: Sequence[str]) -> int:
+def main(args: list[str]) -> int:
     """Parse the options, set up the namespace, exec the command (returns only on failure)."""
-    writable: list[str] = []
-    read_only: list[str] = []
+    given: dict[str, list[str]] = {option: [] for option in _OPTIONS}
     rest = list(args)
     while rest and rest[0] != "--":
         option = rest.pop(0)
-        if option not in ("--writable", "--read-only") or not rest:
+        if option not in given or not rest:
             return _fail(f"bad wrapper arguments near {option!r}")
-        (writable if option == "--writable" else read_only).append(rest.pop(0))
+        given[option].append(rest.pop(0))
     command = rest[1:]
     if not command:
         return _fail("no command to run")
+    writable, read_only, hidden = given["--writable"], given["--read-only"], given["--hide"]
     try:
         if writable and read_only:
             raise IsolationError("--writable and --read-only do not mix")
+        if hidden:
+            # First, while every mount is still writable: a cover is itself a mount.
+            hide(hidden, keep=given["--keep"], through=[*writable, *read_only, os.getcwd()])
         for path in read_only:
             make_read_only(path)
         if writable:
             read_only_except([os.path.realpath(p) for p in writable])
+        if writable:
             drop_privileges()
+        elif hidden:
+            enter_own_user_namespace()
         # The working directory was looked up before the new mounts: look it up again, or
         # a writable copy would be reached through the (now read-only) mount beneath it.
         os.chdir(os.getcwd())

@@ -4,46 +4,25 @@ Some CLIs load their project configuration (settings with hooks and MCP servers,
 files read into their own environment) from the working directory, and offer no switch to
 stop it in a headless run (``docs/reviewer-lockdown.md`` says which and how it was
 measured). Their adapters name those paths (``Invocation.hidden_paths``); the reviewer
-then runs in a private mount namespace in which each of them that exists is covered: a
-directory by an empty read-only tmpfs, a file by ``/dev/null``. The repository itself is
+then runs in the private mount namespace every reviewer runs in
+(:mod:`~review_loop.orchestrator.sandbox`), in which each of them that exists is covered:
+a directory by an empty read-only tmpfs, a file by ``/dev/null``. The repository itself is
 untouched and the CLI still runs in it, so its sessions stay keyed by the repository's
-path.
+path. In a throw-away copy they are deleted from the copy instead.
 
-Where no mount namespace can be made, the run goes ahead unmasked only when none of the
-paths exists; otherwise it is refused before anything is spawned (``NOT_SUBMITTED``).
-Paths and the command reach ``sh`` as arguments, never as shell text.
+Where no mount namespace can be made and the user allowed unprotected runs, the run goes
+ahead only when none of the paths exists; otherwise it is refused before anything is
+spawned (``NOT_SUBMITTED``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 from review_loop.agents.models import Invocation
-
-MASK_FAILED_EXIT = 96
-MARKER = "review-loop-mask:"
-_SCRIPT = (
-    'n=$1; shift; while [ "$n" -gt 0 ]; do '
-    # mount follows a symbolic link, so a linked directory or file is covered where it
-    # points, which is what the CLI would read; a dangling link shows the CLI nothing.
-    'if [ -d "$1" ]; then mount -t tmpfs -o ro,size=4k,mode=0555 review-loop-masked "$1" '
-    f'|| {{ echo "{MARKER} cannot hide $1" >&2; exit {MASK_FAILED_EXIT}; }}; '
-    'elif [ -e "$1" ]; then mount --bind /dev/null "$1" '
-    f'|| {{ echo "{MARKER} cannot hide $1" >&2; exit {MASK_FAILED_EXIT}; }}; '
-    'fi; shift; n=$((n-1)); done; exec "$@"'
-)
-
-_available: bool | None = None
-
-
-def _unshare() -> list[str]:
-    if os.geteuid() == 0:
-        return ["unshare", "--mount", "--propagation", "private"]
-    # Without root, a user namespace grants the mount namespace its own CAP_SYS_ADMIN.
-    return ["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private"]
+from review_loop.orchestrator.isolation_wrapper import ISOLATION_FAILED_EXIT, MARKER
 
 
 def checked_paths(cwd: Path, hidden: Sequence[str]) -> list[Path]:
@@ -66,54 +45,15 @@ def present(paths: Sequence[Path]) -> list[Path]:
     return [path for path in paths if os.path.lexists(path)]
 
 
-def masked_argv(paths: Sequence[Path], argv: Sequence[str]) -> tuple[str, ...]:
-    """``argv`` run in a private mount namespace with each existing path of ``paths`` hidden."""
-    return (
-        *_unshare(),
-        "sh",
-        "-c",
-        _SCRIPT,
-        "review-loop-mask",
-        str(len(paths)),
-        *(str(path) for path in paths),
-        *argv,
-    )
-
-
 def mask_failed(returncode: int | None, stderr: bytes) -> bool:
     """Whether a run ended because a path could not be hidden (the CLI never started)."""
-    return returncode == MASK_FAILED_EXIT and MARKER.encode() in stderr
+    return returncode == ISOLATION_FAILED_EXIT and MARKER.encode() in stderr
 
 
-async def masking_available() -> bool:
-    """Whether paths can be hidden here (checked once per process, by hiding one)."""
-    global _available
-    if _available is None:
-        import tempfile  # here, not at import: consult imports this module, a probe is rare
-
-        from review_loop.orchestrator.process import run_process
-
-        with tempfile.TemporaryDirectory(prefix="review-loop-mask-check-") as tmp:
-            hidden = Path(tmp) / "hidden"
-            hidden.mkdir()
-            (hidden / "secret").write_text("x")
-            argv = masked_argv(
-                [hidden], ["sh", "-c", '! [ -e "$1" ]', "sh", str(hidden / "secret")]
-            )
-            done = await run_process(Invocation(argv=argv, cwd=Path(tmp)), deadline=10, grace=1)
-            _available = done.returncode == 0
-    return _available
-
-
-async def hidden_invocation(invocation: Invocation) -> Invocation | str:
-    """``invocation`` with its ``hidden_paths`` covered, or why it cannot run (a refusal).
-
-    ``argv[0]`` must already be an absolute path (the wrapper becomes ``argv[0]``).
-    """
-    paths = checked_paths(invocation.cwd, invocation.hidden_paths)
-    if await masking_available():
-        return dataclasses.replace(invocation, argv=masked_argv(paths, invocation.argv))
-    found = present(paths)
+def unmasked_or_refused(invocation: Invocation) -> Invocation | str:
+    """Where nothing can be hidden (and the user allowed unprotected runs): ``invocation``
+    as it is when none of its ``hidden_paths`` exists, else why it must not run."""
+    found = present(checked_paths(invocation.cwd, invocation.hidden_paths))
     if not found:
         return invocation
     names = ", ".join(str(path.relative_to(invocation.cwd)) for path in found)

@@ -187,25 +187,41 @@ def resolve_committed_scope(repo: Path, selector: str) -> dict[str, Any]:
 
 
 def registry_sources(repo: Path, env: Mapping[str, str] | None = None) -> list[Path]:
-    """The built-in registry, then the user's, the repository's and ``$REVIEW_LOOP_...``."""
+    """The trusted registry files: the built-in, the user's, then ``$REVIEW_LOOP_...``.
+
+    ``repo`` is unused: the repository's own registry is never a file read from its tree,
+    only the base commit's (:func:`load_registry`).
+    """
+    del repo
     environ = os.environ if env is None else env
     builtin = Path(__file__).resolve().parents[1] / "agents" / "data" / REGISTRY_NAME
     sources = [builtin]
-    for candidate in (state_home(environ) / REGISTRY_NAME, repo / ".review-loop" / REGISTRY_NAME):
-        if candidate.is_file():
-            sources.append(candidate)
+    user = state_home(environ) / REGISTRY_NAME
+    if user.is_file():
+        sources.append(user)
     for item in environ.get(REGISTRY_ENV, "").split(os.pathsep):
         if item:
             sources.append(Path(item))
     return sources
 
 
-def load_registry(repo: Path, env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
-    """The merged registry's kinds.
+def load_registry(
+    repo: Path,
+    env: Mapping[str, str] | None = None,
+    *,
+    base: str | None = None,
+    refused: list[dict[str, str]] | None = None,
+) -> list[dict[str, Any]]:
+    """The merged registry's kinds: the trusted layers, then (with ``base``) the
+    repository's ``.review-loop/artifact-registry.json`` as it is in commit ``base``, which
+    may only add kinds (its refused kinds are appended to ``refused``).
 
     Raises:
         ScopeResolutionError: a registry file is unreadable or malformed (names the file).
     """
+    from review_loop.agents.scope_rules import add_repository_kinds
+    from review_loop.orchestrator import repo_config
+
     layers = []
     for source in registry_sources(repo, env):
         try:
@@ -215,7 +231,27 @@ def load_registry(repo: Path, env: Mapping[str, str] | None = None) -> list[dict
             raise ScopeResolutionError(f"artifact registry {error}") from None
         except (OSError, ValueError) as error:
             raise ScopeResolutionError(f"artifact registry {source}: {error}") from None
-    return merge_registries(layers)
+    kinds = merge_registries(layers)
+    if base is None:
+        return kinds
+    path = repo_config.config_path(REGISTRY_NAME)
+    try:
+        text = repo_config.read_at(repo, base, path)
+        if text is None:
+            return kinds
+        ours = check_registry(json.loads(text), f"{path} (base {base[:12]})")
+    except RegistryError as error:
+        raise ScopeResolutionError(f"artifact registry {error}") from None
+    except repo_config.RepoConfigError as error:
+        raise ScopeResolutionError(f"artifact registry {error}") from None
+    except ValueError as error:
+        raise ScopeResolutionError(
+            f"artifact registry {path} (base {base[:12]}): {error}"
+        ) from None
+    kinds, refusals = add_repository_kinds(kinds, ours, path)
+    if refused is not None:
+        refused.extend(refusals)
+    return kinds
 
 
 # --- resolve --------------------------------------------------------------------------------
@@ -295,14 +331,19 @@ def resolve(
     audit_input: Mapping[str, Any] | None = None,
     *,
     env: Mapping[str, str] | None = None,
+    refused: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
     """The run-start input: the audit input beneath the resolved scope, plus the selection.
+
+    The repository's registry is read from the resolved base; kinds it may not add are
+    appended to ``refused`` (see :func:`load_registry`).
 
     Raises:
         ScopeResolutionError, StaleBaseError: see :func:`resolve_committed_scope`.
     """
     resolved = resolve_committed_scope(repo, selector)
-    kinds = load_registry(repo, env)
+    # The repository's registry as the base has it: the change cannot choose its audit.
+    kinds = load_registry(repo, env, base=resolved["base"], refused=refused)
     document: dict[str, Any] = {**(audit_input or {}), **resolved}
     paths = list(resolved["changed_paths"])
     live = document.get(LIVE_PATHS_KEY)

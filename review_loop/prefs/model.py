@@ -87,6 +87,9 @@ class Prefs(BaseModel, PrefsRules):
             besides what their product needs (exact names, e.g. ``AWS_PROFILE``).
         skillDirs: more directories where ``preflight`` looks for the skills the
             task-completion loop needs (``<dir>/<skill>/SKILL.md``), after the host's own.
+        allowUnprotected: where no private mount namespace can be made, run reviewers
+            anyway, able to read your secret stores and review-loop's state (default:
+            refuse them, ``NOT_SUBMITTED``; ``docs/reviewer-lockdown.md``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
@@ -99,6 +102,7 @@ class Prefs(BaseModel, PrefsRules):
     livenessMs: int = Field(default=DEFAULT_LIVENESS_MS, gt=0, le=MAX_TIMEOUT_MS)
     envPassthrough: tuple[str, ...] = ()
     skillDirs: tuple[str, ...] = ()
+    allowUnprotected: bool = False
 
     @field_validator("skillDirs")
     @classmethod

@@ -33,6 +33,7 @@ def defaults() -> dict[str, Any]:
         "livenessMs": d.DEFAULT_LIVENESS_MS,
         "envPassthrough": [],
         "skillDirs": [],
+        "allowUnprotected": False,
     }
 
 
@@ -95,6 +96,7 @@ _CHECKS: dict[str, _Check] = {
     "livenessMs": _integer(1, d.MAX_TIMEOUT_MS),
     "envPassthrough": _env_passthrough,
     "skillDirs": _skill_dirs,
+    "allowUnprotected": _skip_host,  # the same check: a plain boolean
 }
 
 

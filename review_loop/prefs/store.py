@@ -33,7 +33,7 @@ def _describe(error: ValidationError, source: str) -> PrefsError:
     accepted = {
         "extra_forbidden": (
             "order, skipHost, peerCommands, timeoutMs, graceMs, livenessMs, envPassthrough, "
-            "skillDirs"
+            "skillDirs, allowUnprotected"
         ),
     }.get(first["type"])
     if where == "timeoutMs":

@@ -107,6 +107,7 @@ class PrefsView(PrefsRules):
     livenessMs: int = DEFAULT_LIVENESS_MS
     envPassthrough: tuple[str, ...] = ()
     skillDirs: tuple[str, ...] = ()
+    allowUnprotected: bool = False
 
     @classmethod
     def from_document(cls, document: Mapping[str, Any]) -> PrefsView:
@@ -124,6 +125,7 @@ class PrefsView(PrefsRules):
             livenessMs=document["livenessMs"],
             envPassthrough=tuple(document["envPassthrough"]),
             skillDirs=tuple(document["skillDirs"]),
+            allowUnprotected=document["allowUnprotected"],
         )
 
     def with_alias(self, name: str, peer: PeerCommandView) -> PrefsView:

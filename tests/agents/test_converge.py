@@ -1,4 +1,4 @@
-"""The pure parts of the task-completion loop: positions, findings, ledger, result."""
+"""Contract tests of the task-completion loop's pure parts: positions, findings, ledger, result."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The review run's pure rules: slug, answer parsing, verdicts, ledger, packet text, prompt."""
+"""Contract tests of the review run's pure rules: slug, answer parsing, verdicts, ledger,
+packet text, prompt.
+"""
 
 from __future__ import annotations
 

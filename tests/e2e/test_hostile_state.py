@@ -10,8 +10,9 @@ and links under ``.review-handoff/`` leading out of the repository (``runtime/ev
 one more forged record, the forged packet's ``events.jsonl``). With the real CLIs from npm
 against the fake model API:
 
-- every CLI answers ``review-loop consult`` in the clone; the start-up reaper read the forged
-  records and marked each ``lost`` as untrusted; the victim's process group and
+- every CLI answers ``review-loop consult`` in the clone; the start-up reaper took none of
+  the forged records for its own (git tracks them) and left each as committed; the
+  victim's process group and
   review-loop's caller (a shell in review-loop's own process group) are alive afterwards;
   nothing outside the clone changed (the link targets included); no canary fired;
 - ``run --continue`` (alone, and naming the forged archive with ``--packet``) with the real
@@ -153,14 +154,22 @@ def review_loop_in_caller(peer: Peer, clone: Path, *args: str) -> tuple[Ran, dic
 
 
 def assert_records_untrusted(hostile: Hostile) -> None:
-    """The reaper read every forged record in the clone and believed none."""
+    """The reaper believed no forged record in the clone: git tracks them, so they are the
+    repository's, never this user's sessions (docs/unfinished-index.md) — none was
+    rewritten, and every tracked file under ``.review-handoff/`` is as committed."""
     for name, path in hostile.forged.records.items():
         if name == "linked":  # reached only through a link: never read, never rewritten
             continue
         record = json.loads(hostile.in_clone(path).read_text())
-        assert record["status"] == "lost", (name, record)
-        assert record["reason"].startswith("untrusted record ("), (name, record)
-        assert record["reason"].endswith("nothing was signalled"), (name, record)
+        assert record["status"] != "lost" and "reason" not in record, (name, record)
+    tracked = ("status", "--porcelain", "--untracked-files=no", "--", ".review-handoff")
+    status = subprocess.run(
+        ["git", "-C", str(hostile.clone), *tracked],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert status.stdout == "", status.stdout
 
 
 def assert_unharmed(hostile: Hostile, before: dict[str, tuple[object, ...]]) -> None:
@@ -330,7 +339,6 @@ async def test_embedded_consult_in_the_hostile_clone(
     assert delivery.ok and delivery.reply is not None, delivery
     assert delivery.reply.text == "Reviewed in process: nothing to add."
     assert_unharmed(hostile, before)
-    assert len(reaped) == len(hostile.forged.records) - 1, reaped  # the linked one unread
-    assert {r.status for r in reaped} == {"lost"}, reaped
+    assert reaped == [], reaped  # committed records are the repository's, not sessions
     assert_records_untrusted(hostile)
     assert_nothing_left(peer)

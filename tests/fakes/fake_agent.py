@@ -20,7 +20,10 @@ closes stdout and stderr, sleeps ``linger`` seconds), ``partial-then-linger`` (t
 its output's last characters cut off), ``ok-leaving`` (answers, leaving the processes listed
 in ``leave``: ``detached``, ``daemon``, ``daemon-pipe``; see ``_leave``),
 ``stubborn-escape`` (a SIGTERM-ignoring grandchild in its own session holding stdout, then
-hang; the pids left are noted in ``$FAKE_AGENT_SCRIPT.pids``).
+hang; the pids left are noted in ``$FAKE_AGENT_SCRIPT.pids``), ``read-paths`` (tries to read each
+of ``paths`` and answers with one JSON object: path -> its content, the sorted names of a
+directory, or ``"<ErrorName>"``; then tries to unmount each of them, noting
+``"umount <path>": rc``).
 Any step may carry ``delay`` (seconds before output), ``write`` (a path,
 relative to the cwd, the fake writes to — to prove read-only isolation), and ``exit``.
 """
@@ -330,6 +333,23 @@ def _leave(kind: str) -> None:
     os.waitpid(middle, 0)
 
 
+def _read_paths(paths: list[str]) -> dict[str, Any]:
+    """What this process can read of each path, then whether it can unmount it."""
+    seen: dict[str, Any] = {}
+    for path in paths:
+        try:
+            if os.path.isdir(path):
+                seen[path] = sorted(os.listdir(path))
+            else:
+                seen[path] = Path(path).read_text(errors="replace")
+        except OSError as error:
+            seen[path] = f"<{type(error).__name__}>"
+    for path in paths:  # a reviewer that could unmount a cover would see what it hides
+        done = subprocess.run(["umount", path], capture_output=True, check=False)
+        seen[f"umount {path}"] = done.returncode
+    return seen
+
+
 def main(product: str) -> int:
     argv = sys.argv[1:]
     grok_variant = os.environ.get("FAKE_GROK_VARIANT", "build")
@@ -357,6 +377,9 @@ def main(product: str) -> int:
     first_line = prompt.strip().splitlines()[-1] if prompt.strip() else ""
     text = step.get("text", f"FAKE-ANSWER from {product}: {first_line[:60]}")
     exit_code = step.get("exit")
+    if mode == "read-paths":
+        _ok(product, sid, json.dumps(_read_paths(step.get("paths", []))), grok_variant)
+        return 0
     if mode == "ok":
         _ok(product, sid, text, grok_variant)
         return int(exit_code or 0)

@@ -299,10 +299,23 @@ async def test_process_consult_disk_full_through_the_embedding_api(
 
 
 def test_process_consult_read_only_disk_answer_printed(
-    repo: Path, fakes: FakeCLIs, disk: Disk
+    repo: Path,
+    fakes: FakeCLIs,
+    disk: Disk,
+    user_state: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     if disk.kind != "tmpfs":
         pytest.skip("a read-only disk needs a real mount (root ignores file modes)")
+    # The fake remounts the disk read-only for everyone: it must run outside the reviewer
+    # sandbox, whose private mount namespace (rightly) keeps that from the real disk.
+    no_namespace = tmp_path / "no-namespace"
+    no_namespace.mkdir()
+    (no_namespace / "unshare").write_text("#!/bin/sh\nexit 1\n")
+    (no_namespace / "unshare").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{no_namespace}{os.pathsep}{os.environ['PATH']}")
+    (user_state / "prefs.toml").write_text("allowUnprotected = true\n")
     fakes.script(codex=[{"mode": "ok", "text": "read-only but answered"}])
     disk.arm("read-only")
     try:

@@ -101,9 +101,10 @@ async def test_not_submitted_is_retried_once_then_reported(repo: Path, fakes: Fa
 
 
 async def test_not_submitted_then_success_on_retry(repo: Path, fakes: FakeCLIs) -> None:
-    fakes.script(codex=[{"mode": "not-logged-in"}, {"mode": "ok", "text": "second try"}])
+    # claude's "not logged in" (codex's missing credential is final: test_user_config_env.py)
+    fakes.script(claude=[{"mode": "not-logged-in"}, {"mode": "ok", "text": "second try"}])
     async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
-        delivery = await d.consult(request(repo, "codex"))
+        delivery = await d.consult(request(repo))
     assert delivery.state is DeliveryState.DELIVERED
     assert [a.state for a in delivery.attempts] == ["NOT_SUBMITTED", "DELIVERED"]
 

@@ -1,4 +1,4 @@
-"""Isolation of a CLI without a read-only mode: contract, process and collaboration tests.
+"""Contract, process and collaboration tests: isolation of a CLI without a read-only mode.
 
 - contract: the wrapper's reading of ``/proc/self/mountinfo`` (escapes, stacked mounts);
 - process: the wrapper itself, as root and (where a user namespace can be made) as a user

@@ -32,6 +32,7 @@ from review_loop.orchestrator.git import (
     repo_root,
     start_locate,
 )
+from review_loop.orchestrator.git_lockdown import GLOBAL_OPTIONS
 from tests.conftest import processes_with_token
 from tests.fakes import FakeCLIs
 from tests.gitrepo import committed_repo, git
@@ -80,9 +81,11 @@ def test_contract_ensure_layout_uses_the_located_common_dir(repo: Path) -> None:
     assert (worktree / ".review-handoff" / "runtime" / "consults").is_dir()
 
 
+# The paths are written into the wrapper: git gets an allow-listed environment
+# (orchestrator/git_lockdown.py), so variables of our own would not reach it.
 GIT_LOGGER = """#!/bin/sh
-printf '%s\\n' "$*" >> "$GIT_CALLS"
-exec "$REAL_GIT" "$@"
+printf '%s\\n' "$*" >> '{calls}'
+exec '{real}' "$@"
 """
 
 
@@ -91,15 +94,12 @@ def test_process_consult_runs_git_once(tmp_path: Path, repo: Path) -> None:
     fakes.script(codex=[{"mode": "ok", "text": "fine"}])
     wrapper = tmp_path / "gitbin"
     wrapper.mkdir()
-    (wrapper / "git").write_text(GIT_LOGGER)
-    (wrapper / "git").chmod(0o755)
     calls = tmp_path / "git-calls.txt"
+    real = shutil.which("git") or "git"
+    (wrapper / "git").write_text(GIT_LOGGER.format(calls=calls, real=real))
+    (wrapper / "git").chmod(0o755)
     env = fakes.env(dict(os.environ))
-    env.update(
-        PATH=f"{wrapper}:{env['PATH']}",
-        GIT_CALLS=str(calls),
-        REAL_GIT=shutil.which("git") or "git",
-    )
+    env.update(PATH=f"{wrapper}:{env['PATH']}")
     done = subprocess.run(
         [sys.executable, "-m", "review_loop", "consult", "--peer", "codex", "--question", "?"],
         cwd=repo / ".",
@@ -110,8 +110,9 @@ def test_process_consult_runs_git_once(tmp_path: Path, repo: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["text"] == "fine"
+    options = " ".join(GLOBAL_OPTIONS)
     assert calls.read_text().splitlines() == [
-        f"-C {repo} rev-parse --show-toplevel --git-common-dir"
+        f"-C {repo} {options} rev-parse --show-toplevel --git-common-dir"
     ]
     assert "/.review-handoff/" in (repo / ".git" / "info" / "exclude").read_text().splitlines()
 

@@ -6,8 +6,8 @@ and grok whose "CLI" is a small script that reports what it can read of the repo
 
 - in place (gemini), the paths are covered in a private mount namespace: the CLI finds
   them empty, the repository is untouched;
-- where no namespace can be made, a repository holding such a path is refused
-  (``NOT_SUBMITTED``) and one without any still answers;
+- where no namespace can be made and the user allowed unprotected runs, a repository
+  holding such a path is still refused (``NOT_SUBMITTED``) and one without any answers;
 - in a throw-away copy (the npm grok), the paths are left out of the copy.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from review_loop.agents.models import DeliveryState
-from review_loop.orchestrator import masking
+from review_loop.orchestrator import masking, sandbox
 from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
 from review_loop.prefs import Prefs
 from tests.gitrepo import committed_repo, git
@@ -68,10 +68,11 @@ def hostile_repo(root: Path) -> Path:
     return repo
 
 
-def prefs_with(report: Path, product: str) -> Prefs:
+def prefs_with(report: Path, product: str, *, allow_unprotected: bool = False) -> Prefs:
     command = [sys.executable, str(report)]
     return Prefs.model_validate(
         {
+            "allowUnprotected": allow_unprotected,
             "timeoutMs": 30_000,
             "graceMs": 300,
             "peerCommands": {"reporter": {"product": product, "command": command}},
@@ -105,14 +106,13 @@ def no_namespace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         found = [Path(d) / tool for d in os.environ["PATH"].split(os.pathsep)]
         (bin_dir / tool).symlink_to(next(p for p in found if p.exists()))
     monkeypatch.setenv("PATH", str(bin_dir))
-    monkeypatch.setattr(masking, "_available", None)  # forget this process's earlier answer
 
 
 @pytest.mark.anyio
 async def test_process_gemini_in_place_finds_its_project_config_empty(
     tmp_path: Path, report: Path
 ) -> None:
-    if not await masking.masking_available():
+    if await sandbox.unavailable():
         pytest.skip("no private mount namespace on this machine")
     repo = hostile_repo(tmp_path / "repo")
 
@@ -130,12 +130,12 @@ async def test_process_gemini_in_place_finds_its_project_config_empty(
 
 @pytest.mark.anyio
 @pytest.mark.usefixtures("no_namespace")
-async def test_process_without_a_namespace_config_in_the_repo_is_refused(
+async def test_process_without_a_namespace_config_in_the_repo_is_refused_even_if_allowed(
     tmp_path: Path, report: Path
 ) -> None:
     repo = hostile_repo(tmp_path / "repo")
 
-    state, text, raw = await consult(repo, prefs_with(report, "gemini"))
+    state, text, raw = await consult(repo, prefs_with(report, "gemini", allow_unprotected=True))
 
     assert state is DeliveryState.NOT_SUBMITTED, raw
     assert text == ""
@@ -144,15 +144,16 @@ async def test_process_without_a_namespace_config_in_the_repo_is_refused(
 
 @pytest.mark.anyio
 @pytest.mark.usefixtures("no_namespace")
-async def test_process_without_a_namespace_a_clean_repo_still_answers(
+async def test_process_without_a_namespace_a_clean_repo_answers_when_allowed(
     tmp_path: Path, report: Path
 ) -> None:
     repo = committed_repo(tmp_path / "repo", {"a.txt": "hello\n"})
 
-    state, text, raw = await consult(repo, prefs_with(report, "gemini"))
+    state, text, raw = await consult(repo, prefs_with(report, "gemini", allow_unprotected=True))
 
     assert state is DeliveryState.DELIVERED, raw
     assert json.loads(text)["settings"] == "<FileNotFoundError>"
+    assert "unshare is not on PATH" in json.loads(raw)["unprotected"]
 
 
 @pytest.mark.anyio

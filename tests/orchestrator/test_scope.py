@@ -1,6 +1,6 @@
-"""Scope resolution, the artifact registry and the reconciliation verdict.
+"""Contract and collaboration tests: scope resolution, the artifact registry, reconciliation.
 
-Kind: unit tests of the pure rules (``review_loop.agents.scope_rules``) and collaboration
+Contract tests of the pure rules (``review_loop.agents.scope_rules``) and collaboration
 tests of the resolver against real git repositories with an ``origin`` remote.
 """
 
@@ -278,7 +278,7 @@ def test_builtin_registry_is_valid_data() -> None:
     assert select_artifacts("tests/test_a.py", loaded)[0]["role"] == "tests"
 
 
-def test_user_and_repository_registries_extend_the_builtin(tmp_path: Path) -> None:
+def test_user_and_environment_registries_extend_the_builtin(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
     (home / "artifact-registry.json").write_text(
@@ -300,9 +300,9 @@ def test_user_and_repository_registries_extend_the_builtin(tmp_path: Path) -> No
             }
         )
     )
-    repo = tmp_path / "repo"
-    (repo / ".review-loop").mkdir(parents=True)
-    (repo / ".review-loop" / "artifact-registry.json").write_text(
+    repo = tmp_path / "repo"  # the repository's own layer: tests/test_repo_config_audit.py
+    extension = tmp_path / "extension.json"
+    extension.write_text(
         json.dumps(
             {
                 "kinds": [
@@ -320,7 +320,9 @@ def test_user_and_repository_registries_extend_the_builtin(tmp_path: Path) -> No
             }
         )
     )
-    loaded = scope.load_registry(repo, env={"REVIEW_LOOP_HOME": str(home)})
+    loaded = scope.load_registry(
+        repo, env={"REVIEW_LOOP_HOME": str(home), "REVIEW_LOOP_ARTIFACT_REGISTRY": str(extension)}
+    )
     assert [a["audit"] for a in select_artifacts("main.go", loaded)] == [
         "audit-go-code",
         "audit-go-architecture",

@@ -13,6 +13,7 @@ USAGE = [
     "review-loop prefs set timeoutMs|graceMs|livenessMs N",
     "review-loop prefs set envPassthrough NAME,NAME (empty: none)",
     "review-loop prefs set skillDirs /DIR,~/DIR (empty: none)",
+    "review-loop prefs set allowUnprotected true|false",
     "review-loop prefs alias NAME PRODUCT COMMAND [ARG ...]",
     "review-loop prefs unalias NAME",
     "review-loop prefs reset",
@@ -26,6 +27,7 @@ SETTABLE = (
     "livenessMs",
     "envPassthrough",
     "skillDirs",
+    "allowUnprotected",
 )
 
 
@@ -41,8 +43,8 @@ def _coerce(key: str, value: str) -> Any:
 
     if key in ("order", "envPassthrough", "skillDirs"):
         return [part.strip() for part in value.split(",") if part.strip()]
-    if key == "skipHost":
-        return parse_bool(value, "skipHost")
+    if key in ("skipHost", "allowUnprotected"):
+        return parse_bool(value, key)
     try:
         return int(value)
     except ValueError:

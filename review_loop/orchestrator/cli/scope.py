@@ -70,6 +70,7 @@ def outcome(args: argparse.Namespace) -> tuple[int, str, str]:
         )
     except scope.ScopeInputError as error:
         return input_code, "", f"{prefix}: {error}"
+    refused: list[dict[str, str]] = []
     try:
         if reconciling:
             verdict, code = scope.reconcile_run(
@@ -79,7 +80,7 @@ def outcome(args: argparse.Namespace) -> tuple[int, str, str]:
             if output is not None:
                 scope.write_output(output, text)
             return code, text, ""
-        document = scope.resolve(repo, args.selector, audit_input)
+        document = scope.resolve(repo, args.selector, audit_input, refused=refused)
     except scope.StaleBaseError as error:
         return scope.EXIT_STALE_BASE, "", scope.dump(error.diagnostic())
     except scope.RunReadError as error:
@@ -89,8 +90,13 @@ def outcome(args: argparse.Namespace) -> tuple[int, str, str]:
     except OSError as error:
         return scope.EXIT_COMMAND_FAILURE, "", f"{prefix}: {error}"
     text = scope.dump(document)
+    # The repository's registry comes from the base and may only add: say what it may not.
+    notes = "\n".join(
+        f"note: refused {e['entry']} of the repository's {e['path']}: {e['reason']}"
+        for e in refused
+    )
     if output is None:
-        return scope.EXIT_OK, text, ""
+        return scope.EXIT_OK, text, notes
     try:
         scope.write_output(output, text)
     except OSError as error:
@@ -102,7 +108,7 @@ def outcome(args: argparse.Namespace) -> tuple[int, str, str]:
         "changed_path_count": len(document["changed_paths"]),
         "output": str(output),
     }
-    return scope.EXIT_OK, scope.dump(summary), ""
+    return scope.EXIT_OK, scope.dump(summary), notes
 
 
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:

@@ -29,6 +29,7 @@ from typing import Final, NamedTuple
 
 from review_loop.agents.errors import InputError, NotAGitRepositoryError
 from review_loop.agents.verification import branch_slug
+from review_loop.orchestrator import git_lockdown
 
 STORE_DIR: Final = (".review-handoff", "verification")
 BRANCH_ENVS: Final = ("REVIEW_LOOP_VERIFY_BRANCH", "SPX_VERIFY_BRANCH")
@@ -67,16 +68,18 @@ def run_git(cwd: Path, *args: str) -> tuple[int, bytes, bytes]:
     ``posix_spawn`` and two pipes instead of :mod:`subprocess`: every journal command
     resolves its repository, and importing ``subprocess`` (with ``signal``, ``threading``,
     ``selectors``) is a noticeable share of a command's start-up. Both outputs must be
-    small (stderr is read after stdout).
+    small (stderr is read after stdout). Locked down as every git review-loop runs
+    (:mod:`..git_lockdown`); only commands that convert no work tree content come here.
     """
-    env = dict(os.environ)
-    env.setdefault("GIT_OPTIONAL_LOCKS", "0")
+    if git_lockdown.needs_driver_overrides(args):
+        raise ValueError(f"run_git is for commands that read no work tree content: {args}")
+    env = git_lockdown.environment()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     try:
         pid = os.posix_spawnp(
             "git",
-            ["git", "-C", str(cwd), *args],
+            git_lockdown.argv(cwd, args),
             env,
             file_actions=[
                 (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),

@@ -98,13 +98,43 @@ def build(table: JobTable) -> FastMCP:
             "it with job_cancel. Every result is the review-loop CLI's JSON document."
         ),
     )
+    tools = Tools(table)
+    for tool in (
+        tools.consult,
+        tools.job_wait,
+        tools.job_cancel,
+        tools.jobs,
+        tools.sessions,
+        tools.evidence,
+        tools.run,
+        tools.fix_completion,
+        tools.close,
+        tools.preflight,
+        tools.converge,
+    ):
+        app.tool()(tool)
+    return app
 
-    async def started(command: str, repo: str, argv: list[str], wait: float, ctx: Ctx) -> JobState:
-        job = table.start(command, [f"--repo={repo}", *argv], Path(repo))
+
+class Tools:
+    """The tools, one method each, over the jobs of one server's ``table``.
+
+    Every public method is a tool, registered by :func:`build` in the order clients list
+    them. Methods rather than module-level functions because FastMCP sends a tool's
+    docstring as written, indentation included, as its description.
+    """
+
+    def __init__(self, table: JobTable) -> None:
+        self.table = table
+
+    async def _started(
+        self, command: str, repo: str, argv: list[str], wait: float, ctx: Ctx
+    ) -> JobState:
+        job = self.table.start(command, [f"--repo={repo}", *argv], Path(repo))
         return await follow(job, wait, ctx)
 
-    async def quick(command: str, repo: Path, argv: list[str]) -> CommandDocument:
-        job = table.start(command, [f"--repo={repo}", *argv], repo)
+    async def _quick(self, command: str, repo: Path, argv: list[str]) -> CommandDocument:
+        job = self.table.start(command, [f"--repo={repo}", *argv], repo)
         try:
             await job.done()
         finally:
@@ -113,8 +143,8 @@ def build(table: JobTable) -> FastMCP:
         assert job.document is not None
         return CommandDocument.model_validate(job.document)
 
-    @app.tool()
     async def consult(
+        self,
         repo: Repo,
         question: Annotated[str, Field(description="the question for the reviewers")],
         ctx: Ctx,
@@ -134,54 +164,53 @@ def build(table: JobTable) -> FastMCP:
         skip = None if skip_host is None else str(skip_host).lower()
         argv = flags(question=question, peer=peers, fallback=fallback, host=host)
         argv += flags(skip_host=skip, timeout=timeout_seconds, resume=resume)
-        return await started("consult", str(path), argv, wait_seconds, ctx)
+        return await self._started("consult", str(path), argv, wait_seconds, ctx)
 
-    @app.tool()
     async def job_wait(
+        self,
         job_id: Annotated[str, Field(description="the jobId a tool returned")],
         ctx: Ctx,
         wait_seconds: Wait = 30.0,
     ) -> JobState:
         """Wait up to wait_seconds for a job; its state (and document once finished)."""
-        return await follow(_job(table, job_id), wait_seconds, ctx)
+        return await follow(_job(self.table, job_id), wait_seconds, ctx)
 
-    @app.tool()
     async def job_cancel(
+        self,
         job_id: Annotated[str, Field(description="the jobId a tool returned")],
         ctx: Ctx,
     ) -> JobState:
         """Stop a job: every reviewer is ended and recorded ``interrupted``; its document."""
-        job = _job(table, job_id)
+        job = _job(self.table, job_id)
         if not job.finished:
             job.request_stop()
             await job.done()
         return job_state(job)
 
-    @app.tool()
-    async def jobs() -> JobList:
+    async def jobs(self) -> JobList:
         """Every job this server started, oldest first."""
-        return JobList(jobs=[job_state(job, progress=0) for job in table.jobs.values()])
+        return JobList(jobs=[job_state(job, progress=0) for job in self.table.jobs.values()])
 
-    @app.tool()
     async def sessions(
+        self,
         repo: Repo,
         product: Annotated[str | None, Field(description="only this product's")] = None,
     ) -> CommandDocument:
         """The reviewers' sessions recorded for the repository (``review-loop sessions``)."""
-        return await quick("sessions", _repo_or_error(repo), flags(product=product))
+        return await self._quick("sessions", _repo_or_error(repo), flags(product=product))
 
-    @app.tool()
     async def evidence(
+        self,
         repo: Repo,
         base: Annotated[str, Field(description="the commit the diff is taken from")] = "HEAD",
         paths: Annotated[list[str] | None, Field(description="only these paths")] = None,
     ) -> CommandDocument:
         """Attest the working tree's diff against base (``review-loop evidence``)."""
         argv = flags(base=base, paths=",".join(paths) if paths else None)
-        return await quick("evidence", _repo_or_error(repo), argv)
+        return await self._quick("evidence", _repo_or_error(repo), argv)
 
-    @app.tool()
     async def run(
+        self,
         repo: Repo,
         ctx: Ctx,
         reviewer: Annotated[str | None, Field(description="the reviewer product")] = None,
@@ -204,10 +233,10 @@ def build(table: JobTable) -> FastMCP:
         argv += flags(packet=_inside_or_error(path, packet, "packet"))
         argv += ["--continue=true"] if continue_packet else []
         argv += ["--intake=true"] if intake else []
-        return await started("run", str(path), argv, wait_seconds, ctx)
+        return await self._started("run", str(path), argv, wait_seconds, ctx)
 
-    @app.tool()
     async def fix_completion(
+        self,
         repo: Repo,
         packet: Annotated[str, Field(description="the packet path (in the repo) or id")],
         body: Annotated[str, Field(description="the fix-completion body")],
@@ -215,10 +244,10 @@ def build(table: JobTable) -> FastMCP:
         """Append a fix completion to a packet (``review-loop fix-completion``)."""
         path = _repo_or_error(repo)
         argv = flags(packet=_inside_or_error(path, packet, "packet"), body=body)
-        return await quick("fix-completion", path, argv)
+        return await self._quick("fix-completion", path, argv)
 
-    @app.tool()
     async def close(
+        self,
         repo: Repo,
         packet: Annotated[str, Field(description="the packet path (in the repo) or id")],
         reason: Annotated[str, Field(description="accept-concerns")],
@@ -226,10 +255,10 @@ def build(table: JobTable) -> FastMCP:
         """Close a packet with a decision (``review-loop close``)."""
         path = _repo_or_error(repo)
         argv = flags(packet=_inside_or_error(path, packet, "packet"), reason=reason)
-        return await quick("close", path, argv)
+        return await self._quick("close", path, argv)
 
-    @app.tool()
     async def preflight(
+        self,
         repo: Repo,
         ctx: Ctx,
         host: Annotated[str | None, Field(description="the host product")] = None,
@@ -246,10 +275,10 @@ def build(table: JobTable) -> FastMCP:
         argv = flags(host=host, peer=peers, blind_reviewer=blind_reviewer, run=run_name)
         argv += flags(timeout=timeout_seconds, no_git_writes=no_git_writes)
         argv += flags(require_skill=require_skills)
-        return await started("preflight", str(path), argv, wait_seconds, ctx)
+        return await self._started("preflight", str(path), argv, wait_seconds, ctx)
 
-    @app.tool()
     async def converge(
+        self,
         repo: Repo,
         plan: Annotated[str, Field(description="the plan file (in the repo)")],
         ctx: Ctx,
@@ -268,9 +297,7 @@ def build(table: JobTable) -> FastMCP:
         argv += flags(host_position=_inside_or_error(path, host_position, "host_position"))
         argv += flags(fallback=fallback, run=run_name, timeout=timeout_seconds)
         argv += flags(require_skill=require_skills)
-        return await started("converge", str(path), argv, wait_seconds, ctx)
-
-    return app
+        return await self._started("converge", str(path), argv, wait_seconds, ctx)
 
 
 def _repo_or_error(repo: str) -> Path:

@@ -2,13 +2,18 @@
 
 1. Anchor: the repository that holds the target, the selector (``worktree:`` = advisory,
    with the live modified and untracked paths), the run-driver identity, and the concern
-   configuration (validated before anything is recorded).
+   configuration (validated before anything is recorded). Configuration the repository
+   carries (``.review-loop/``) is read from the audited **base** commit and may only add
+   to the built-in and the user's: the change under review cannot choose its own audit
+   (``orchestrator/repo_config.py``); the result names what it changed
+   (``configurationChanged``) and what was refused (``configurationRefused``).
 2. Resolve the scope (stale base refused) into a start-input file in the scratch dir;
    start the run with it.
 3. Read the selection back from the run's sealed input — never from the resolver again.
-   Load the governing context from the head commit (``orchestrator/governance.py``:
-   ``spx/local/`` overlays per kind, the decisions and specs that name a changed path or
-   declare its audit ownership) and
+   Load the governing context (``orchestrator/governance.py``): the ``spx/local/``
+   overlays per kind from the base commit (the auditing standard, like ``.review-loop/``),
+   the decisions and specs that name a changed path or declare its audit ownership from
+   the head, and
    give each concern its part, with the rule ids it may use (a configured rule catalog).
 4. Dispatch every selected, installed concern agent through the dispatcher, read-only
    and in parallel, each with the complete changeset.
@@ -43,7 +48,7 @@ from review_loop.agents import verification_audit as va
 from review_loop.agents.errors import ReviewLoopError
 from review_loop.orchestrator.dispatcher import Dispatcher, PeerRequest, resolve_peer
 from review_loop.orchestrator.files import atomic_write_bytes, make_dirs
-from review_loop.orchestrator.governance import Governance
+from review_loop.orchestrator.governance import OVERLAY_DIR, Governance
 from review_loop.orchestrator.governance import discover as discover_governance
 from review_loop.orchestrator.journal import runs
 from review_loop.orchestrator.journal.store import Appended, Existing, Refused
@@ -132,47 +137,54 @@ def _live_paths(repo: Path) -> list[str]:
 def load_concern_agents(
     repo: Path, explicit: str | None, env: Mapping[str, str] | None = None
 ) -> dict[str, va.ConcernAgent]:
-    """The installed concern agents: the user's, then the repository's, then ``explicit``.
+    """The user's concern agents: ``$REVIEW_LOOP_HOME``'s file, then
+    ``$REVIEW_LOOP_AUDIT_CONCERNS``, then ``explicit`` (a later entry of a name wins), each
+    with the shared rule catalogs they set. The repository's own file is not among them:
+    it is read from the audited base by :func:`add_repository_concerns`.
 
     Raises:
         Blocked: a configuration file is unreadable or malformed, or names a prompt file
             that cannot be read (``diagnostic: configuration error``).
     """
+    del repo
+    agents, catalog = load_user_concerns(explicit, env)
+    if catalog:  # the shared catalog applies to every concern, beside its own rules
+        agents = {name: _with_catalog(agent, catalog) for name, agent in agents.items()}
+    return agents
+
+
+def load_user_concerns(
+    explicit: str | None, env: Mapping[str, str] | None = None
+) -> tuple[dict[str, va.ConcernAgent], list[str]]:
+    """The user's concern agents as configured, and the shared rule catalog they set.
+
+    Raises:
+        Blocked: as :func:`load_concern_agents`.
+    """
     from review_loop.orchestrator.input_files import read_text
     from review_loop.prefs.home import state_home
 
     environ = os.environ if env is None else env
-    sources = [state_home(environ) / CONCERNS_NAME, repo / ".review-loop" / CONCERNS_NAME]
-    sources = [path for path in sources if path.is_file()]
+    sources = [path for path in [state_home(environ) / CONCERNS_NAME] if path.is_file()]
     for item in [environ.get(CONCERNS_ENV, ""), explicit or ""]:
         if item:
             sources.append(Path(item))
     agents: dict[str, va.ConcernAgent] = {}
     catalog: list[str] = []
-    repo_file = repo / ".review-loop" / CONCERNS_NAME
     for source in sources:
         try:
             document = json.loads(read_text(source))
             entries = va.check_concern_config(document, str(source))
-            # Rule catalogs only constrain, so a planted one could hide findings: the
-            # reviewed repository's own file never sets one.
-            trusted = source != repo_file
-            shared = va.check_rule_catalog(document, str(source)) if trusted else None
-            catalog.extend(shared or ())
+            catalog.extend(va.check_rule_catalog(document, str(source)) or ())
             for name, entry in entries.items():
                 prompt = entry["prompt"]
                 if prompt == "builtin":
                     text = va.BUILTIN_PROMPT
                 else:
                     path = Path(prompt)
-                    path = path if path.is_absolute() else source.parent / path
-                    text = read_text(path if trusted else _repo_prompt(repo, path))
+                    text = read_text(path if path.is_absolute() else source.parent / path)
                 agents[name] = va.ConcernAgent(
-                    entry["product"],
-                    text,
-                    entry["version"],
-                    entry["timeoutMs"],
-                    entry["rules"] if trusted else None,
+                    entry["product"], text, entry["version"], entry["timeoutMs"], entry["rules"]
                 )
         except (OSError, ValueError) as error:
             raise Blocked(
@@ -180,30 +192,105 @@ def load_concern_agents(
                 stderr=str(error),
                 diagnostic=f"configuration error: {source}",
             ) from None
-    if catalog:  # the shared catalog applies to every concern, beside its own rules
-        agents = {
-            name: replace(agent, rules=tuple(dict.fromkeys((*catalog, *(agent.rules or ())))))
-            for name, agent in agents.items()
-        }
-    return agents
+    return agents, catalog
 
 
-def _repo_prompt(repo: Path, path: Path) -> Path:
-    """A prompt file the repository's own concern file names: a regular file inside it.
+def _with_catalog(agent: va.ConcernAgent, catalog: Sequence[str]) -> va.ConcernAgent:
+    return replace(agent, rules=tuple(dict.fromkeys((*catalog, *(agent.rules or ())))))
 
-    That file is the reviewed repository's: it must not send the user's files (a key, by
-    an absolute path or a link) to a reviewer, nor hang the audit on a FIFO or a device.
+
+def add_repository_concerns(
+    repo: Path,
+    base: str,
+    agents: Mapping[str, va.ConcernAgent],
+    trusted_skills: set[str],
+    refused: list[dict[str, str]],
+    catalog: Sequence[str] = (),
+) -> dict[str, va.ConcernAgent]:
+    """The user's agents plus the repository's ``.review-loop/audit-concerns.json`` as it
+    is in commit ``base``, which may only add: an agent for a skill nothing of the user's
+    or the built-in registry names.
+
+    Refused (appended to ``refused``, the user's entry kept): a name the user configures;
+    any entry while the user configures ``*`` (the repository's would win over it); the
+    repository's own ``*``; and a skill of the built-in or the user's registry, whose
+    missing agent rejects the run (``missing-skill``) and must not be replaced by an agent,
+    prompt and deadline the repository chose. Its rule catalog is never read (a catalog
+    only narrows), and its agents get the user's shared ``catalog``.
 
     Raises:
-        OSError: ``path`` resolves outside the repository or is not a regular file.
+        Blocked: the file at ``base`` is malformed, or names a prompt that is not a regular
+            file inside the repository at ``base``.
     """
-    resolved = path.resolve()
-    if not resolved.is_relative_to(repo.resolve()) or not resolved.is_file():
-        raise OSError(
-            f"{path}: the repository's own {CONCERNS_NAME} may name only a regular file "
-            "inside the repository (or 'builtin'); put other prompts in your own file"
+    from review_loop.orchestrator import repo_config
+
+    path = repo_config.config_path(CONCERNS_NAME)
+    where = f"{path} (base {base[:12]})"
+    try:
+        text = repo_config.read_at(repo, base, path)
+        if text is None:
+            return dict(agents)
+        entries = va.check_concern_config(json.loads(text), where)
+        merged = dict(agents)
+        for name, entry in entries.items():
+            reason = _repository_clash(name, agents, trusted_skills)
+            if reason:
+                refused.append({"path": path, "entry": f"concerns/{name}", "reason": reason})
+                continue
+            prompt = entry["prompt"]
+            body = va.BUILTIN_PROMPT if prompt == "builtin" else _repo_prompt(repo, base, prompt)
+            merged[name] = va.ConcernAgent(
+                entry["product"], body, entry["version"], entry["timeoutMs"], tuple(catalog) or None
+            )
+    except (repo_config.RepoConfigError, ValueError) as error:
+        raise Blocked(
+            command=f"read concern configuration {where}",
+            stderr=str(error),
+            diagnostic=f"configuration error: {path}",
+        ) from None
+    return merged
+
+
+def _repository_clash(
+    name: str, agents: Mapping[str, va.ConcernAgent], trusted_skills: set[str]
+) -> str | None:
+    """Why the repository may not configure concern ``name`` (``None``: it may)."""
+    if name in agents:
+        return "the user configures this concern; the repository may not override it"
+    if "*" in agents:
+        return "the user's '*' configures every concern; the repository may not override it"
+    if name == "*":
+        return "'*' would configure the built-in and the user's concerns"
+    if name in trusted_skills:
+        return (
+            "a built-in or user registry skill: only the user chooses its agent "
+            "(configure it in your own audit-concerns.json)"
         )
-    return resolved
+    return None
+
+
+def _repo_prompt(repo: Path, base: str, prompt: str) -> str:
+    """A prompt file the repository's own concern file names, as commit ``base`` has it:
+    a regular file inside the repository, never a link, a device or the user's file.
+
+    Raises:
+        RepoConfigError: the path is absolute, climbs out, is absent or not a regular file.
+    """
+    from review_loop.orchestrator import repo_config
+
+    concerns = repo_config.config_path(CONCERNS_NAME)
+    target = repo_config.inside(concerns, prompt)
+    if target is None:
+        raise repo_config.RepoConfigError(
+            prompt,
+            base,
+            f"the repository's own {CONCERNS_NAME} may name only a regular file inside the "
+            "repository (or 'builtin'); put other prompts in your own file",
+        )
+    text = repo_config.read_at(repo, base, target)
+    if text is None:
+        raise repo_config.RepoConfigError(target, base, "no such file in the base commit")
+    return text
 
 
 # --- the workflow ---------------------------------------------------------------------------
@@ -218,6 +305,7 @@ class _Context:
     advisory: bool
     driver: dict[str, str]
     token: str | None = None
+    catalog: tuple[str, ...] = ()  # the user's shared rule catalog
     identity: str = ""
     base: str = ""
     head: str = ""
@@ -665,19 +753,27 @@ async def _audit(
     open_dispatcher: Callable[..., Any] | None,
 ) -> dict[str, Any]:
     """The seed's steps, in order; any step stops the audit with ``Blocked``."""
-    from review_loop.orchestrator import scope
+    from review_loop.orchestrator import repo_config, scope
 
     _refuse_incomplete(request)
     ctx, agents, live = await _anchor(request, prefs)
     notes: list[str] = []
-    resolved, start_path = await _resolve(ctx, request, live, notes)
+    refused: list[dict[str, str]] = []
+    resolved, start_path = await _resolve(ctx, request, live, notes, refused)
+    agents = await _repository_configuration(ctx, prefs, agents, refused, say)
+    changed = repo_config.changed([*resolved["changed_paths"], *live], also=(OVERLAY_DIR,))
+    for entry in changed:
+        say(f"[review-loop] audit: the change edits {entry['path']}; its base version was used")
     started = await _start(ctx, start_path)
     say(f"[review-loop] audit: run {ctx.token} started over {len(started['resolvedScope'])} paths")
     run = runs.address(ctx.repo, "audit", "changeset", ctx.identity, started["runToken"])
     sealed = await _read_sealed(ctx, run)
     concerns = va.concerns_from_selection(sealed.selection)
     # Stage 3: the governing context, read from the head commit once the run is open.
-    governance = await _thread(discover_governance, ctx.repo, ctx.head, sealed.inventory)
+    # The overlays (the auditing standard) from the base, as .review-loop/ (repo_config).
+    governance = await _thread(
+        partial(discover_governance, overlays_at=ctx.base), ctx.repo, ctx.head, sealed.inventory
+    )
     results = await _dispatch_concerns(
         ctx, request, prefs, say, open_dispatcher, concerns, agents, sealed, governance
     )
@@ -694,6 +790,8 @@ async def _audit(
         "advisory": ctx.advisory,
         "deterministicVerification": resolved["deterministicVerification"],
         "governance": governance.report(),
+        "configurationChanged": changed,
+        "configurationRefused": refused,
         "terminalStatus": finished.get("terminalStatus"),
         "concerns": plan.summary,
         "filed": plan.filed or ["filed: none"],
@@ -747,7 +845,29 @@ async def _anchor(
     advisory = request.selector.startswith("worktree:")
     committed = request.selector.removeprefix("worktree:")
     driver = dict(request.driver or {})
-    agents = load_concern_agents(repo, request.concerns_file)
+    agents, catalog = load_user_concerns(request.concerns_file)
+    if catalog:  # the shared catalog applies to every concern, beside its own rules
+        agents = {name: _with_catalog(agent, catalog) for name, agent in agents.items()}
+    _check_products(agents, prefs)
+    live = await _thread(_live_paths, repo) if advisory else []
+    scratch = repo / ".review-handoff" / "runtime" / "audit" / file_stamp(utc_now())
+
+    def make_scratch() -> None:
+        ensure_layout(repo)
+        make_dirs(scratch)
+
+    await _thread(_recording, None, scratch, make_scratch)
+    ctx = _Context(repo, scratch, request.selector, committed, advisory, driver)
+    ctx.catalog = tuple(catalog)
+    return ctx, agents, live
+
+
+def _check_products(agents: Mapping[str, va.ConcernAgent], prefs: Prefs) -> None:
+    """Every concern agent's product resolves (installed or not) under ``prefs``.
+
+    Raises:
+        Blocked: ``configuration error: concern configuration``, naming the concern.
+    """
     for name, agent in agents.items():
         try:
             resolve_peer(agent.product, prefs, field=f"concern {name}")
@@ -757,23 +877,53 @@ async def _anchor(
                 stderr=str(error),
                 diagnostic="configuration error: concern configuration",
             ) from None
-    live = await _thread(_live_paths, repo) if advisory else []
-    scratch = repo / ".review-handoff" / "runtime" / "audit" / file_stamp(utc_now())
 
-    def make_scratch() -> None:
-        ensure_layout(repo)
-        make_dirs(scratch)
 
-    await _thread(_recording, None, scratch, make_scratch)
-    return _Context(repo, scratch, request.selector, committed, advisory, driver), agents, live
+async def _repository_configuration(
+    ctx: _Context,
+    prefs: Prefs,
+    agents: dict[str, va.ConcernAgent],
+    refused: list[dict[str, str]],
+    say: Progress,
+) -> dict[str, va.ConcernAgent]:
+    """Stage 1, once the base is resolved: the repository's concern agents from the base
+    commit, added beneath the user's (see :func:`add_repository_concerns`), each refusal
+    said on stderr.
+
+    Raises:
+        Blocked: the base's file is malformed, or a product does not resolve.
+    """
+    from review_loop.agents.scope_rules import skills_of
+    from review_loop.orchestrator import scope
+
+    try:
+        trusted = skills_of(await _thread(scope.load_registry, ctx.repo))
+    except scope.ScopeResolutionError as error:
+        raise Blocked(command="load the artifact registry", stderr=str(error)) from None
+    merged = await _thread(
+        add_repository_concerns, ctx.repo, ctx.base, agents, trusted, refused, ctx.catalog
+    )
+    _check_products({k: v for k, v in merged.items() if k not in agents}, prefs)
+    for entry in refused:
+        say(
+            f"[review-loop] audit: refused {entry['entry']} of the repository's {entry['path']}: "
+            f"{entry['reason']}"
+        )
+    return merged
 
 
 async def _resolve(
-    ctx: _Context, request: AuditRequest, live: Sequence[str], notes: list[str]
+    ctx: _Context,
+    request: AuditRequest,
+    live: Sequence[str],
+    notes: list[str],
+    refused: list[dict[str, str]],
 ) -> tuple[dict[str, Any], Path]:
     """Stage 2: resolve the scope (stale base refused) into the start-input file.
 
-    Sets the context's base, head and scope identity; the deterministic-verification facts
+    The repository's artifact registry is read from the resolved base and may only add
+    kinds (its refused ones are appended to ``refused``). Sets the context's base, head and
+    scope identity; the deterministic-verification facts
     are retained only for the audited head (else ``unestablished``, with a note).
 
     Raises:
@@ -806,7 +956,9 @@ async def _resolve(
         f"--output {_q(str(start_path))}"
     )
     try:
-        resolved = await _thread(scope.resolve, ctx.repo, ctx.committed, audit_input)
+        resolved = await _thread(
+            partial(scope.resolve, refused=refused), ctx.repo, ctx.committed, audit_input
+        )
     except scope.StaleBaseError as error:
         raise Blocked(
             command=resolve_command, exitCode=3, stderr=scope.dump(error.diagnostic())

@@ -273,6 +273,8 @@ def consult_result(delivery: Delivery, record_path: Path | None) -> dict[str, An
     if dropped:  # the reviewer printed more than the output cap keeps (or the disk held)
         common["outputTruncated"] = True
         common["outputDroppedBytes"] = dropped
+    if delivery.unprotected:
+        common["unprotected"] = delivery.unprotected
     if delivery.ok and delivery.reply is not None:
         return {
             "ok": True,

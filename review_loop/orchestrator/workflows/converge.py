@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -406,70 +407,26 @@ class _Converge:
     ) -> dict[str, Any]:
         last_stage = f"B{rounds}" if rounds else "A"
         final = blocks.get(last_stage, {})
-        remaining: list[str] = []
-        if status in ("host_adjudication", "HUMAN_GATE"):
-            for side in SIDES:
-                block = final.get(side)
-                if block is not None:
-                    remaining.extend(block.points(f"Peer {side} ({self.sides[side].product})"))
-        proposed: list[str] = []
-        for side in SIDES:
-            block = final.get(side)
-            if block is not None:
-                proposed.extend(f"(proposed by Peer {side}) {d}" for d in block.humanDecisions)
-        proposed.extend(f"(proposed by the host) {d}" for d in host_block.humanDecisions)
+        remaining = self._remaining_disagreements(status, final)
+        proposed = self._proposed_decisions(final, host_block)
         decisions = [
             f"HUMAN_DECISION {i.id}: {i.title}".rstrip(": ")
             for i in self.ledger.by_status(LedgerStatus.HUMAN_DECISION)
-        ]
-        missing = [
-            f"Peer {side} ({self.sides[side].product}) at {entry['stage']}: "
-            f"{entry.get('reason') or entry.get('state')}"
-            for side, entry in sorted(self.failures.items())
         ]
         fallbacks = [
             f"{f['from']} → {f['to']} ({f['reason']}, {f['stage']})"
             for entry in self.journal.calls()
             for f in entry.get("fallbacks", [])
         ]
-        why = [f"host: {self._stance(host_block)}"]
-        for side in SIDES:
-            block = final.get(side)
-            label = f"Peer {side} ({self.sides[side].product})"
-            if side in self.failures:
-                why.append(f"{label}: position missing at {self.failures[side]['stage']}")
-            elif block is not None:
-                why.append(f"{label}: {self._stance(block)} after {last_stage}")
-        if disagreement_a:
-            why.append("round A had disagreement")
-        host = self.inputs.host_position or ""
-        record = ConvergenceRecord(
-            decision=decision_text(status, rounds, fast_path, missing, remaining),
-            why="; ".join(why),
-            workLedger=ledger_summary(self.ledger),
-            frozenScope=frozen_scope(self.ledger, section_text(host, "scope")),
-            ownership=section_text(host, "ownership") or "not stated in the host position",
-            verification=section_text(host, "verification") or "not stated in the host position",
-            peerA=self._session_line("A"),
-            peerB=self._session_line("B"),
-            fallbacks="; ".join(fallbacks) or "none",
-            remainingDecisions="; ".join([*decisions, *remaining, *proposed]) or "none",
+        record = self._record(
+            decision=decision_text(status, rounds, fast_path, self._missing(), remaining),
+            why=self._why(host_block, final, last_stage, disagreement_a),
+            fallbacks=fallbacks,
+            remaining=[*decisions, *remaining, *proposed],
         )
         text = record.render(self.sides["A"].product, self.sides["B"].product)
         record_md = self.paths.dir / "convergence.md"
         atomic_write_bytes(record_md, text.encode("utf-8"))
-        peers = {
-            side: {
-                "peer": state.peer,
-                "product": state.product,
-                "sessionId": state.session or self._handle_id(side),
-                "state": "UNVERIFIED" if side in self.failures else "DELIVERED",
-                "position": final[side].position if side in final else None,
-                "disagreements": final[side].disagreements if side in final else [],
-                "failure": _failure(self.failures.get(side)),
-            }
-            for side, state in self.sides.items()
-        }
         document: dict[str, Any] = {
             "ok": status != "UNVERIFIED",
             "status": status,
@@ -482,7 +439,7 @@ class _Converge:
             "record": record.model_dump(),
             "recordText": text,
             "recordPath": str(record_md),
-            "peers": peers,
+            "peers": self._final_peers(final),
             "host": {"product": self.host_product, "position": host_block.position},
             "remainingDisagreements": remaining,
             "remainingDecisions": decisions,
@@ -493,6 +450,98 @@ class _Converge:
             "journalPath": str(self.paths.journal),
             "ledgerPath": str(self.paths.ledger),
         }
+        self._store_result(
+            document, status=status, rounds=rounds, decision=record.decision, record_md=record_md
+        )
+        return document
+
+    def _remaining_disagreements(self, status: str, final: dict[str, PositionBlock]) -> list[str]:
+        """The last round's open points, when the host or a human must settle them."""
+        remaining: list[str] = []
+        if status in ("host_adjudication", "HUMAN_GATE"):
+            for side in SIDES:
+                block = final.get(side)
+                if block is not None:
+                    remaining.extend(block.points(f"Peer {side} ({self.sides[side].product})"))
+        return remaining
+
+    def _proposed_decisions(
+        self, final: dict[str, PositionBlock], host_block: PositionBlock
+    ) -> list[str]:
+        """The human decisions the peers' last blocks and the host's propose, each credited."""
+        proposed: list[str] = []
+        for side in SIDES:
+            block = final.get(side)
+            if block is not None:
+                proposed.extend(f"(proposed by Peer {side}) {d}" for d in block.humanDecisions)
+        proposed.extend(f"(proposed by the host) {d}" for d in host_block.humanDecisions)
+        return proposed
+
+    def _missing(self) -> list[str]:
+        """Each failed peer's position, named with its stage and why."""
+        return [
+            f"Peer {side} ({self.sides[side].product}) at {entry['stage']}: "
+            f"{entry.get('reason') or entry.get('state')}"
+            for side, entry in sorted(self.failures.items())
+        ]
+
+    def _why(
+        self,
+        host_block: PositionBlock,
+        final: dict[str, PositionBlock],
+        last_stage: str,
+        disagreement_a: bool,
+    ) -> str:
+        """The record's ``why``: every party's stance at the end."""
+        why = [f"host: {self._stance(host_block)}"]
+        for side in SIDES:
+            block = final.get(side)
+            label = f"Peer {side} ({self.sides[side].product})"
+            if side in self.failures:
+                why.append(f"{label}: position missing at {self.failures[side]['stage']}")
+            elif block is not None:
+                why.append(f"{label}: {self._stance(block)} after {last_stage}")
+        if disagreement_a:
+            why.append("round A had disagreement")
+        return "; ".join(why)
+
+    def _record(
+        self, *, decision: str, why: str, fallbacks: list[str], remaining: list[str]
+    ) -> ConvergenceRecord:
+        """The convergence record, its scope and duties read from the host's position."""
+        host = self.inputs.host_position or ""
+        return ConvergenceRecord(
+            decision=decision,
+            why=why,
+            workLedger=ledger_summary(self.ledger),
+            frozenScope=frozen_scope(self.ledger, section_text(host, "scope")),
+            ownership=section_text(host, "ownership") or "not stated in the host position",
+            verification=section_text(host, "verification") or "not stated in the host position",
+            peerA=self._session_line("A"),
+            peerB=self._session_line("B"),
+            fallbacks="; ".join(fallbacks) or "none",
+            remainingDecisions="; ".join(remaining) or "none",
+        )
+
+    def _final_peers(self, final: dict[str, PositionBlock]) -> dict[str, dict[str, Any]]:
+        """Each peer's session, delivery and last position, as the document reports them."""
+        return {
+            side: {
+                "peer": state.peer,
+                "product": state.product,
+                "sessionId": state.session or self._handle_id(side),
+                "state": "UNVERIFIED" if side in self.failures else "DELIVERED",
+                "position": final[side].position if side in final else None,
+                "disagreements": final[side].disagreements if side in final else [],
+                "failure": _failure(self.failures.get(side)),
+            }
+            for side, state in self.sides.items()
+        }
+
+    def _store_result(
+        self, document: dict[str, Any], *, status: str, rounds: int, decision: str, record_md: Path
+    ) -> None:
+        """The document as ``convergence.json``, then the journal's result, then the ledger's."""
         atomic_write_json(self.paths.dir / "convergence.json", document)
         self.journal.append("converge.result", status=status, rounds=rounds, asked=self.asked)
         self.ledger = save_ledger(
@@ -501,7 +550,7 @@ class _Converge:
                 update={
                     "convergence": ConvergenceSummary(
                         status=status,
-                        decision=record.decision,
+                        decision=decision,
                         rounds=rounds,
                         recordPath=str(record_md),
                         at=utc_now(),
@@ -509,7 +558,6 @@ class _Converge:
                 }
             ),
         )
-        return document
 
     @staticmethod
     def _stance(block: PositionBlock) -> str:

@@ -107,79 +107,113 @@ async def run_preflight(
     ``skills`` are the resolved skill checks (:func:`orchestrator.skills.resolve_skills`):
     each one not found is missing, named with where it was looked for.
     """
-    from review_loop.orchestrator.sessions import list_sessions
-
     paths = RunPaths(dispatcher.repo, run)
     with run_lock(paths):
         journal = Journal(paths.journal)
-        prompt = preflight_prompt()
-        entries: dict[str, dict[str, Any]] = {}
-
-        async def prove(role: Role) -> None:
-            key = f"preflight:{role.label}:{role.peer}:{sha256_text(prompt)[:16]}"
-            entries[role.label] = await journaled_call(
-                dispatcher,
-                journal,
-                paths,
-                stage="preflight",
-                side=role.label,
-                key=key,
-                peer=role.peer,
-                prompt=prompt,
-                timeout_ms=timeout_ms,
-            )
-
-        async with anyio.create_task_group() as group:
-            for role in roles:
-                group.start_soon(prove, role)
+        entries = await _round_trips(dispatcher, journal, paths, roles, timeout_ms)
         missing = [*(s.missing_text() for s in skills if s.found is None), *unavailable]
         checks = []
         for role in roles:
-            entry = entries[role.label]
-            label = f"{role.label} ({entry['product']})"
-            listed = False
-            problem = None
-            if entry["state"] != "DELIVERED":
-                problem = (
-                    f"{label}: no real round trip — {entry['state']}: "
-                    f"{entry.get('reason') or 'failed'}"
-                    + (f" ({entry['detail'][:200]})" if entry.get("detail") else "")
-                )
-            elif not entry.get("sessionId"):
-                problem = f"{label}: answered but left no session id to resume"
-            else:
-                found = await anyio.to_thread.run_sync(
-                    list_sessions, dispatcher.repo, entry["product"]
-                )
-                listed = any(item.session.session_id == entry["sessionId"] for item in found)
-                if not listed:
-                    problem = (
-                        f"{label}: session {entry['sessionId']} is not listed by "
-                        f"`review-loop sessions --product={entry['product']}`"
-                    )
+            check, problem = await _check_role(dispatcher, role, entries[role.label])
             if problem:
                 missing.append(problem)
-            checks.append(
-                {
-                    "role": role.label,
-                    "peer": role.peer,
-                    "product": entry["product"],
-                    "roundTrip": entry["state"],
-                    "sessionId": entry.get("sessionId"),
-                    "resumable": listed,
-                    "reason": entry.get("reason"),
-                    "ok": problem is None,
-                }
-            )
+            checks.append(check)
         ready = not missing
-        ledger = load_ledger(paths)
-        save_ledger(
+        _record_preflight(paths, journal, ready=ready, missing=missing)
+    return _preflight_document(paths, run, ready, checks, skills, missing)
+
+
+async def _round_trips(
+    dispatcher: Dispatcher,
+    journal: Journal,
+    paths: RunPaths,
+    roles: Sequence[Role],
+    timeout_ms: int | None,
+) -> dict[str, dict[str, Any]]:
+    """Each role's journaled answer to the preflight prompt, asked in parallel, by label."""
+    prompt = preflight_prompt()
+    entries: dict[str, dict[str, Any]] = {}
+
+    async def prove(role: Role) -> None:
+        key = f"preflight:{role.label}:{role.peer}:{sha256_text(prompt)[:16]}"
+        entries[role.label] = await journaled_call(
+            dispatcher,
+            journal,
             paths,
-            ledger.model_copy(
-                update={"preflight": PreflightSummary(ready=ready, missing=missing, at=utc_now())}
-            ),
+            stage="preflight",
+            side=role.label,
+            key=key,
+            peer=role.peer,
+            prompt=prompt,
+            timeout_ms=timeout_ms,
         )
-        journal.append("preflight.result", ready=ready, missing=missing)
+
+    async with anyio.create_task_group() as group:
+        for role in roles:
+            group.start_soon(prove, role)
+    return entries
+
+
+async def _check_role(
+    dispatcher: Dispatcher, role: Role, entry: dict[str, Any]
+) -> tuple[dict[str, Any], str | None]:
+    """The role's check: a delivered answer whose session ``sessions`` lists; the problem."""
+    from review_loop.orchestrator.sessions import list_sessions
+
+    label = f"{role.label} ({entry['product']})"
+    listed = False
+    problem = None
+    if entry["state"] != "DELIVERED":
+        problem = (
+            f"{label}: no real round trip — {entry['state']}: "
+            f"{entry.get('reason') or 'failed'}"
+            + (f" ({entry['detail'][:200]})" if entry.get("detail") else "")
+        )
+    elif not entry.get("sessionId"):
+        problem = f"{label}: answered but left no session id to resume"
+    else:
+        found = await anyio.to_thread.run_sync(list_sessions, dispatcher.repo, entry["product"])
+        listed = any(item.session.session_id == entry["sessionId"] for item in found)
+        if not listed:
+            problem = (
+                f"{label}: session {entry['sessionId']} is not listed by "
+                f"`review-loop sessions --product={entry['product']}`"
+            )
+    check = {
+        "role": role.label,
+        "peer": role.peer,
+        "product": entry["product"],
+        "roundTrip": entry["state"],
+        "sessionId": entry.get("sessionId"),
+        "resumable": listed,
+        "reason": entry.get("reason"),
+        "ok": problem is None,
+    }
+    return check, problem
+
+
+def _record_preflight(
+    paths: RunPaths, journal: Journal, *, ready: bool, missing: list[str]
+) -> None:
+    """The outcome in the ledger's preflight summary, then in the journal."""
+    ledger = load_ledger(paths)
+    save_ledger(
+        paths,
+        ledger.model_copy(
+            update={"preflight": PreflightSummary(ready=ready, missing=missing, at=utc_now())}
+        ),
+    )
+    journal.append("preflight.result", ready=ready, missing=missing)
+
+
+def _preflight_document(
+    paths: RunPaths,
+    run: str,
+    ready: bool,
+    checks: list[dict[str, Any]],
+    skills: Sequence[SkillCheck],
+    missing: list[str],
+) -> dict[str, Any]:
     document: dict[str, Any] = {
         "ok": ready,
         "status": "ready" if ready else Result.MISSING_DEPENDENCIES.value,
@@ -259,64 +293,17 @@ async def run_blind_review(
         for earlier in ledger.blindReviews:
             if earlier.evidence.same_snapshot(evidence):
                 return _review_document(earlier, reused=True)
-        round_number = len(ledger.blindReviews) + 1
-        spent = round_number - ledger.blindBudgetFrom > MAX_BLIND_ROUNDS
-        if spent and continue_budget:
-            ledger = save_ledger(
-                paths, ledger.model_copy(update={"blindBudgetFrom": len(ledger.blindReviews)})
-            )
-            Journal(paths.journal).append("blind.budget.continue", fromRound=round_number)
-            spent = False
+        round_number, spent = _next_round(paths, ledger, continue_budget=continue_budget)
         if spent:
-            return {
-                "ok": False,
-                "status": "budget_exhausted",
-                "result": Result.UNVERIFIED.value,
-                "round": round_number,
-                "evidence": evidence.model_dump(),
-                "message": f"the blind review budget ({MAX_BLIND_ROUNDS} rounds) is used; "
-                "the result stays UNVERIFIED. Hand back control; a later `blind-review "
-                "--continue` continues this run from the incomplete evidence",
-            }
+            return _budget_exhausted(round_number, evidence)
         journal = Journal(paths.journal)
         key = f"blind:{_evidence_key(evidence)}"
-        entry = journal.answered(key)
-        if entry is None:
-            entry = await journaled_call(
-                dispatcher,
-                journal,
-                paths,
-                stage="blind",
-                side="blind",
-                key=key,
-                peer=reviewer,
-                prompt=blind_review_prompt(evidence, diff),
-                timeout_ms=timeout_ms,
-                # blind also on disk: a copy without .review-handoff/, where the earlier
-                # positions are kept, and the repository itself read-only
-                isolate=True,
-            )
-        common = {
-            "round": round_number,
-            "evidence": evidence.model_dump(),
-            "evidenceId": evidence_id(evidence),
-            "reviewer": {
-                "product": entry["product"],
-                "sessionId": entry.get("sessionId"),
-                "fresh": not entry.get("resumed", False),
-            },
-        }
+        entry = await _ask_once(
+            dispatcher, journal, paths, key, reviewer, evidence, diff, timeout_ms
+        )
+        common = _round_fields(round_number, evidence, entry)
         if entry["state"] != "DELIVERED":
-            return {
-                "ok": False,
-                "status": entry["state"],
-                "result": Result.UNVERIFIED.value,
-                **common,
-                "reason": entry.get("reason"),
-                "detail": entry.get("detail"),
-                "message": "the blind review did not arrive; this gate is UNVERIFIED (the "
-                "handle is kept; the next blind-review starts a fresh session)",
-            }
+            return _not_delivered(common, entry)
         text = str(entry.get("text") or "")
         record_path = paths.dir / f"blind-review-{round_number}.md"
         try:
@@ -324,14 +311,7 @@ async def run_blind_review(
         except MalformedReview as error:
             atomic_write_bytes(record_path.with_suffix(".malformed.md"), text.encode("utf-8"))
             journal.append("call.void", stage="blind", side="blind", key=key, reason=str(error))
-            return {
-                "ok": False,
-                "status": "malformed_reviewer_output",
-                "result": Result.UNVERIFIED.value,
-                **common,
-                "error": str(error),
-                "message": "the blind review does not follow the required shape",
-            }
+            return _malformed(common, error)
         after = await anyio.to_thread.run_sync(attest_evidence, repo, base, paths_filter)
         review = BlindReviewSummary(
             round=round_number,
@@ -343,45 +323,143 @@ async def run_blind_review(
             recordPath=str(record_path),
             at=utc_now(),
         )
-        header = (
-            f"# Blind Review {round_number}\n\n"
-            f"- reviewer: {entry['product']} (fresh read-only session {entry.get('sessionId')})\n"
-            f"- evidence: {evidence_id(evidence)}\n"
-            f"- verdict: {verdict}\n\n## Reviewer response\n\n"
-        )
-        atomic_write_bytes(record_path, (header + text.strip() + "\n").encode("utf-8"))
-        ledger = load_ledger(paths)
-        gate = GateRecord(
-            gate=Gate.BLIND_REVIEW,
-            result=verdict,
-            evidence=evidence,
-            session=entry.get("sessionId"),
-            detail=f"{sum(1 for f in findings if f.cls == 'Fix')} Fix",
-            recordedAt=utc_now(),
-            provenance=PROVEN,
-            proof=GateProof(
-                kind="blind-review",
-                ref=record_path.name,
-                path=str(record_path),
-                round=round_number,
-                reviewer=entry["product"],
-                sessionId=entry.get("sessionId"),
-            ),
-        )
-        save_ledger(
-            paths,
-            ledger.model_copy(
-                update={
-                    "blindReviews": [*ledger.blindReviews, review],
-                    "gates": [*ledger.gates, gate],
-                }
-            ),
-        )
+        _record_review(paths, review, text)
     document = _review_document(review, reused=False)
     if not after.same_snapshot(evidence):
         document["evidenceChangedDuringReview"] = True
         document["message"] += " The tree changed during the review: this review is stale."
     return document
+
+
+def _next_round(paths: RunPaths, ledger: Ledger, *, continue_budget: bool) -> tuple[int, bool]:
+    """The next round's number, and whether its budget is spent (``--continue`` renews it)."""
+    round_number = len(ledger.blindReviews) + 1
+    spent = round_number - ledger.blindBudgetFrom > MAX_BLIND_ROUNDS
+    if spent and continue_budget:
+        save_ledger(paths, ledger.model_copy(update={"blindBudgetFrom": len(ledger.blindReviews)}))
+        Journal(paths.journal).append("blind.budget.continue", fromRound=round_number)
+        spent = False
+    return round_number, spent
+
+
+def _budget_exhausted(round_number: int, evidence: Evidence) -> dict[str, Any]:
+    return {
+        "ok": False,
+        "status": "budget_exhausted",
+        "result": Result.UNVERIFIED.value,
+        "round": round_number,
+        "evidence": evidence.model_dump(),
+        "message": f"the blind review budget ({MAX_BLIND_ROUNDS} rounds) is used; "
+        "the result stays UNVERIFIED. Hand back control; a later `blind-review "
+        "--continue` continues this run from the incomplete evidence",
+    }
+
+
+async def _ask_once(
+    dispatcher: Dispatcher,
+    journal: Journal,
+    paths: RunPaths,
+    key: str,
+    reviewer: str,
+    evidence: Evidence,
+    diff: str,
+    timeout_ms: int | None,
+) -> dict[str, Any]:
+    """The journal's answer for ``key``, or the reviewer's, asked now and journaled."""
+    entry = journal.answered(key)
+    if entry is None:
+        entry = await journaled_call(
+            dispatcher,
+            journal,
+            paths,
+            stage="blind",
+            side="blind",
+            key=key,
+            peer=reviewer,
+            prompt=blind_review_prompt(evidence, diff),
+            timeout_ms=timeout_ms,
+            # blind also on disk: a copy without .review-handoff/, where the earlier
+            # positions are kept, and the repository itself read-only
+            isolate=True,
+        )
+    return entry
+
+
+def _round_fields(round_number: int, evidence: Evidence, entry: dict[str, Any]) -> dict[str, Any]:
+    """What every document of an asked round says: round, evidence and reviewer."""
+    return {
+        "round": round_number,
+        "evidence": evidence.model_dump(),
+        "evidenceId": evidence_id(evidence),
+        "reviewer": {
+            "product": entry["product"],
+            "sessionId": entry.get("sessionId"),
+            "fresh": not entry.get("resumed", False),
+        },
+    }
+
+
+def _not_delivered(common: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "ok": False,
+        "status": entry["state"],
+        "result": Result.UNVERIFIED.value,
+        **common,
+        "reason": entry.get("reason"),
+        "detail": entry.get("detail"),
+        "message": "the blind review did not arrive; this gate is UNVERIFIED (the "
+        "handle is kept; the next blind-review starts a fresh session)",
+    }
+
+
+def _malformed(common: dict[str, Any], error: MalformedReview) -> dict[str, Any]:
+    return {
+        "ok": False,
+        "status": "malformed_reviewer_output",
+        "result": Result.UNVERIFIED.value,
+        **common,
+        "error": str(error),
+        "message": "the blind review does not follow the required shape",
+    }
+
+
+def _record_review(paths: RunPaths, review: BlindReviewSummary, text: str) -> None:
+    """The review's record file, then its summary and its gate in the ledger."""
+    record_path = Path(review.recordPath)
+    header = (
+        f"# Blind Review {review.round}\n\n"
+        f"- reviewer: {review.product} (fresh read-only session {review.sessionId})\n"
+        f"- evidence: {evidence_id(review.evidence)}\n"
+        f"- verdict: {review.verdict}\n\n## Reviewer response\n\n"
+    )
+    atomic_write_bytes(record_path, (header + text.strip() + "\n").encode("utf-8"))
+    ledger = load_ledger(paths)
+    gate = GateRecord(
+        gate=Gate.BLIND_REVIEW,
+        result=review.verdict,
+        evidence=review.evidence,
+        session=review.sessionId,
+        detail=f"{sum(1 for f in review.findings if f.cls == 'Fix')} Fix",
+        recordedAt=utc_now(),
+        provenance=PROVEN,
+        proof=GateProof(
+            kind="blind-review",
+            ref=record_path.name,
+            path=str(record_path),
+            round=review.round,
+            reviewer=review.product,
+            sessionId=review.sessionId,
+        ),
+    )
+    save_ledger(
+        paths,
+        ledger.model_copy(
+            update={
+                "blindReviews": [*ledger.blindReviews, review],
+                "gates": [*ledger.gates, gate],
+            }
+        ),
+    )
 
 
 # -- ledger ----------------------------------------------------------------------------------

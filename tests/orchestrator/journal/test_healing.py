@@ -1,6 +1,6 @@
-"""The journal heals, and believes nothing it cannot prove (RunLog over real files).
+"""Contract tests: the journal heals, and believes nothing it cannot prove (RunLog, real files).
 
-Kind: contract tests. A torn or garbage tail moves into a side file and the log goes on;
+A torn or garbage tail moves into a side file and the log goes on;
 an event after garbage fails closed; a sealed stream reads as sealed whatever its file
 modes; a read-only run reads; the snapshot cache is believed only with this user's MAC and
 only for the log as it is; no journal file is opened through a link; a full disk loses no

@@ -1,6 +1,6 @@
-"""Every payload rule of the verification-run contract, one test each (spx's wording).
+"""Contract tests: every payload rule of the verification-run contract, one test each.
 
-Kind: unit tests of the pure rules in ``review_loop.agents.verification``.
+The pure rules in ``review_loop.agents.verification``, in spx's wording.
 """
 
 from __future__ import annotations

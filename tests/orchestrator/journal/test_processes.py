@@ -1,6 +1,7 @@
-"""Several processes on one journal: contiguous sequences, one event per key, kill -9 safety.
+"""Process tests: several processes on one journal: contiguous sequences, one event per key,
+kill -9 safety.
 
-Kind: process tests. Real processes (``appender.py``) append to one log at once; the
+Real processes (``appender.py``) append to one log at once; the
 autouse fixture in tests/conftest.py fails any test that leaves one behind.
 """
 

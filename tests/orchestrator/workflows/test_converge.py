@@ -1,4 +1,4 @@
-"""Three-party convergence, preflight and the blind review against fake peer CLIs.
+"""Collaboration tests: three-party convergence, preflight and the blind review, fake peers.
 
 Each test builds a small git repository, puts the fake ``claude``/``codex``/``grok``/
 ``gemini`` first on PATH, scripts each product's answers, and drives the real command line

@@ -1,4 +1,4 @@
-"""Phase 1 wiring of seed 004 (collaboration tests, fake peer CLIs through the real layers).
+"""Collaboration tests of the phase 1 wiring of seed 004 (fake peer CLIs, the real layers).
 
 - T36: the host writes its position while the peers answer round A: ``converge`` without
   ``--host-position`` runs round A only and keeps it; the next call runs round B.

@@ -1,4 +1,5 @@
-"""The whole loop on the ledger: preflight, converge, gates, blind review, the result.
+"""Collaboration tests: the whole loop on the ledger: preflight, converge, gates, blind review,
+the result.
 
 Drives the real command line in-process against fake peers; checks the Task Completion
 Result against a golden file and that changed evidence or a changed scope makes every

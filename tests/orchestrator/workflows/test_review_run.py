@@ -1,4 +1,4 @@
-"""The review run end to end: `run`, `fix-completion`, `close` against fake reviewer CLIs.
+"""Collaboration tests: the review run (`run`, `fix-completion`, `close`), fake reviewer CLIs.
 
 Each test builds a small git repository, puts the fake `codex`/`claude`/... first on PATH,
 scripts the reviewer's answer per round, and drives the real command line in-process
