@@ -38,7 +38,6 @@ change the interpreter.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import select
 import signal
@@ -164,6 +163,8 @@ def running(pid: int) -> bool:
 
 
 def _prctl_get_subreaper() -> bool:
+    import ctypes  # here: a Python built without it gets the unsupervised fallback
+
     libc = ctypes.CDLL(None, use_errno=True)
     value = ctypes.c_int(0)
     return int(libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(value), 0, 0, 0)) == 0
@@ -188,7 +189,7 @@ def available() -> bool:
                 and os.path.isdir("/proc/self/task")
                 and _prctl_get_subreaper()
             )
-        except (OSError, AttributeError):
+        except (ImportError, OSError, AttributeError):
             _available = False
     return _available
 
@@ -339,9 +340,11 @@ def read_session(fd: int, owner: int) -> Session | None:
 def _become_subreaper() -> bool:
     """``prctl(PR_SET_CHILD_SUBREAPER, 1)``; whether it worked."""
     try:
+        import ctypes
+
         libc = ctypes.CDLL(None, use_errno=True)
         return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
-    except (OSError, AttributeError):
+    except (ImportError, OSError, AttributeError):
         return False
 
 
