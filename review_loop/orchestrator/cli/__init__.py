@@ -10,8 +10,8 @@ Contract (as the original ``review-loop``):
 - TERM, HUP and INT to a command that runs reviewers (:data:`REVIEWER_COMMANDS`) are
   cancellation: every reviewer is ended, records say ``interrupted``, one JSON document
   (``ok: false``, ``"signal"``, ``"interrupted"``) is printed, exit 128 + the signal
-  (:mod:`.stops`, ``docs/process-ownership.md``). Other commands keep the default actions, except that
-  Ctrl-C prints no traceback (exit 130).
+  (:mod:`.stops`, ``docs/process-ownership.md``). Other commands keep the default
+  actions, except that Ctrl-C prints no traceback (exit 130).
 
 Start-up is part of the product: each command lives in its own module, imported only when
 that command runs, so ``sessions`` never pays for the dispatcher.
