@@ -272,7 +272,7 @@ class _InFlight:
     empty file made while the CLI ran that is to become its finished record.
 
     A plain class: a dataclass would only generate methods nobody calls, at about half a
-    millisecond of every command's start (``docs/dispatcher-path.md``).
+    millisecond of every command's start (``docs/performance.md``).
     """
 
     __slots__ = (
@@ -386,7 +386,7 @@ class Dispatcher:
     :meth:`consult` and :meth:`fan_out` are the public API: they return the pydantic
     models of :mod:`review_loop.agents.records`. The core, :meth:`ask` and :meth:`ask_all`,
     returns their plain twins (:mod:`review_loop.agents.outcomes`), which the command line
-    and the workflows print and write without importing pydantic (``docs/startup.md``);
+    and the workflows print and write without importing pydantic (``docs/performance.md``);
     :attr:`outcomes` and :meth:`outcome_of` hold twins too.
 
     Attributes:
@@ -934,7 +934,7 @@ class Dispatcher:
                 reason="refused",
                 detail=(
                     f"{current.peer.product} has no read-only mode here and no read-only mount "
-                    "namespace can be made here (docs/isolation.md), so it cannot run "
+                    "namespace can be made here (docs/reviewer-lockdown.md), so it cannot run "
                     "without being able to write to the repository"
                 ),
             )
