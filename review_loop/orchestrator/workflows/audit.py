@@ -219,8 +219,8 @@ def add_repository_concerns(
     only narrows), and its agents get the user's shared ``catalog``.
 
     Raises:
-        AuditBlockedError: the file at ``base`` is malformed, or names a prompt that is not a regular
-            file inside the repository at ``base``.
+        AuditBlockedError: the file at ``base`` is malformed, or names a prompt that is not
+            a regular file inside the repository at ``base``.
     """
     from review_loop.orchestrator import repo_config
 
