@@ -100,7 +100,7 @@ from review_loop.orchestrator.process import (
 )
 from review_loop.orchestrator.procfs import start_time
 from review_loop.orchestrator.recording import (
-    RecordingFailed,
+    RecordingError,
     append_record,
     record_error,
     write_or_raise,
@@ -981,7 +981,7 @@ class Dispatcher:
                     complete=partial(output_complete, current.peer.adapter, invocation),
                     supervisors=self.supervisors,
                 )
-            except RecordingFailed as unrecorded:
+            except RecordingError as unrecorded:
                 group.cancel_scope.cancel()
                 failure = _unrecorded_launch(runnable, unrecorded)
                 return self._finish(current, failure, None, unrecorded.error)
@@ -996,7 +996,7 @@ class Dispatcher:
 
         Not fsynced: it must survive a crash of this process (the reaper reads it), and
         the session it describes cannot outlive a crash of the machine. Unwritable:
-        :class:`RecordingFailed` ends the session before its stdin is fed. Written in the
+        :class:`RecordingError` ends the session before its stdin is fed. Written in the
         event loop's thread, as the record before the launch is: a few hundred
         microseconds of local writes, while a hop to a worker thread and back costs about
         as much again, on the path between the spawn and the prompt.
@@ -1212,7 +1212,7 @@ def _interrupted(record: SessionRecord) -> Failure:
     )
 
 
-def _unrecorded_launch(invocation: Invocation, failed: RecordingFailed) -> Failure:
+def _unrecorded_launch(invocation: Invocation, failed: RecordingError) -> Failure:
     """The outcome of a session ended because its pid could not be recorded.
 
     It was ended before its stdin was written: with the prompt on stdin nothing was sent

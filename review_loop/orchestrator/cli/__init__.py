@@ -29,6 +29,8 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
+from review_loop.agents.errors import ReviewLoopError
+
 if TYPE_CHECKING:
     import argparse
     import re
@@ -82,7 +84,7 @@ class CommandModule(Protocol):
     def execute(self, args: argparse.Namespace) -> Mapping[str, Any]: ...
 
 
-class UsageError(Exception):
+class UsageError(ReviewLoopError):
     """A command line the parser refused."""
 
 
@@ -246,10 +248,10 @@ def _execute(
     except KeyboardInterrupt:
         raise
     except Exception as error:  # the one place exceptions become exit codes
-        from review_loop.agents.errors import ReviewLoopError
-        from review_loop.orchestrator.std_streams import UNPRINTED_EXIT, OutputLost
+        from review_loop.agents.errors import FormatError
+        from review_loop.orchestrator.std_streams import UNPRINTED_EXIT, OutputLostError
 
-        if isinstance(error, OutputLost):
+        if isinstance(error, OutputLostError):
             write(_dump({"ok": False, "error": _error_text(error)}, output))
             return UNPRINTED_EXIT
 
@@ -257,7 +259,9 @@ def _execute(
             print(_error_text(error), file=sys.stderr, flush=True)
             return 1
         document = {"ok": False, "error": _error_text(error)}
-        if not isinstance(error, (ReviewLoopError, UsageError)):
+        # errorType only for a crash: an exception that is not ours, or a FormatError (a
+        # reader's refusal that its workflow should have turned into its own answer).
+        if not isinstance(error, ReviewLoopError) or isinstance(error, FormatError):
             document["errorType"] = type(error).__name__
         hint = getattr(error, "hint", None)
         if isinstance(hint, str):  # what a person can do (a held lock: who, how to clear)

@@ -51,7 +51,7 @@ def read_text_file(path_text: str, field: str) -> str:
     At most the input limit (``input_files.MAX_INPUT_BYTES``, 16 MiB) is read: an endless
     file (``/dev/zero``, a FIFO) is refused at the limit, naming it.
     """
-    from review_loop.orchestrator.input_files import InputTooLarge, limit_text, read_bytes
+    from review_loop.orchestrator.input_files import InputTooLargeError, limit_text, read_bytes
 
     accepted = f"a readable UTF-8 text file of at most {limit_text()}"
     try:
@@ -60,7 +60,7 @@ def read_text_file(path_text: str, field: str) -> str:
         raise InputError(field, f"no such file: {path_text!r}", accepted) from None
     except IsADirectoryError:
         raise InputError(field, f"{path_text!r} is a directory", accepted) from None
-    except InputTooLarge as error:
+    except InputTooLargeError as error:
         raise InputError(field, f"{path_text!r} is {error.strerror}", accepted) from None
     except OSError as error:
         raise InputError(field, f"cannot read {path_text!r}: {error.strerror}") from None

@@ -32,7 +32,7 @@ from review_loop.orchestrator.files import (
     make_dir_exclusive,
     utc_now,
 )
-from review_loop.orchestrator.recording import RecordingFailed, record_error
+from review_loop.orchestrator.recording import RecordingError, record_error
 from review_loop.orchestrator.trust import note_stop, reporting_async
 from review_loop.prefs.view import PrefsView
 
@@ -328,7 +328,7 @@ def claim_record_name(parent: Path, name: str) -> str:
     directories: ``mkdir`` fails on an existing directory, so no two callers both own one.
 
     Raises:
-        RecordingFailed: the directory cannot be made (names the path and the errno).
+        RecordingError: the directory cannot be made (names the path and the errno).
     """
     for index in range(1, MAX_NAME_SUFFIX + 1):
         candidate = name if index == 1 else f"{name}-{index}"
@@ -337,9 +337,9 @@ def claim_record_name(parent: Path, name: str) -> str:
         except FileExistsError:
             continue
         except OSError as error:
-            raise RecordingFailed(record_error(parent / candidate, error)) from None
+            raise RecordingError(record_error(parent / candidate, error)) from None
         return candidate
-    raise RecordingFailed(
+    raise RecordingError(
         RecordError(
             path=str(parent / name),
             errno="EEXIST",
@@ -379,7 +379,7 @@ async def run_consult(
     the cancellation then propagates.
 
     Raises:
-        RecordingFailed: a record directory cannot be made (nothing was asked).
+        RecordingError: a record directory cannot be made (nothing was asked).
     """
     repo = dispatcher.repo
     note_stop(repo)  # a committed STOP stops every peer: say so (``tracked``)
