@@ -11,6 +11,7 @@ is kept), and no process of the run survives.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 import anyio
 import pytest
 
-from review_loop.agents.records import SessionRecord
+from review_loop.agents.outcomes import SessionRecord
 from review_loop.orchestrator.dispatcher import (
     SESSION_FILE,
     Dispatcher,
@@ -134,7 +135,7 @@ async def test_collaboration_a_record_left_starting_before_the_launch_is_finishe
         startedAt=utc_now(),
     )
     path = request.record_dir / SESSION_FILE
-    path.write_text(planted.model_dump_json())
+    path.write_text(json.dumps(planted.document()))
 
     async def consult_cancelled() -> tuple[Dispatcher, anyio.CancelScope]:
         """The request, cancelled at its first checkpoint (the probe)."""
@@ -156,7 +157,7 @@ async def test_collaboration_a_record_left_starting_before_the_launch_is_finishe
     events = (request.record_dir / "events.jsonl").read_text().splitlines()
     assert json.loads(events[-1])["reason"] == "interrupted"
     # a record of another owner (or already final) is never touched
-    other = planted.model_copy(update={"ownerPid": os.getppid()})
-    path.write_text(other.model_dump_json())
+    other = dataclasses.replace(planted, ownerPid=os.getppid())
+    path.write_text(json.dumps(other.document()))
     await consult_cancelled()
     assert json.loads(path.read_text())["status"] == "starting"

@@ -313,7 +313,9 @@ async def test_collaboration_the_answer_is_on_disk_before_it_is_returned(
     observed = Observed(monkeypatch, record)
     prefs = Prefs.model_validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
     async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as opened:
-        delivery = await opened.ask(PeerRequest(peer="claude", prompt="ok?", record_dir=directory))
+        delivery = await opened.consult(
+            PeerRequest(peer="claude", prompt="ok?", record_dir=directory)
+        )
         synced = list(observed.fsyncs)  # as the answer is returned
     assert delivery.reply is not None and delivery.reply.text == "looks right"
     final, lines = record.read_bytes(), events.read_bytes()
@@ -519,7 +521,7 @@ async def test_collaboration_fifos_planted_where_the_finish_writes_block_nothing
     unblocker = Unblocker(made, events)
     try:
         async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as opened:
-            delivery = await opened.ask(
+            delivery = await opened.consult(
                 PeerRequest(peer="claude", prompt="ok?", record_dir=directory)
             )
     finally:
@@ -638,7 +640,7 @@ async def test_collaboration_nothing_is_made_ahead_for_a_record_without_an_entry
             async with anyio.create_task_group() as group:
 
                 async def ask() -> None:
-                    delivery = await opened.ask(
+                    delivery = await opened.consult(
                         PeerRequest(peer="claude", prompt="ok?", record_dir=directory)
                     )
                     assert delivery.reply is not None
