@@ -5,7 +5,7 @@ what :meth:`Dispatcher.consult <review_loop.orchestrator.dispatcher.Dispatcher.c
 returns to an embedder and what ``review-loop consult`` and the workflows print and write;
 :class:`SessionRecord` is ``reviewer-session.json``. Each is a frozen, slotted, keyword-only
 stdlib dataclass: the dispatcher builds them from values it computed, so ``mypy --strict``
-is their check and building one costs no pydantic (``docs/startup.md``).
+is their check and building one costs no pydantic (``docs/performance.md``).
 
 Their JSON form is :meth:`document` (camelCase keys, ``from`` for :attr:`Fallback.from_`,
 ``recordError``/``outputTruncated`` on an attempt only when they say something): the exact
@@ -44,7 +44,7 @@ INTERRUPTED: Final = "interrupted"
 class RecordError:
     """A record that could not be written: which file, the errno's name, the message.
 
-    The answer it belonged to is still delivered (printed); see ``docs/recording-failures.md``.
+    The answer it belonged to is still delivered (printed); see ``docs/handoff-writes.md``.
     """
 
     path: str

@@ -2,7 +2,7 @@
 
 Part of :mod:`review_loop.agents.models` (import these names from there; it loads this
 module on first use, so ``sessions``, which runs no CLI, never defines these classes nor
-imports :mod:`dataclasses`: ``docs/startup.md``).
+imports :mod:`dataclasses`: ``docs/performance.md``).
 
 These are frozen, slotted, keyword-only stdlib dataclasses, because the run path changes
 them with ``dataclasses.replace`` (the dispatcher, masking, the codex adapter) and

@@ -271,7 +271,7 @@ class _InFlight:
     empty file made while the CLI ran that is to become its finished record.
 
     A plain class: a dataclass would only generate methods nobody calls, at about half a
-    millisecond of every command's start (``docs/dispatcher-path.md``).
+    millisecond of every command's start (``docs/performance.md``).
     """
 
     __slots__ = (
@@ -917,7 +917,7 @@ class Dispatcher:
                 reason="refused",
                 detail=(
                     f"{current.peer.product} has no read-only mode here and no read-only mount "
-                    "namespace can be made here (docs/isolation.md), so it cannot run "
+                    "namespace can be made here (docs/reviewer-lockdown.md), so it cannot run "
                     "without being able to write to the repository"
                 ),
             )

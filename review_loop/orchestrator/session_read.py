@@ -6,7 +6,7 @@ either ours, read by the one check of a record
 ignored), or, when a field ours requires is missing or ill-typed, the original
 ``review-loop``'s (``{product, sessionId, updated}``, three strings: it writes one only
 after a call succeeded, so it is resumable). Anything else is skipped
-(``docs/sessions-listing.md``).
+(``docs/performance.md``).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ once at load with errors that name the key, and written atomically.
 
 Every name is imported on first use: the defaults, the paths and the file reading are plain
 Python and the pydantic model (``Prefs``, ``PeerCommand``) is built only when asked for, so
-``help`` and ``prefs show`` start without pydantic (``docs/startup.md``). The commands that
+``help`` and ``prefs show`` start without pydantic (``docs/performance.md``). The commands that
 run reviewers read the plain runtime value ``PrefsView`` (``load_prefs_view``; ``as_view``
 or ``Prefs.view()`` for a model an embedder passes), which falls back to the model only for
 a file that is not plainly valid.

@@ -2,7 +2,7 @@
 
 Its own module, loaded on first use through :mod:`review_loop.prefs.view` (import it from
 there): only prefs that define an alias, or ``consult --peer-command``, need the class, so
-a plain ``consult`` does not pay for defining it (``docs/startup.md``).
+a plain ``consult`` does not pay for defining it (``docs/performance.md``).
 """
 
 from __future__ import annotations

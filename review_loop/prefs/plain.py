@@ -6,7 +6,7 @@ anything unusual (an unknown key, a wrong type, a value out of range, an unknown
 it returns ``None`` and the caller validates with the pydantic model, which alone words
 the errors. So this path can only be stricter than the model, never looser: the model
 stays the contract, and ``tests/prefs/test_plain_prefs.py`` checks that both agree on
-every input that passes here (``docs/startup.md``).
+every input that passes here (``docs/performance.md``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The prefs file as review-loop writes it, read without :mod:`tomllib`.
 
 Every command that runs reviewers reads the user's prefs file first, and importing
-``tomllib`` to parse it cost about 2 ms of each (``docs/consult-startup.md``). The file is
+``tomllib`` to parse it cost about 2 ms of each (``docs/performance.md``). The file is
 almost always what ``review-loop prefs`` wrote with ``tomli_w``: ``key = value`` lines and
 ``[peerCommands.NAME]`` tables holding strings, integers, booleans and arrays of them.
 :func:`plain_toml` reads exactly that subset and gives up (``None``) on anything else;

@@ -11,7 +11,7 @@ from review_loop.agents.errors import PrefsError
 from review_loop.prefs.defaults import MAX_TIMEOUT_MS, MIN_TIMEOUT_MS, TIMEOUT_RANGE
 from review_loop.prefs.home import HOME_ENV, state_home
 
-if TYPE_CHECKING:  # the pydantic model is imported where a Prefs is built (docs/startup.md)
+if TYPE_CHECKING:  # the pydantic model is imported where a Prefs is built (docs/performance.md)
     from pydantic import ValidationError
 
     from review_loop.prefs.model import Prefs, ProductSet

@@ -4,7 +4,7 @@
 :class:`~review_loop.prefs.model.Prefs` (same names, same values) as a frozen slotted
 dataclass (made by :func:`~review_loop.agents.frozen_dataclass.frozen_dataclass`), so
 ``consult`` can load the user's prefs without building the pydantic model
-(``docs/startup.md``). The pydantic model stays the contract: it validates every prefs file
+(``docs/performance.md``). The pydantic model stays the contract: it validates every prefs file
 the plain path does not plainly accept, words every error, and is what embedders pass to
 ``open_dispatcher`` (``Prefs.view()`` / :func:`as_view` turn it into this value).
 
@@ -14,7 +14,7 @@ one conversion both paths share: the plain reader's document
 the view of a plainly valid file equals the view of the model that validates it exactly when
 their JSON forms are equal, which ``tests/prefs/`` checks. The reading rules (who reviews for
 a host, the standard peers, the default reviewer) live once, in :class:`PrefsRules`, which
-both the model and the view inherit (``docs/prefs-runtime.md``).
+both the model and the view inherit (``docs/performance.md``).
 """
 
 from __future__ import annotations

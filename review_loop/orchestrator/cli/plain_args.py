@@ -2,7 +2,7 @@
 
 ``consult`` is run many times per task, and argparse (with gettext and locale, which it
 imports) and the parser it builds cost about a millisecond and a half of each run
-(``docs/consult-startup.md``). Its command line is nearly always a few ``--option value``
+(``docs/performance.md``). Its command line is nearly always a few ``--option value``
 pairs: :func:`plain_namespace` reads exactly those and gives up on anything else, and
 argparse reads what it gave up on — and alone words every error. So the plain reader may
 only ever be *stricter* than argparse: whatever it accepts, argparse accepts with the same
