@@ -51,12 +51,12 @@ FORBIDDEN: dict[str, set[str]] = {
     "help": RUNTIME | DISPATCH | PYDANTIC | PLAIN | {"tomllib"},
     # built-in products only: no scan of installed distributions
     "prefs show": RUNTIME | DISPATCH | PYDANTIC | PLAIN | {"tomli_w"},
-    # plainly valid records are read without the models (orchestrator/session_read.py);
+    # records are read by their exact JSON types, no pydantic (orchestrator/session_read.py);
     # uuid (and platform) and hashlib only where a session id is made or an old gemini read;
     # the run vocabulary (dataclasses, hence inspect) only where a CLI runs (docs/performance.md)
     "sessions": RUNTIME
     | DISPATCH
-    | {"pydantic", "pydantic_core", "review_loop.agents.records", "uuid", "platform", "hashlib"}
+    | {"pydantic", "pydantic_core", "review_loop.agents.outcomes", "uuid", "platform", "hashlib"}
     | {"dataclasses", "inspect", "review_loop.agents.run_vocabulary"}
     | {"datetime"}  # only a CLI's own store's session times (adapters._common.iso_utc)
     | {"shutil"},  # argparse asks no terminal width (cli.new_parser)
@@ -68,7 +68,7 @@ FORBIDDEN: dict[str, set[str]] = {
     | PYDANTIC
     | OTHER_WORKFLOWS
     | (PLAIN - {"subprocess"})
-    | {"secrets", "review_loop.agents.records"},
+    | {"secrets", "review_loop.agents.outcomes"},
     # the core builds plain values; pydantic models only at the embedding API
     # (prompt templates are read beside their package, not through importlib.resources)
     "consult": {

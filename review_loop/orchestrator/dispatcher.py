@@ -24,12 +24,13 @@ Rules (docs/design.md, "The dispatcher"):
 
 from __future__ import annotations
 
-import dataclasses  # replace() of the run vocabulary's frozen twins (already imported)
+import dataclasses
 import json
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from contextvars import ContextVar
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,7 +41,6 @@ from anyio.lowlevel import checkpoint
 from review_loop.adapters import Adapter, get_adapter, is_product, product_names
 from review_loop.adapters.base import answered, output_complete
 from review_loop.agents.errors import AdapterRefusalError, InputError
-from review_loop.agents.frozen_dataclass import frozen_dataclass
 from review_loop.agents.models import (
     AgentRequest,
     Capabilities,
@@ -111,7 +111,6 @@ from review_loop.prefs.home import state_home
 from review_loop.prefs.view import PrefsView, as_view
 
 if TYPE_CHECKING:
-    from review_loop.agents.records import Delivery as PublicDelivery
     from review_loop.prefs.model import Prefs
 
 RESUME_NOT_FOUND_WINDOW_MS = 5000
@@ -121,7 +120,7 @@ OUTCOMES_KEPT = 128
 """How many deliveries :attr:`Dispatcher.outcomes` keeps (the newest), by default."""
 
 
-@frozen_dataclass  # @dataclass(frozen=True, slots=True, kw_only=True), defined cheaply
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PeerRequest:
     """One question for one peer.
 
@@ -193,7 +192,7 @@ def _check_request_text(peer: object, prompt: object) -> None:
         raise InputError("PeerRequest.prompt", "the prompt is empty", "non-blank text")
 
 
-@frozen_dataclass
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ResolvedPeer:
     """A peer name resolved to its product, adapter and launch command (keywords only)."""
 
@@ -383,11 +382,9 @@ def _outcomes_bound(value: object) -> int:
 class Dispatcher:
     """Runs peer requests. Create with :func:`open_dispatcher`.
 
-    :meth:`consult` and :meth:`fan_out` are the public API: they return the pydantic
-    models of :mod:`review_loop.agents.records`. The core, :meth:`ask` and :meth:`ask_all`,
-    returns their plain twins (:mod:`review_loop.agents.outcomes`), which the command line
-    and the workflows print and write without importing pydantic (``docs/performance.md``);
-    :attr:`outcomes` and :meth:`outcome_of` hold twins too.
+    :meth:`consult` and :meth:`fan_out` return :class:`~review_loop.agents.outcomes.Delivery`
+    values, which the command line and the workflows print and write as they are
+    (``Delivery.document()``); :attr:`outcomes` and :meth:`outcome_of` hold the same values.
 
     Attributes:
         repo: the checkout's top level.
@@ -431,30 +428,16 @@ class Dispatcher:
         """``.review-handoff/STOP``: stops every session of this repository."""
         return self.repo / ".review-handoff" / "STOP"
 
-    async def consult(self, request: PeerRequest) -> PublicDelivery:
+    async def consult(self, request: PeerRequest) -> Delivery:
         """Ask one peer; returns the delivery with every attempt and fallback recorded."""
-        from review_loop.agents.records import public_delivery
-
-        return public_delivery(await self.ask(request))
-
-    async def fan_out(self, requests: Sequence[PeerRequest]) -> list[PublicDelivery]:
-        """Ask several peers at once in one task group; results keep the request order.
-
-        A fallback never swaps in a product another request of this fan-out uses.
-        """
-        from review_loop.agents.records import public_delivery
-
-        return [public_delivery(delivery) for delivery in await self.ask_all(requests)]
-
-    async def ask(self, request: PeerRequest) -> Delivery:
-        """:meth:`consult`, returning the plain twin of the delivery."""
         return await self._tracked(request, claimed=set())
 
-    async def ask_all(self, requests: Sequence[PeerRequest]) -> list[Delivery]:
-        """:meth:`fan_out`, returning the plain twins of the deliveries.
+    async def fan_out(self, requests: Sequence[PeerRequest]) -> list[Delivery]:
+        """Ask several peers at once in one task group; results keep the request order.
 
-        An error one request raises (the caller's progress callback broke) ends the
-        others' sessions too, then is raised as it is, not inside an exception group.
+        A fallback never swaps in a product another request of this fan-out uses. An error
+        one request raises (the caller's progress callback broke) ends the others' sessions
+        too, then is raised as it is, not inside an exception group.
         """
         results: list[Delivery | None] = [None] * len(requests)
         claimed = {resolve_peer(r.peer, self.prefs).product for r in requests}

@@ -34,13 +34,13 @@ import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 import anyio
 import anyio.abc
 
-from review_loop.agents.frozen_dataclass import frozen_dataclass
 from review_loop.agents.models import Completed, Invocation
 from review_loop.orchestrator import (
     early_spare,
@@ -68,7 +68,7 @@ SMALL_OUTPUT = 1024 * 1024
 CHUNK = 65536
 
 
-@frozen_dataclass
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Started:
     """What is known once the child is running, handed to ``on_started`` before stdin."""
 

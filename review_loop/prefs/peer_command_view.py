@@ -7,10 +7,10 @@ a plain ``consult`` does not pay for defining it (``docs/performance.md``).
 
 from __future__ import annotations
 
-from review_loop.agents.frozen_dataclass import frozen_dataclass
+from dataclasses import dataclass
 
 
-@frozen_dataclass
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PeerCommandView:
     """A peer-command alias: its product and its argv prefix (never a shell string)."""
 

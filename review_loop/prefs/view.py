@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from review_loop.agents.frozen_dataclass import frozen_dataclass
 from review_loop.prefs.defaults import (
     DEFAULT_GRACE_MS,
     DEFAULT_HOST,
@@ -88,7 +87,7 @@ class PrefsRules:
         return next((p for p in self.order if p != skipped), self.order[0])
 
 
-@frozen_dataclass
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PrefsView(PrefsRules):
     """The user's prefs as the commands that run reviewers read them (see ``Prefs``).
 

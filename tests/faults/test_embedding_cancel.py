@@ -34,7 +34,7 @@ import anyio
 import pytest
 
 from review_loop.agents.models import Invocation
-from review_loop.agents.records import SessionRecord
+from review_loop.agents.outcomes import SessionRecord
 from review_loop.orchestrator.dispatcher import (
     SESSION_FILE,
     Dispatcher,
@@ -153,7 +153,7 @@ async def test_collaboration_a_record_left_starting_before_the_launch_is_finishe
         startedAt=utc_now(),
     )
     path = request.record_dir / SESSION_FILE
-    path.write_text(planted.model_dump_json())
+    path.write_text(json.dumps(planted.document()))
 
     async def consult_cancelled() -> tuple[Dispatcher, anyio.CancelScope]:
         """The request, cancelled at its first checkpoint (the probe)."""
@@ -175,15 +175,15 @@ async def test_collaboration_a_record_left_starting_before_the_launch_is_finishe
     events = (request.record_dir / "events.jsonl").read_text().splitlines()
     assert json.loads(events[-1])["reason"] == "interrupted"
     # a record of another owner (or already final) is never touched
-    other = planted.model_copy(update={"ownerPid": os.getppid()})
-    path.write_text(other.model_dump_json())
+    other = dataclasses.replace(planted, ownerPid=os.getppid())
+    path.write_text(json.dumps(other.document()))
     await consult_cancelled()
     assert json.loads(path.read_text())["status"] == "starting"
 
 
 # -- cancellation however often it comes, and a caller's callback that raises ----------------
 
-APIS = ("consult", "ask", "fan_out")
+APIS = ("consult", "fan_out")
 REPEATS = (1, 5)
 
 
@@ -249,8 +249,7 @@ def _call(dispatcher: Dispatcher, api: str) -> tuple[tuple[str, ...], Callable[[
     if api == "fan_out":
         requests = [PeerRequest(peer=p, prompt="Is it right?") for p in (PEER_A, PEER_B)]
         return (PEER_A, PEER_B), partial(dispatcher.fan_out, requests)
-    method = dispatcher.consult if api == "consult" else dispatcher.ask
-    return (PEER_B,), partial(method, PeerRequest(peer=PEER_B, prompt="Is it right?"))
+    return (PEER_B,), partial(dispatcher.consult, PeerRequest(peer=PEER_B, prompt="Is it right?"))
 
 
 async def _cancelled_repeatedly(

@@ -370,7 +370,7 @@ async def test_dispatcher_records_are_not_written_through_a_link(
         said.append(str(error))
     else:
         assert not delivery.ok or getattr(delivery, "recordError", None) is not None
-        said.append(delivery.model_dump_json())
+        said.append(json.dumps(delivery.document()))
     assert snapshot(outside) == before
     assert fakes.calls() == []  # no prompt left without its record
     assert str(link) in said[0]

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from review_loop.agents.models import DeliveryState
-from review_loop.agents.records import Delivery
+from review_loop.agents.outcomes import Delivery
 from review_loop.orchestrator import isolation
 from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
 from review_loop.orchestrator.isolation_wrapper import (

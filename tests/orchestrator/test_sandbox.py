@@ -217,7 +217,7 @@ async def _consult(repo: Path, prefs: Prefs, peer: str) -> tuple[DeliveryState, 
     async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as dispatcher:
         delivery = await dispatcher.consult(request)
     text = delivery.reply.text if delivery.reply is not None else ""
-    return delivery.state, text, delivery.model_dump_json()
+    return delivery.state, text, json.dumps(delivery.document())
 
 
 PREFS = Prefs.model_validate({"timeoutMs": 30_000, "graceMs": 300})

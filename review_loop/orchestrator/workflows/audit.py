@@ -367,7 +367,7 @@ async def _dispatch(
                 timeout_ms=agent.timeout_ms or timeout_ms,
             )
         )
-    deliveries = await dispatcher.ask_all(requests) if requests else []
+    deliveries = await dispatcher.fan_out(requests) if requests else []
     results = []
     for (concern, agent), request, delivery in zip(installed, requests, deliveries, strict=True):
         # A required unit that cannot reach a final status is named by its unitId (seed).
@@ -383,7 +383,7 @@ async def _dispatch(
             result = va.parse_concern_reply(delivery.reply.text)
         except va.ConcernReplyError as error:
             # Drive the concern to a final result once: the same session, asked again.
-            retry = await dispatcher.ask(
+            retry = await dispatcher.consult(
                 PeerRequest(
                     peer=agent.product,
                     prompt=(

@@ -404,7 +404,7 @@ async def run_consult(
         for peer, name in zip(resolved, names, strict=True)
     ]
     try:
-        deliveries = await dispatcher.ask_all(requests)
+        deliveries = await dispatcher.fan_out(requests)
     except anyio.get_cancelled_exc_class():
         if interrupted is not None:
             ended = [dispatcher.outcome_of(request) for request in requests]

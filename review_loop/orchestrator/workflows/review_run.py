@@ -763,7 +763,7 @@ async def _ask_first(asking: _Asking) -> tuple[Delivery, str, Path | None] | dic
     )
     if unwritten is not None:
         raise RecordingError(unwritten)  # nothing was asked: no answer to lose
-    delivery = await dispatcher.ask(
+    delivery = await dispatcher.consult(
         PeerRequest(
             peer=reviewer,
             prompt=prompt.text,
@@ -790,7 +790,7 @@ async def _ask_correction(
     ref, state, prompt, dispatcher = asking.ref, asking.state, asking.prompt, asking.dispatcher
     runtime, round_number = ref.runtime, int(state["round"]) + 1
     session = delivery.sessionId
-    retry = await dispatcher.ask(
+    retry = await dispatcher.consult(
         PeerRequest(
             peer=asking.reviewer,
             prompt=correction_prompt(prompt, problem, round_number, resumed=bool(session)),

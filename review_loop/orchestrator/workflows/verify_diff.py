@@ -360,7 +360,7 @@ class _Run:
         """One fresh read-only session; its answer, or ``None`` for a dispatch error."""
         await _thread(self.tree.refuse_staged, during_run=True)
         await _thread(atomic_write_bytes, record_dir / "prompt.md", prompt.encode("utf-8"))
-        delivery = await self.dispatcher.ask(
+        delivery = await self.dispatcher.consult(
             PeerRequest(
                 peer=self.plan.executor,
                 prompt=prompt,
