@@ -31,7 +31,7 @@ DISPATCH = {
     "review_loop.orchestrator.subreaper",
 }
 # pydantic builds the shapes; help and prefs show print plain data and never need it.
-PYDANTIC = {"pydantic", "pydantic_core", "review_loop.agents.models", "review_loop.prefs.model"}
+PYDANTIC = {"pydantic", "pydantic_core", "review_loop.agents.models"}
 OTHER_WORKFLOWS = {
     "review_loop.agents.review",
     "review_loop.agents.review_packet",
@@ -43,8 +43,9 @@ OTHER_WORKFLOWS = {
     "review_loop.orchestrator.workflows.converge_gates",
 }
 
-# What the two plainest commands do without: no process, no distribution scan, no dataclasses.
-PLAIN = {"subprocess", "importlib.metadata", "dataclasses", "inspect"}
+# What the two plainest commands do without: no process, no distribution scan, no dataclasses
+# (prefs show prints the prefs' JSON form: no Prefs is built).
+PLAIN = {"subprocess", "importlib.metadata", "dataclasses", "inspect", "review_loop.prefs.model"}
 
 FORBIDDEN: dict[str, set[str]] = {
     # help lists every product, third-party ones too: importlib.metadata reads the entry points
@@ -79,10 +80,9 @@ FORBIDDEN: dict[str, set[str]] = {
         "psutil",
         "ctypes",
         "importlib.resources",
-        # resumeReadOnly has its own module; aliases' class is defined only with an alias
+        # resumeReadOnly has its own module
         "review_loop.orchestrator.sessions",
         "review_loop.orchestrator.session_read",
-        "review_loop.prefs.peer_command_view",
         # only a request without a record directory names one with uuid (dispatcher._place)
         "uuid",
         # the scratch sweep finds the temp directory itself (isolation.temp_directories)
@@ -184,4 +184,4 @@ def test_contract_prefs_show_with_a_prefs_file_stays_without_pydantic(
     (user_state / "prefs.toml").write_text('order = ["codex", "claude"]\ntimeoutMs = 60000\n')
     imported = imported_modules(["prefs", "show"], repo, env)
     assert not PYDANTIC & imported
-
+    assert "review_loop.prefs.model" not in imported  # the JSON form is printed as read

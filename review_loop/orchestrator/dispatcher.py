@@ -107,11 +107,10 @@ from review_loop.orchestrator.recording import (
 )
 from review_loop.prefs.defaults import MAX_TIMEOUT_MS
 from review_loop.prefs.home import state_home
-from review_loop.prefs.view import PrefsView, as_view
+from review_loop.prefs.model import Prefs
 
 if TYPE_CHECKING:
     from review_loop.agents.records import Delivery as PublicDelivery
-    from review_loop.prefs.model import Prefs
 
 RESUME_NOT_FOUND_WINDOW_MS = 5000
 EVENTS_FILE = "events.jsonl"
@@ -200,7 +199,7 @@ class ResolvedPeer:
     command: tuple[str, ...]
 
 
-def resolve_peer(name: str, prefs: Prefs | PrefsView, *, field: str = "--peer") -> ResolvedPeer:
+def resolve_peer(name: str, prefs: Prefs, *, field: str = "--peer") -> ResolvedPeer:
     """Resolve a product name or alias.
 
     Raises:
@@ -370,7 +369,7 @@ class Dispatcher:
         self,
         *,
         repo: Path,
-        prefs: PrefsView,
+        prefs: Prefs,
         progress: Callable[[str], None],
         supervisors: Supervisors | None = None,
         checkout: Checkout | None = None,
@@ -1152,7 +1151,7 @@ def _stderr_line(text: str) -> None:
 async def open_dispatcher(
     *,
     repo: Path | str | Checkout,
-    prefs: Prefs | PrefsView,
+    prefs: Prefs,
     progress: Callable[[str], None] | None = None,
     reap: bool = True,
 ) -> AsyncIterator[Dispatcher]:
@@ -1164,7 +1163,7 @@ async def open_dispatcher(
             records (see ``PeerRequest.record_dir``). A :class:`~.git.Checkout` that
             ``git.locate`` has just made (the command line's) is used as it is.
         prefs: deadlines, grace, liveness interval and peer-command aliases: the ``Prefs``
-            model (as :func:`review_loop.load_prefs` returns it) or its plain ``PrefsView``.
+            (as :func:`review_loop.load_prefs` returns it).
         progress: receives the liveness lines (default: stderr).
         reap: first find sessions of this repository whose recorded process is gone or
             whose owner died, end orphans, and mark their records (``Dispatcher.reaped``).
@@ -1173,7 +1172,7 @@ async def open_dispatcher(
     so its interpreter starts while the repository is located and reaped.
     """
     async with open_supervisors() as supervisors:
-        dispatcher = await _opened(repo, as_view(prefs), progress or _stderr_line, reap=reap)
+        dispatcher = await _opened(repo, prefs, progress or _stderr_line, reap=reap)
         dispatcher.supervisors = supervisors
         yield dispatcher
 
@@ -1190,7 +1189,7 @@ def _reap_and_sweep(repo: Path, grace: float) -> list[SessionRecord]:
 
 
 async def _opened(
-    repo: Path | str | Checkout, prefs: PrefsView, progress: Callable[[str], None], *, reap: bool
+    repo: Path | str | Checkout, prefs: Prefs, progress: Callable[[str], None], *, reap: bool
 ) -> Dispatcher:
     """The dispatcher of :func:`open_dispatcher`, with its repository located and reaped."""
     # An existing git checkout (its top level), never created.

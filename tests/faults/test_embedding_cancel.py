@@ -70,7 +70,7 @@ async def test_collaboration_embedding_program_cancels_a_two_peer_consult(
     for key, value in fakes.env(path_only=True).items():
         monkeypatch.setenv(key, value)
     script_row(fakes, mode)
-    prefs = Prefs.model_validate({"graceMs": GRACE_MS, "timeoutMs": 120_000, "livenessMs": 600_000})
+    prefs = Prefs.validate({"graceMs": GRACE_MS, "timeoutMs": 120_000, "livenessMs": 600_000})
     plan = ConsultPlan(peers=(PEER_A, PEER_B), question="Is the change right?")
     ensure_layout(repo)
     kept: list[dict[str, Any]] = []
@@ -121,7 +121,7 @@ async def test_collaboration_a_record_left_starting_before_the_launch_is_finishe
     such an attempt leaves is planted, then the request is cancelled before it launches."""
     for key, value in fakes.env(path_only=True).items():
         monkeypatch.setenv(key, value)
-    prefs = Prefs.model_validate({"graceMs": GRACE_MS})
+    prefs = Prefs.validate({"graceMs": GRACE_MS})
     request = PeerRequest(peer="grok", prompt="q", record_dir=repo / "runtime-test" / "grok")
     request.record_dir.mkdir(parents=True)
     planted = SessionRecord(

@@ -329,4 +329,3 @@ class _Document:
 
         self.failure = self.failure or (error.strerror or str(error) or type(error).__name__)
         silence(sys.stdout)
-

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
 
     from review_loop.orchestrator.git import Checkout, Locating
     from review_loop.orchestrator.workflows.consult import ConsultPlan
-    from review_loop.prefs.view import PrefsView
+    from review_loop.prefs.model import Prefs
 
 USAGE = [
     "review-loop consult --repo R --peer P [--peer P2 ...] [--fallback F|auto] "
@@ -61,14 +61,12 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         return run_cancellable(main)
 
 
-def _checked(
-    args: argparse.Namespace, locating: Locating
-) -> tuple[Checkout, PrefsView, ConsultPlan]:
+def _checked(args: argparse.Namespace, locating: Locating) -> tuple[Checkout, Prefs, ConsultPlan]:
     """The checkout, the prefs and the plan, or the first error in the order of the checks."""
     from review_loop.agents.errors import InputError
     from review_loop.orchestrator.cli.common import (
         checked_resume_id,
-        load_user_prefs_view,
+        load_user_prefs,
         parse_bool,
         positive_seconds,
     )
@@ -98,7 +96,7 @@ def _checked(
             "non-blank text",
         )
     checkout = locating.result()  # one git process: the top level and the common dir
-    prefs = load_user_prefs_view()
+    prefs = load_user_prefs()
     skip_host = parse_bool(args.skip_host, "--skip-host")
     if args.host is not None:
         resolve_peer(args.host, prefs, field="--host")
