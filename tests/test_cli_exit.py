@@ -1,7 +1,7 @@
 """Process test: a command's process ends without a last garbage collection over everything.
 
 ``cli.main`` freezes the objects the process built before it exits (``gc.freeze``), so the
-interpreter's final collections do not walk every module's objects (docs/startup.md). The
+interpreter's final collections do not walk every module's objects (docs/performance.md). The
 exit still runs atexit handlers and the whole document still reaches stdout.
 """
 

@@ -1,7 +1,7 @@
 """Contract tests of start-up: each quick command imports only what it needs.
 
 Hosts call ``review-loop`` many times per task, and each call pays its whole start-up
-(``docs/startup.md``). Each quick command runs here as a whole process; the test fails when,
+(``docs/performance.md``). Each quick command runs here as a whole process; the test fails when,
 at its exit, a module on the command's forbidden list has been imported. A list, not a
 timer: the figures are ``scripts/bench_startup.py``'s.
 """
@@ -54,7 +54,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "prefs show": RUNTIME | DISPATCH | PYDANTIC | PLAIN | {"tomli_w"},
     # plainly valid records are read without the models (orchestrator/session_read.py);
     # uuid (and platform) and hashlib only where a session id is made or an old gemini read;
-    # the run vocabulary (dataclasses, hence inspect) only where a CLI runs (docs/vocabulary.md)
+    # the run vocabulary (dataclasses, hence inspect) only where a CLI runs (docs/performance.md)
     "sessions": RUNTIME
     | DISPATCH
     | {"pydantic", "pydantic_core", "review_loop.agents.records", "uuid", "platform", "hashlib"}
@@ -174,7 +174,7 @@ def test_contract_quick_commands_import_only_what_they_need(
     if "importlib.metadata" in imported:  # what the registry's entry-point lookup brings
         imported -= metadata_modules()
     unneeded = sorted(FORBIDDEN[command] & imported)
-    assert not unneeded, f"`review-loop {command}` imports {unneeded} (docs/startup.md)"
+    assert not unneeded, f"`review-loop {command}` imports {unneeded} (docs/performance.md)"
 
 
 def test_contract_prefs_show_with_a_prefs_file_stays_without_pydantic(

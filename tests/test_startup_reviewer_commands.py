@@ -1,6 +1,6 @@
 """Contract tests of start-up for the commands that run reviewers (``consult`` first).
 
-A list, not a timer (``docs/startup.md``): the help pages are imported only by a command
+A list, not a timer (``docs/performance.md``): the help pages are imported only by a command
 line that asks for help; the TOML parser only when there is a prefs file; the deadline flag
 and the prefs reader build no pydantic model.
 """

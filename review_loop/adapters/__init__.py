@@ -2,7 +2,7 @@
 
 Names are imported on first use: the registry (``get_adapter``, ``known_products``...) is
 cheap, while ``base`` loads the vocabulary of :mod:`review_loop.agents.models` and every
-adapter's parsing, which ``help`` and ``prefs`` never need (``docs/startup.md``).
+adapter's parsing, which ``help`` and ``prefs`` never need (``docs/performance.md``).
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 - **Grok Build** (xAI; help lists ``--sandbox`` and ``--output-format``): read-only by
   construction with ``--sandbox read-only``, a read-only tool list, ``--deny MCPTool`` and
-  ``--permission-mode dontAsk`` (docs/origins.md §3.4, docs/peers.md appendix A). One JSON object
-  on stdout with ``text``, ``stopReason`` and ``sessionId``; resumable with ``-r <id>``.
+  ``--permission-mode dontAsk`` (docs/origins.md §3.4; docs/cli-adapters.md, "Facts the
+  adapters rely on"). One JSON object on stdout with ``text``, ``stopReason`` and
+  ``sessionId``; resumable with ``-r <id>``.
 - **npm ``@vibe-kit/grok-cli`` 0.0.34** (help lists ``--max-tool-rounds``, no
   ``--sandbox``): headless mode auto-approves every tool, writes included, and it keeps no
   sessions (docs/cli-adapters.md §3). It is never given the user's tree: the invocation says

@@ -2,7 +2,7 @@
 
 Plain functions kept apart from :mod:`review_loop.agents.review` (which re-exports them),
 so that a command that only needs the slug — ``ledger show`` names its run by it — does
-not import the review models (``docs/startup.md``).
+not import the review models (``docs/performance.md``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Plain constants several layers share, importable without pydantic.
 
-``help`` and ``prefs show`` read these and nothing heavier (``docs/startup.md``); the
+``help`` and ``prefs show`` read these and nothing heavier (``docs/performance.md``); the
 modules that define the shapes import them from here.
 """
 

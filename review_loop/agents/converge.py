@@ -121,7 +121,7 @@ GOALS = ("completed", "active-checkpoint", "not-created", "deferred-conflict")
 
 class _Model(BaseModel):
     # defer_build: a model's validator is built when first used, not at import (``ledger
-    # show`` needs the ledger's, not the blind review's; docs/startup.md)
+    # show`` needs the ledger's, not the blind review's; docs/performance.md)
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 

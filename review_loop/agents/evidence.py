@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # the pydantic model, built on first use (``docs/startup.md``)
+if TYPE_CHECKING:  # the pydantic model, built on first use (``docs/performance.md``)
     from review_loop.agents.evidence_model import Evidence as Evidence
 
 # ECMAScript WhiteSpace + LineTerminator: what ``\s`` and ``String.prototype.trim`` strip.

@@ -2,7 +2,7 @@
 
 Imported through :mod:`review_loop.agents.evidence` (``from review_loop.agents.evidence
 import Evidence``); kept apart so that computing and printing evidence needs no pydantic
-(``docs/startup.md``).
+(``docs/performance.md``).
 """
 
 from __future__ import annotations

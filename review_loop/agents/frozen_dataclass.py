@@ -4,7 +4,7 @@
 ``__repr__``, ``__eq__``, ``__hash__``, ``__setattr__`` and ``__delattr__`` for each class
 and compiles it with ``exec`` when the class is defined: about 0.45 ms a class on
 Python 3.11, paid by every process that imports the class, before anything runs
-(``consult`` defines about fifteen of them: ``docs/consult-startup.md``). This decorator
+(``consult`` defines about fifteen of them: ``docs/performance.md``). This decorator
 makes the same class with the same behaviour, but its methods are closures written once in
 this module (compiled once, into its bytecode cache) over the class's field names: about a
 tenth of the cost to define, under a microsecond more to build an instance.

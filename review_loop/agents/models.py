@@ -4,9 +4,9 @@ These are pure data, immutable once built. Building or reading them performs no 
 adapters can be tested without spawning anything and the orchestrator can journal them.
 They are built by this code base alone (the adapters, the process layer, the dispatcher),
 never from untrusted input, so they are not validated at run time: ``mypy --strict`` is
-their check, and importing them costs no pydantic (``docs/startup.md``).
+their check, and importing them costs no pydantic (``docs/performance.md``).
 
-Two kinds, by what is done with them (``docs/vocabulary.md``):
+Two kinds, by what is done with them (``docs/performance.md``):
 
 - **The run vocabulary** (:class:`AgentRequest`, :class:`Capabilities`,
   :class:`Invocation`, :class:`Completed`, :class:`Usage`, :class:`Reply`,

@@ -4,14 +4,14 @@ The public embedding API returns pydantic models (:mod:`review_loop.agents.recor
 ``Delivery``, ``Attempt``, ``Fallback``, ``RecordError``, ``SessionRecord``), and they stay
 the contract (validation, ``model_dump``, JSON Schemas). The dispatcher builds these values
 itself, from data it computed, so validating them again would only cost start-up: the
-core builds the plain twins below (``docs/plain-core.md``), which ``review-loop consult``
+core builds the plain twins below (``docs/performance.md``), which ``review-loop consult``
 and the workflows print and write directly, and
 :func:`review_loop.agents.records.public_delivery` turns a twin into the model once, at the
 public boundary (``Dispatcher.consult``/``fan_out``).
 
 Each twin is a frozen, slotted, keyword-only stdlib dataclass (made by
 :func:`~review_loop.agents.frozen_dataclass.frozen_dataclass`, which compiles no code when
-the class is defined: ``docs/consult-startup.md``). It has its model's field names, in the
+the class is defined: ``docs/performance.md``). It has its model's field names, in the
 same order, with the same defaults, and its
 :meth:`document` is exactly the model's ``model_dump(mode="json", by_alias=True)``;
 ``tests/agents/test_outcomes.py`` holds each twin to its model over real deliveries.
@@ -48,7 +48,7 @@ INTERRUPTED: Final = "interrupted"
 class RecordError:
     """A record that could not be written: which file, the errno's name, the message.
 
-    The answer it belonged to is still delivered (printed); see ``docs/recording-failures.md``.
+    The answer it belonged to is still delivered (printed); see ``docs/handoff-writes.md``.
     """
 
     path: str

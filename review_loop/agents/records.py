@@ -61,7 +61,7 @@ class SessionRecord(BaseModel):
 class RecordError(BaseModel):
     """A record that could not be written: which file, the errno's name, the message.
 
-    The answer it belonged to is still delivered (printed); see ``docs/recording-failures.md``.
+    The answer it belonged to is still delivered (printed); see ``docs/handoff-writes.md``.
     """
 
     model_config = ConfigDict(frozen=True, defer_build=True)

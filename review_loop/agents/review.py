@@ -33,7 +33,7 @@ from review_loop.agents.constants import DEFAULT_ROUNDS as DEFAULT_ROUNDS
 # -- branch slug (origins §3.3) ---------------------------------------------------------
 
 # ``branch_identity`` and ``branch_slug`` (imported above) live in agents/branch.py: plain,
-# so ``ledger show`` names its run without the review models (docs/startup.md).
+# so ``ledger show`` names its run without the review models (docs/performance.md).
 
 
 def legacy_branch_slug(branch: str) -> str:

@@ -65,8 +65,7 @@ def _named(path: str) -> str:
     return path_name(path.encode("utf-8", "surrogateescape"))
 
 
-def _chunk_path(text: str) -> str | None:
-    lines = text.splitlines()
+def _chunk_path(lines: Sequence[str]) -> str | None:
     if lines and lines[0] == "review-evidence untracked-symlink-v1" and len(lines) > 2:
         try:
             value = json.loads(lines[2])
@@ -74,6 +73,8 @@ def _chunk_path(text: str) -> str | None:
             return None
         return value if isinstance(value, str) else None
     for line in lines[1:12]:
+        if line[:1] not in ("+", "-", "r"):  # none of the prefixes below can match
+            continue
         for prefix, strip in (("+++ ", "b/"), ("rename to ", ""), ("--- ", "a/")):
             if line.startswith(prefix):
                 raw = _unquote_git(line[len(prefix) :].rstrip("\t"))
@@ -97,13 +98,10 @@ def split_diff(diff_text: str) -> list[DiffChunk]:
         if not part.strip():
             continue
         body = part.rstrip("\n")
-        added = sum(
-            1 for line in body.splitlines() if line.startswith("+") and not line.startswith("+++")
-        )
-        removed = sum(
-            1 for line in body.splitlines() if line.startswith("-") and not line.startswith("---")
-        )
-        chunks.append(DiffChunk(_chunk_path(body), body, added, removed))
+        lines = body.splitlines()  # once per part: a tree of 100,000 new files has as many
+        added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
+        removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
+        chunks.append(DiffChunk(_chunk_path(lines), body, added, removed))
     return chunks
 
 
@@ -118,7 +116,11 @@ class DiffView:
 
 
 def diff_view(diff_text: str, changed: Sequence[str], budget: int) -> DiffView:
-    """Inline whole file diffs while they fit ``budget``; name every other changed path."""
+    """Inline whole file diffs while they fit ``budget``; name every other changed path.
+
+    Linear in the number of changed paths and diff parts (a vendored tree or a generated
+    directory can change 100,000 paths): every membership test is a set or dict lookup.
+    """
     if not diff_text.strip():
         return DiffView("(empty: no changes against the base)", "empty", ())
     if len(diff_text) <= budget:
@@ -133,30 +135,50 @@ def diff_view(diff_text: str, changed: Sequence[str], budget: int) -> DiffView:
             used += len(chunk.text) + 2
         else:
             left.append(chunk)
-    inline_paths = {c.path for c in shown}
-    summarised = [p for p in changed if p not in inline_paths]
-    for chunk in left:
-        if chunk.path is not None and chunk.path not in summarised and chunk.path not in changed:
-            summarised.append(chunk.path)
+    summarised = _summarised_paths(changed, shown, left)
+    stats = _left_stats(left)
     unnamed = sum(1 for c in left if c.path is None)
-    lines = [c.text for c in shown]
     summary = ["Not shown inline (read these in the frozen evidence file):"]
     for path in summarised:
-        stats = [c for c in left if c.path == path]
-        if stats:
-            add, rem = sum(c.added for c in stats), sum(c.removed for c in stats)
-            size = sum(len(c.text) for c in stats)
+        if path in stats:
+            add, rem, size = stats[path]
             summary.append(f"- {path} (+{add} -{rem}, {size} characters of diff)")
         else:
             summary.append(f"- {path}")
     if unnamed:
         summary.append(f"- {unnamed} further diff part(s) without a file header")
-    text = "\n\n".join([*lines, "\n".join(summary)])
+    text = "\n\n".join([*(c.text for c in shown), "\n".join(summary)])
     note = (
         f"summarised: {len(shown)} of {len(chunks)} file diffs inline, "
         f"{len(summarised)} path(s) only named"
     )
     return DiffView(text, note, tuple(summarised))
+
+
+def _summarised_paths(
+    changed: Sequence[str], shown: Sequence[DiffChunk], left: Sequence[DiffChunk]
+) -> list[str]:
+    """The changed paths not inlined (in ``changed``'s order, repeats kept), then each path
+    of a left-over diff part that ``changed`` does not list, once, in diff order."""
+    inline_paths = {c.path for c in shown}
+    summarised = [p for p in changed if p not in inline_paths]
+    listed = set(changed)
+    extra: set[str] = set()
+    for chunk in left:
+        if chunk.path is not None and chunk.path not in listed and chunk.path not in extra:
+            extra.add(chunk.path)
+            summarised.append(chunk.path)
+    return summarised
+
+
+def _left_stats(left: Sequence[DiffChunk]) -> dict[str, tuple[int, int, int]]:
+    """``path: (added, removed, characters)`` summed over the path's left-over parts."""
+    stats: dict[str, tuple[int, int, int]] = {}
+    for chunk in left:
+        if chunk.path is not None:
+            add, rem, size = stats.get(chunk.path, (0, 0, 0))
+            stats[chunk.path] = (add + chunk.added, rem + chunk.removed, size + len(chunk.text))
+    return stats
 
 
 @dataclass(frozen=True, slots=True)

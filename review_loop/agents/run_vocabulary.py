@@ -2,7 +2,7 @@
 
 Part of :mod:`review_loop.agents.models` (import these names from there; it loads this
 module on first use, so ``sessions``, which runs no CLI, never defines these classes nor
-imports :mod:`dataclasses`: ``docs/startup.md``).
+imports :mod:`dataclasses`: ``docs/performance.md``).
 
 These are frozen, slotted, keyword-only stdlib dataclasses, because the run path changes
 them with ``dataclasses.replace`` (the dispatcher, masking, the codex adapter) and
@@ -10,7 +10,7 @@ pydantic validates and describes ``Reply`` and ``Usage`` inside the public ``Del
 (it reads stdlib dataclasses natively and emits their JSON Schemas). They are built by this
 code base alone, never from untrusted input, so ``mypy --strict`` is their check. They are
 made by :func:`~review_loop.agents.frozen_dataclass.frozen_dataclass`, the same dataclass
-without compiling its methods on every start (``docs/consult-startup.md``).
+without compiling its methods on every start (``docs/performance.md``).
 """
 
 from __future__ import annotations

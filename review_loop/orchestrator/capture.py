@@ -57,7 +57,7 @@ class BoundedCapture:
     """The head and the tail of a stream in memory; all of it, up to a cap, in a spill.
 
     A plain slotted class, not a dataclass: ``@dataclass`` compiles its methods when the
-    class is defined, on every reviewer command's start (``docs/consult-startup.md``).
+    class is defined, on every reviewer command's start (``docs/performance.md``).
     ``keep_cap`` of 0 (or at most the head) keeps nothing whole: past its head and tail
     the stream's middle is dropped (stderr, whose whole is never needed).
     """

@@ -29,6 +29,7 @@ import json
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
+from contextvars import ContextVar
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -115,6 +116,8 @@ if TYPE_CHECKING:
 RESUME_NOT_FOUND_WINDOW_MS = 5000
 EVENTS_FILE = "events.jsonl"
 PROBE_DEADLINE_S = 15.0
+OUTCOMES_KEPT = 128
+"""How many deliveries :attr:`Dispatcher.outcomes` keeps (the newest), by default."""
 
 
 @frozen_dataclass  # @dataclass(frozen=True, slots=True, kw_only=True), defined cheaply
@@ -268,7 +271,7 @@ class _InFlight:
     empty file made while the CLI ran that is to become its finished record.
 
     A plain class: a dataclass would only generate methods nobody calls, at about half a
-    millisecond of every command's start (``docs/dispatcher-path.md``).
+    millisecond of every command's start (``docs/performance.md``).
     """
 
     __slots__ = (
@@ -346,13 +349,43 @@ class _InFlight:
             self.indexed = False
 
 
+class _Call:
+    """One request's call in progress: its cancel scope and what it ended with.
+
+    ``caller_error``: the first exception the caller's progress callback raised during
+    the call; ``raised``: an error of the request itself (bad input). A plain slotted class,
+    as :class:`_InFlight` is.
+    """
+
+    __slots__ = ("caller_error", "delivery", "raised", "scope")
+
+    def __init__(self) -> None:
+        self.scope = anyio.CancelScope()
+        self.delivery: Delivery | None = None
+        self.caller_error: Exception | None = None
+        self.raised: Exception | None = None
+
+
+_CALL: ContextVar[_Call | None] = ContextVar("review_loop_call", default=None)
+"""The call the current task works for (:meth:`Dispatcher._say` ends it)."""
+
+
+def _outcomes_bound(value: object) -> int:
+    """``keep_outcomes``: a positive integer, or a clear error naming it."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(
+            "keep_outcomes", f"{value!r} is not a number of deliveries", "an integer >= 1"
+        )
+    return value
+
+
 class Dispatcher:
     """Runs peer requests. Create with :func:`open_dispatcher`.
 
     :meth:`consult` and :meth:`fan_out` are the public API: they return the pydantic
     models of :mod:`review_loop.agents.records`. The core, :meth:`ask` and :meth:`ask_all`,
     returns their plain twins (:mod:`review_loop.agents.outcomes`), which the command line
-    and the workflows print and write without importing pydantic (``docs/startup.md``);
+    and the workflows print and write without importing pydantic (``docs/performance.md``);
     :attr:`outcomes` and :meth:`outcome_of` hold twins too.
 
     Attributes:
@@ -362,7 +395,10 @@ class Dispatcher:
         supervisors: where each session's supervisor is taken from.
         checkout: the located checkout (``git.locate``), when known.
         reaped: the records the start-up reaper finished.
-        outcomes: what became of each request asked so far, in order.
+        outcomes: what became of the requests asked so far, in order: the newest
+            ``keep_outcomes`` deliveries (:data:`OUTCOMES_KEPT` by default), each with its
+            answer text, so a long-lived dispatcher holds bounded memory. Older ones are
+            dropped (their records stay on disk); :meth:`outcome_of` finds only these.
     """
 
     def __init__(
@@ -373,6 +409,7 @@ class Dispatcher:
         progress: Callable[[str], None],
         supervisors: Supervisors | None = None,
         checkout: Checkout | None = None,
+        keep_outcomes: int = OUTCOMES_KEPT,
     ) -> None:
         # A plain class, not a dataclass: its generated methods (eq, repr) were never used,
         # and building them cost every command's start about half a millisecond.
@@ -383,6 +420,7 @@ class Dispatcher:
         self.checkout = checkout
         self.reaped: list[SessionRecord] = []
         self.outcomes: list[Delivery] = []
+        self.keep_outcomes = _outcomes_bound(keep_outcomes)
         self._interrupted: dict[Path, Attempt] = {}
         self._capabilities: dict[tuple[str, ...], Capabilities] = {}
         self._placed: dict[int, Path] = {}
@@ -412,16 +450,27 @@ class Dispatcher:
         return await self._tracked(request, claimed=set())
 
     async def ask_all(self, requests: Sequence[PeerRequest]) -> list[Delivery]:
-        """:meth:`fan_out`, returning the plain twins of the deliveries."""
+        """:meth:`fan_out`, returning the plain twins of the deliveries.
+
+        An error one request raises (the caller's progress callback broke) ends the
+        others' sessions too, then is raised as it is, not inside an exception group.
+        """
         results: list[Delivery | None] = [None] * len(requests)
         claimed = {resolve_peer(r.peer, self.prefs).product for r in requests}
+        errors: list[Exception] = []
 
         async def run(index: int, request: PeerRequest) -> None:
-            results[index] = await self._tracked(request, claimed=claimed)
+            try:
+                results[index] = await self._tracked(request, claimed=claimed)
+            except Exception as error:
+                errors.append(error)
+                group.cancel_scope.cancel()
 
         async with anyio.create_task_group() as group:
             for index, request in enumerate(requests):
                 group.start_soon(run, index, request)
+        if errors:
+            raise errors[0]
         return [r for r in results if r is not None]
 
     # -- internals ---------------------------------------------------------------------
@@ -430,19 +479,67 @@ class Dispatcher:
         """:meth:`_deliver`, keeping what became of the request in :attr:`outcomes`.
 
         On cancellation (a signal to ``review-loop``, or the embedding program's cancel
-        scope) the session has been ended and its record finished as ``interrupted`` by
-        :meth:`_attempt`; an ``interrupted`` delivery joins :attr:`outcomes`, so a caller
-        can still report the answers that did arrive, and the cancellation propagates.
+        scope or ``Task.cancel()``, however often) the session has been ended and its
+        record finished as ``interrupted`` by :meth:`_attempt` before this returns; an
+        ``interrupted`` delivery joins :attr:`outcomes`, so a caller can still report the
+        answers that did arrive, and the cancellation propagates. An error the caller's
+        progress callback raised ends the session the same way, then is raised as it is.
+
+        The request runs in a task of its own: asyncio's ``Task.cancel()`` of the caller's
+        task, which no shield stops, reaches only this task's wait for it, and anyio's task
+        group turns it into a cancel scope's cancellation there, which the shielded
+        teardown below holds against, and waits for the task to end.
         """
         started = anyio.current_time()
         request = await self._place(request)
+        call = _Call()
         try:
-            delivery = await self._deliver(request, claimed=claimed)
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._deliver_call, call, request, claimed)
         except anyio.get_cancelled_exc_class():
-            self.outcomes.append(self._interrupted_delivery(request, started))
+            self._keep(self._interrupted_delivery(request, started))
             raise
-        self.outcomes.append(delivery)
+        if call.raised is not None:
+            raise call.raised  # the request's own error (bad input), not inside a group
+        delivery = call.delivery or self._interrupted_delivery(request, started)
+        self._keep(delivery)
+        if call.caller_error is not None:
+            raise call.caller_error
         return delivery
+
+    async def _deliver_call(self, call: _Call, request: PeerRequest, claimed: set[str]) -> None:
+        """:meth:`_deliver` in the call's task, inside the call's own cancel scope (which
+        :meth:`_say` cancels when the caller's callback breaks)."""
+        _CALL.set(call)  # this task's context: the attempt's liveness task inherits it
+        try:
+            with call.scope:
+                call.delivery = await self._deliver(request, claimed=claimed)
+        except Exception as error:
+            call.raised = error
+
+    def _keep(self, delivery: Delivery) -> None:
+        """Add ``delivery`` to :attr:`outcomes`, dropping the oldest past the bound."""
+        self.outcomes.append(delivery)
+        del self.outcomes[: -self.keep_outcomes]
+        while len(self._placed) > self.keep_outcomes:
+            del self._placed[next(iter(self._placed))]  # the oldest placement first
+
+    def _say(self, line: str) -> None:
+        """Hand ``line`` to the caller's progress callback.
+
+        An exception it raises is the caller's error, not the session's: it ends this
+        call (its session is ended and its record finished, as on cancellation) and the
+        call raises it (:meth:`_tracked`).
+        """
+        try:
+            self.progress(line)
+        except Exception as error:
+            call = _CALL.get()
+            if call is None:
+                raise
+            if call.caller_error is None:
+                call.caller_error = error
+            call.scope.cancel()
 
     def outcome_of(self, request: PeerRequest) -> Delivery:
         """What became of ``request``: its last outcome, else an ``interrupted`` delivery.
@@ -645,7 +742,7 @@ class Dispatcher:
                         )
                     )
                     log_event("fallback", level="warning", **fallbacks[-1].document())
-                    self.progress(
+                    self._say(
                         progress_line(
                             current.name, "fallback", to=fallback.name, why=fallbacks[-1].reason
                         )
@@ -836,7 +933,7 @@ class Dispatcher:
                 reason="refused",
                 detail=(
                     f"{current.peer.product} has no read-only mode here and no read-only mount "
-                    "namespace can be made here (docs/isolation.md), so it cannot run "
+                    "namespace can be made here (docs/reviewer-lockdown.md), so it cannot run "
                     "without being able to write to the repository"
                 ),
             )
@@ -976,7 +1073,7 @@ class Dispatcher:
             # The deadline the user set, not deadline + the grace it took to end.
             detail = timeout_detail(current.deadline_ms, completed.elapsed_ms)
             outcome = dataclasses.replace(outcome, detail=detail)
-        self.progress(_end_line(peer.name, outcome, completed))
+        self._say(_end_line(peer.name, outcome, completed))
         session_id = outcome.session_id or record.sessionId
         state = DeliveryState.DELIVERED if isinstance(outcome, Reply) else outcome.state
         reason = None if isinstance(outcome, Reply) else outcome.reason
@@ -1025,7 +1122,7 @@ class Dispatcher:
         interval = self.prefs.livenessMs / 1000
         while True:
             elapsed = anyio.current_time() - start
-            self.progress(
+            self._say(
                 f"[review-loop] reviewer={name} status=active elapsed={_clock(elapsed)} "
                 f"timeout={_clock(timeout_s)}"
             )
@@ -1154,6 +1251,7 @@ async def open_dispatcher(
     prefs: Prefs,
     progress: Callable[[str], None] | None = None,
     reap: bool = True,
+    keep_outcomes: int = OUTCOMES_KEPT,
 ) -> AsyncIterator[Dispatcher]:
     """Open a dispatcher for ``repo``.
 
@@ -1164,16 +1262,21 @@ async def open_dispatcher(
             ``git.locate`` has just made (the command line's) is used as it is.
         prefs: deadlines, grace, liveness interval and peer-command aliases: the ``Prefs``
             (as :func:`review_loop.load_prefs` returns it).
-        progress: receives the liveness lines (default: stderr).
+        progress: receives the liveness lines (default: stderr). An exception it raises
+            ends the call it was reporting on (sessions ended, records finished) and that
+            call raises it.
         reap: first find sessions of this repository whose recorded process is gone or
             whose owner died, end orphans, and mark their records (``Dispatcher.reaped``).
+        keep_outcomes: how many of the newest deliveries ``Dispatcher.outcomes`` keeps.
 
     The first session's supervisor is started first (a warm spare, :class:`.Supervisors`),
     so its interpreter starts while the repository is located and reaped.
     """
+    bound = _outcomes_bound(keep_outcomes)
     async with open_supervisors() as supervisors:
         dispatcher = await _opened(repo, prefs, progress or _stderr_line, reap=reap)
         dispatcher.supervisors = supervisors
+        dispatcher.keep_outcomes = bound
         yield dispatcher
 
 

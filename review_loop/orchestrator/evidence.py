@@ -43,7 +43,7 @@ original can digest):
 - a filter with no path in it (``--paths ""``) is ``None``, where the original keeps ``[]``;
 - a path whose name is not UTF-8, which the original loses (the U+FFFD name it looks up
   names no file), gets a chunk of its own and is listed C-quoted (:func:`path_name`);
-- git runs locked down (``docs/git-lockdown.md``): no textconv, external diff or
+- git runs locked down (``docs/reviewer-lockdown.md``): no textconv, external diff or
   repository-defined filter shapes the text.
 
 The differences are in ``docs/origins.md`` §3.6.

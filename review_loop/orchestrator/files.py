@@ -415,7 +415,7 @@ def make_temp_file(directory: Path, prefix: str, suffix: str) -> tuple[int, Path
     with _walk(directory, create=True, whole=True) as (dir_fd, _):
         while True:
             # os.urandom, not secrets.token_hex (the same bytes): ``secrets`` costs every
-            # command that reads state ~1.5 ms at import (docs/startup.md)
+            # command that reads state ~1.5 ms at import (docs/performance.md)
             name = f"{prefix}{os.urandom(6).hex()}{suffix}"
             flags = os.O_RDWR | os.O_CREAT | os.O_EXCL
             with suppress(FileExistsError):
@@ -683,7 +683,7 @@ def iso_utc(ns: int) -> str:
     The milliseconds are truncated, as ``datetime.isoformat(timespec="milliseconds")``
     does. Written with ``time`` rather than ``datetime``: every command that records
     anything calls it, and importing ``datetime`` cost each of them about half a
-    millisecond of start-up (``docs/startup.md``); a contract test holds the two equal.
+    millisecond of start-up (``docs/performance.md``); a contract test holds the two equal.
     """
     seconds, rest = divmod(ns, 1_000_000_000)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))

@@ -5,7 +5,7 @@ include) can name programs that git starts on its own: an fsmonitor hook, hooks,
 external diff, textconv and filter drivers, a pager, an ssh command, credential helpers,
 a gpg program. That configuration is not the user's: an agent working in the tree, or an
 edit review-loop applied, can write it. Every git review-loop runs gets its argv and its
-environment from here (``docs/git-lockdown.md``):
+environment from here (``docs/reviewer-lockdown.md``):
 
 - :data:`GLOBAL_OPTIONS` switch off what one setting names for every command:
   ``core.fsmonitor``, hooks (``core.hooksPath=/dev/null``), the pager, every transport

@@ -1,6 +1,6 @@
 """Running a CLI in a throw-away copy of the repository, inside a read-only mount namespace.
 
-Two levels (``docs/isolation.md``):
+Two levels (``docs/reviewer-lockdown.md``):
 
 - **whole file system** (:func:`sandbox_argv`), for a CLI that has no read-only mode of its
   own (docs/design.md: it gets "no write access anywhere but [its] own scratch space"): every
@@ -255,7 +255,7 @@ def temp_directories() -> list[Path]:
     none; when none is even writable (``os.access``), ``tempfile`` is asked (it falls back
     to the working directory). Looking in more places than needed is safe: what is removed
     is decided by name, owner and a dead owner process, never by place
-    (``docs/consult-startup.md``).
+    (``docs/performance.md``).
     """
     if "tempfile" not in sys.modules:
         named = [value for value in map(os.environ.get, TEMP_VARIABLES) if value]

@@ -71,7 +71,7 @@ class Mount:
 
     A small class, not a dataclass or a ``NamedTuple``: the orchestrator imports this
     module (for :data:`ISOLATION_FAILED_EXIT` and :data:`MARKER`) in every ``consult``, and
-    those cost ten to a hundred times as much to define (``docs/consult-startup.md``).
+    those cost ten to a hundred times as much to define (``docs/performance.md``).
     """
 
     __slots__ = ("fstype", "id", "mount_point", "parent", "read_only")

@@ -2,7 +2,7 @@
 
 Python's C encoder does not indent (CPython 3.11-3.13), so every pretty document went
 through the pure-Python encoder: for ``sessions`` over 2,000 records that was about a tenth
-of the whole command (``docs/startup.md``). :func:`pretty` walks the document itself and
+of the whole command (``docs/performance.md``). :func:`pretty` walks the document itself and
 leaves only the strings to the C encoder's own string escaper (the one ``json.dumps``
 uses), writing the same separators and indentation. It knows the plain JSON types: a
 ``str``, ``None``, ``True``/``False``, an ``int``, a ``float``, a ``list``/``tuple`` and a

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 LOGGER_NAME = "review_loop"
 # ``to_stderr`` was called: the stderr handler is attached with the logger itself, so a
-# command that logs nothing never imports logging (docs/startup.md).
+# command that logs nothing never imports logging (docs/performance.md).
 _cli_stderr = False
 
 

@@ -12,7 +12,8 @@ The invariants, coded once here (the design: ``docs/process-ownership.md``):
 - ``run_process`` never returns or raises before the child has been reaped, and no
   descendant it started survives: on deadline, STOP or cancellation the whole group and
   every member found get SIGTERM, then SIGKILL after ``grace`` seconds. All of that is
-  shielded from cancellation and never raises.
+  shielded from cancellation (asyncio's repeated ``Task.cancel()`` included) and never
+  raises.
 - stdout and stderr are drained concurrently with bounded memory and bounded disk
   (:mod:`.capture`): the head and the tail in memory, stdout whole up to a cap in a spill
   file in review-loop's temp directory (never the repository), removed when the session
@@ -41,7 +42,14 @@ import anyio.abc
 
 from review_loop.agents.frozen_dataclass import frozen_dataclass
 from review_loop.agents.models import Completed, Invocation
-from review_loop.orchestrator import early_spare, pidfd_process, pidfd_start, procfs, subreaper
+from review_loop.orchestrator import (
+    early_spare,
+    pidfd_process,
+    pidfd_start,
+    procfs,
+    shielded,
+    subreaper,
+)
 from review_loop.orchestrator.capture import OUTPUT_CAP as OUTPUT_CAP
 from review_loop.orchestrator.capture import BoundedCapture as BoundedCapture
 from review_loop.orchestrator.early_spare import MARKER_ENV as MARKER_ENV
@@ -236,13 +244,17 @@ async def _terminate(
     """SIGTERM everything in the tree, SIGKILL what is left after ``grace``, reap the child.
 
     ``thorough`` also finds (and waits for) the session's processes by the marker over the
-    whole machine. Shielded from cancellation, and it never raises: whatever goes wrong
-    while signalling, the group gets SIGKILL and the child is reaped before this returns.
+    whole machine. Shielded from cancellation, and it raises nothing of its own: whatever
+    goes wrong while signalling, the group gets SIGKILL and the child is reaped before this
+    returns. asyncio's ``Task.cancel()``, which a shield does not stop, cannot cut it short
+    either, however often it comes: such a cancellation is raised once the child is reaped
+    (:func:`.shielded.to_the_end`).
     """
     # Without a child to wait for, something outside the subtree holds the pipe: look wide.
     thorough = thorough or process is None
     alive = partial(tree.alive, thorough=thorough)
-    with anyio.CancelScope(shield=True):
+
+    async def end_tree() -> None:
         try:
             await anyio.to_thread.run_sync(
                 lambda: tree.signal_all(signal.SIGTERM, thorough=thorough)
@@ -263,6 +275,32 @@ async def _terminate(
             if process is not None:
                 with suppress(Exception):
                     await process.wait()
+
+    # Shielded, and not cut short by asyncio's Task.cancel() either, however often it comes.
+    await shielded.to_the_end(end_tree)
+
+
+async def _close_streams(process: anyio.abc.Process) -> None:
+    """Close the child's three pipes (stdin too: the feed closes it, but no feed ran if
+    ``on_started`` raised), every one of them, however often the task is cancelled.
+
+    Shielded; asyncio's ``Task.cancel()``, which the shield does not stop, lands at a
+    close's final checkpoint, after the pipe is closed: it is kept, the other pipes are
+    closed, then it is raised. (Cheaper than :func:`.shielded.to_the_end` on every
+    session's path.)
+    """
+    cancelled: BaseException | None = None
+    with anyio.CancelScope(shield=True):
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream is not None:
+                try:
+                    await stream.aclose()
+                except anyio.get_cancelled_exc_class() as cancel:
+                    cancelled = cancel
+                except Exception:  # a pipe that will not close is closed enough
+                    pass
+    if cancelled is not None:
+        raise cancelled
 
 
 async def _drain(
@@ -781,12 +819,7 @@ async def run_process(
     finally:
         out.close()  # the spill goes with its session, whatever happened
         err.close()
-        with anyio.CancelScope(shield=True):
-            # stdin too: the feed closes it, but no feed ran if on_started raised.
-            for stream in (process.stdin, process.stdout, process.stderr):
-                if stream is not None:
-                    with suppress(Exception):
-                        await stream.aclose()
+        await _close_streams(process)
 
     failure = subreaper.spawn_failure(process.returncode, err.value()) if tree.supervised else None
     if failure is not None:

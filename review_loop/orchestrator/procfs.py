@@ -3,7 +3,7 @@
 The few things review-loop asks about other processes — when did pid N start, is it a
 zombie, what are its children, what does its own environment say, signal it only if it is
 still the process we found — are each one small ``/proc`` read on Linux. Importing psutil
-for them cost every reviewer command about 10–15 ms of start-up (``docs/startup.md``); this
+for them cost every reviewer command about 10–15 ms of start-up (``docs/performance.md``); this
 module reads ``/proc`` itself with the standard library and imports psutil (inside the
 function that needs it) only where there is no ``/proc``.
 

@@ -65,7 +65,7 @@ class _Case:
     """One record of a dead owner, and what the reaper found and did.
 
     A plain class, not a dataclass: every dispatcher imports this module, and building a
-    dataclass costs its start about 0.3 ms (docs/startup.md).
+    dataclass costs its start about 0.3 ms (docs/performance.md).
     """
 
     __slots__ = ("ended", "leader", "path", "record", "survivors", "untrusted")

@@ -4,7 +4,7 @@ A reviewer's answer that has arrived is worth more than the file that was to rec
 The functions here write session records and event lines and, when the disk is full,
 read-only or forbidden, return a :class:`~review_loop.agents.outcomes.RecordError` (the
 path, the errno's name, the message) instead of raising, so the caller can still deliver
-the answer and say exactly what was not recorded. See ``docs/recording-failures.md``.
+the answer and say exactly what was not recorded. See ``docs/handoff-writes.md``.
 
 A session record that cannot be replaced atomically (no room for the temporary file) is
 rewritten in place as compact JSON, which is shorter than the pretty JSON it replaces and

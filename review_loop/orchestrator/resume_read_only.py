@@ -2,7 +2,7 @@
 
 Shared by ``sessions`` (every listed session) and ``consult`` (the session that answered).
 Its own module so that ``consult`` prints it without importing the session listing
-(``orchestrator.sessions`` and its record reader: ``docs/startup.md``).
+(``orchestrator.sessions`` and its record reader: ``docs/performance.md``).
 """
 
 from __future__ import annotations

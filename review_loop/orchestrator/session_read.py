@@ -4,7 +4,7 @@ A ``reviewer-session.json`` under ``.review-handoff/runtime/`` is untrusted inpu
 either ours (:class:`~review_loop.agents.records.SessionRecord`) or the original tool's
 (:class:`OriginalRecord`); anything else is skipped. The models decide; this module only
 spares ``sessions`` importing pydantic for the records that are plainly valid
-(``docs/sessions-listing.md``):
+(``docs/performance.md``):
 
 - :func:`plain_record` reads a record whose every field the model reads has the plain JSON
   type the model wants (``agents/record_fields.py``: an exact ``str``, ``int``, ``float``,

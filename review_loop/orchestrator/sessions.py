@@ -303,7 +303,7 @@ class _Entry(Written):
     """One entry of ``sessions``' output (:func:`session_document`), written in one piece.
 
     ``sessions`` prints thousands of them: one formatted string per entry is about a third
-    faster than walking each dict (``docs/sessions-listing.md``). The bytes are what
+    faster than walking each dict (``docs/performance.md``). The bytes are what
     ``json.dumps(indent=2)`` writes; anything but the entry's own keys and string or null
     values (a third-party adapter's title, say) is walked as any dict instead.
     """

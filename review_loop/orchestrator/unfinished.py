@@ -35,7 +35,7 @@ anyway), judged by the same rules: nothing is signalled on a record's word, only
 proven by the marker in their own environment. A planted stamp or a deleted entry only
 makes the reaper skip a record, which the repository could do as well by deleting or
 rewriting the record itself; a session's processes are ended by its supervisor when its
-owner dies, whatever the reaper finds. See ``docs/unfinished-index.md``.
+owner dies, whatever the reaper finds. See ``docs/performance.md``.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class Entry:
     """One entry: the record it names (``runtime/<first>/<second>/``) and its owner.
 
     A plain class, not a dataclass: the dispatcher imports this module, and building a
-    dataclass costs every command's start about 0.4 ms (docs/startup.md).
+    dataclass costs every command's start about 0.4 ms (docs/performance.md).
     """
 
     __slots__ = ("first", "name", "owner_pid", "owner_start", "second")

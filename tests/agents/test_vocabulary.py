@@ -1,4 +1,4 @@
-"""Contract tests of the adapter vocabulary's forms (``docs/vocabulary.md``).
+"""Contract tests of the adapter vocabulary's forms (``docs/performance.md``).
 
 The run vocabulary stays frozen stdlib dataclasses loaded on first use; the listing
 vocabulary is NamedTuples with the fields and defaults it had; ``EnvPassthrough`` is a

@@ -155,7 +155,7 @@ def review_loop_in_caller(peer: Peer, clone: Path, *args: str) -> tuple[Ran, dic
 
 def assert_records_untrusted(hostile: Hostile) -> None:
     """The reaper believed no forged record in the clone: git tracks them, so they are the
-    repository's, never this user's sessions (docs/unfinished-index.md) — none was
+    repository's, never this user's sessions (docs/performance.md) — none was
     rewritten, and every tracked file under ``.review-handoff/`` is as committed."""
     for name, path in hostile.forged.records.items():
         if name == "linked":  # reached only through a link: never read, never rewritten

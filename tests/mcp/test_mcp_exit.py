@@ -1,10 +1,10 @@
 """Process tests: ``review-loop mcp`` stopped by a signal exits 128 + the signal.
 
-As every command that runs reviewers (``docs/stops.md``): TERM, HUP or INT stop the server
-(its jobs' reviewers ended, their records ``interrupted``) and the exit status says which
-signal did it, not 2. The closing ``interrupted`` document is on stderr; stdout carries
-nothing but the protocol's own lines. The server is driven here over raw JSON-RPC lines
-(the SDK client reaps the server itself and hides its exit status).
+As every command that runs reviewers (``docs/process-ownership.md``): TERM, HUP or INT
+stop the server (its jobs' reviewers ended, their records ``interrupted``) and the exit
+status says which signal did it, not 2. The closing ``interrupted`` document is on
+stderr; stdout carries nothing but the protocol's own lines. The server is driven here
+over raw JSON-RPC lines (the SDK client reaps the server itself and hides its exit status).
 """
 
 from __future__ import annotations

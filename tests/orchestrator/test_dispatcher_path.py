@@ -1,4 +1,4 @@
-"""Contract and process tests of the dispatcher's work per session (docs/dispatcher-path.md).
+"""Contract and process tests of the dispatcher's work per session (docs/performance.md).
 
 What each consult pays besides its CLI was cut without weakening a promise; these tests
 hold each cut to the behaviour it stands for:

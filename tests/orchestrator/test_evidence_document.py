@@ -1,7 +1,7 @@
 """Contract test: the ``evidence`` command's plain fields are the pydantic model's dump.
 
 ``evidence_document`` prints what it computed without building the model
-(``docs/startup.md``); it must give exactly what ``attest_evidence(...).model_dump()`` gives:
+(``docs/performance.md``); it must give exactly what ``attest_evidence(...).model_dump()`` gives:
 the same keys in the same order, the same values, and a document the model accepts.
 """
 

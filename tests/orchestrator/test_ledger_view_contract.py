@@ -1,6 +1,6 @@
 """Contract tests: ``ledger show``'s plain reading is the ``Ledger`` model's, never looser.
 
-``workflows/ledger_view.py`` shows a signed ledger without pydantic (``docs/startup.md``).
+``workflows/ledger_view.py`` shows a signed ledger without pydantic (``docs/performance.md``).
 These tests hold it and the model path (``converge_gates.ledger_show``) together:
 
 - ledgers written by the real code (the ``ledger`` write verbs, ``save_ledger`` of a

@@ -1,7 +1,7 @@
 """Contract test: ``review-loop sessions`` prints exactly the bytes it always printed.
 
 The listing, the record reader and the JSON writer of ``sessions`` were rewritten for
-start-up (``docs/startup.md``): a plain reader stands for the pydantic models, ``os.scandir``
+start-up (``docs/performance.md``): a plain reader stands for the pydantic models, ``os.scandir``
 for globbing, a C-leaf indenting writer for ``json.dumps(indent=2)``. The golden files were
 written by the code before that rewrite; each run of the real process over one hostile,
 varied repository (ours and the original's records, lax values only the model reads,

@@ -1,7 +1,7 @@
 """Contract tests: ``sessions`` asks git for the tracked records while it reads them.
 
 ``sessions._records`` starts ``git ls-files`` in a thread before reading the records
-(``docs/sessions-listing.md``). What it answers is what it answered when git ran after the
+(``docs/performance.md``). What it answers is what it answered when git ran after the
 reading: a committed record is skipped, git's absence is an error only when there are
 records to filter, and no thread (hence no git) outlives the call.
 """

@@ -12,7 +12,7 @@ def load_prompt(name: str) -> str:
 
     Read beside this file when the package is on disk; through ``importlib.resources``
     otherwise (a zip, another loader), whose import costs every reviewer command about
-    1.5 ms of start-up (docs/startup.md).
+    1.5 ms of start-up (docs/performance.md).
     """
     try:
         text = (Path(__file__).parent / f"{name}.md").read_text(encoding="utf-8")

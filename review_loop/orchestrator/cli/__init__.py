@@ -10,8 +10,8 @@ Contract (as the original ``review-loop``):
 - TERM, HUP and INT to a command that runs reviewers (:data:`REVIEWER_COMMANDS`) are
   cancellation: every reviewer is ended, records say ``interrupted``, one JSON document
   (``ok: false``, ``"signal"``, ``"interrupted"``) is printed, exit 128 + the signal
-  (:mod:`.stops`, ``docs/stops.md``). Other commands keep the default actions, except that
-  Ctrl-C prints no traceback (exit 130).
+  (:mod:`.stops`, ``docs/process-ownership.md``). Other commands keep the default
+  actions, except that Ctrl-C prints no traceback (exit 130).
 
 Start-up is part of the product: each command lives in its own module, imported only when
 that command runs, so ``sessions`` never pays for the dispatcher.
@@ -59,7 +59,7 @@ REVIEWER_COMMANDS = frozenset(
     {"consult", "run", "verify-diff", "converge", "blind-review", "preflight", "audit", "mcp"}
 )
 # The words that ask for a person's help or the version. Here, not in .manual: a command
-# line without one never imports the help pages (docs/startup.md).
+# line without one never imports the help pages (docs/performance.md).
 HELP_FLAGS = ("-h", "--help")
 VERSION_FLAGS = ("-V", "--version")
 
@@ -266,7 +266,7 @@ def main() -> NoReturn:
     """
     # Start-up allocates hundreds of thousands of objects (modules, classes, functions) that
     # live as long as the process: the collections they trigger find no garbage and cost
-    # about 6-8 ms of every command (docs/startup.md). A reviewer command turns collection
+    # about 6-8 ms of every command (docs/performance.md). A reviewer command turns collection
     # back on once it runs (``stops.run_cancellable``); the others are short and end below.
     gc.disable()
     from review_loop.orchestrator import std_streams
@@ -299,7 +299,7 @@ def main() -> NoReturn:
     sys.stderr = stderr
     # The process ends here: what it built is freed with it. Frozen, the interpreter's last
     # garbage collections do not walk every module's objects first (about 6-8 ms of every
-    # command's exit; docs/startup.md). atexit handlers and the flush of stdout still run.
+    # command's exit; docs/performance.md). atexit handlers and the flush of stdout still run.
     gc.freeze()
     sys.exit(code)
 

@@ -111,7 +111,7 @@ def positive_seconds(value: str, field: str) -> int:
     Raises:
         InputError: naming ``field``, the value, and the accepted range.
     """
-    # the plain bounds, not prefs.model's re-export: that would build pydantic (docs/startup.md)
+    # the plain bounds, not prefs.model's re-export: that would build pydantic (docs/performance.md)
     from review_loop.prefs.defaults import MAX_TIMEOUT_MS, MIN_TIMEOUT_MS
 
     accepted = (

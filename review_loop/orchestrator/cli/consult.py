@@ -40,7 +40,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
 
     git locates the checkout while the rest of consult is imported and its arguments are
     checked; its answer is asked for where the checks always asked it, so the same input
-    is refused with the same error (``docs/consult-startup.md``). The session's
+    is refused with the same error (``docs/performance.md``). The session's
     supervisor starts meanwhile too (the early spare, adopted by the dispatcher's pool;
     leaving the block without that ends it: ``docs/process-ownership.md``).
     """

@@ -88,7 +88,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     run = check_run(args.run) if args.run else default_run(repo)
     if args.action == "show":
         # read-only: a signed ledger is shown without pydantic; anything unusual goes to
-        # the model (workflows/ledger_view.py, docs/startup.md)
+        # the model (workflows/ledger_view.py, docs/performance.md)
         from review_loop.orchestrator.workflows.ledger_view import ledger_show
 
         return ledger_show(repo, run)

@@ -23,7 +23,7 @@ from review_loop.orchestrator.cli import HELP_FLAGS
 
 
 # NamedTuple, not a dataclass: a bare ``review-loop``, ``-h`` and ``--version`` import this
-# module, and dataclasses (with inspect) would cost them a few ms (docs/startup.md).
+# module, and dataclasses (with inspect) would cost them a few ms (docs/performance.md).
 class Flag(NamedTuple):
     """One flag or positional argument: how it is written, what it means, its default."""
 

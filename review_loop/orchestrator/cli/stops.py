@@ -7,7 +7,7 @@ layer ends each reviewer's tree (group, descendants, marker; TERM, grace, KILL; 
 the dispatcher finishes each record as ``interrupted``, and the workflow hands over the
 document of what had ended (answers that arrived are kept). The command then prints ONE
 JSON document (``ok: false``, ``"signal"``, ``"interrupted": [peer, ...]``) and exits
-128 + the signal's number. See ``docs/stops.md``.
+128 + the signal's number. See ``docs/process-ownership.md``.
 
 How the signal reaches the loop:
 
@@ -59,7 +59,7 @@ class Stop:
 
     A plain class, not a dataclass: every command that runs reviewers builds one before
     its arguments are checked, and the dataclass machinery is start-up it does not need
-    (docs/startup.md).
+    (docs/performance.md).
 
     Attributes:
         signals: the signals handled (those not ignored when review-loop started).

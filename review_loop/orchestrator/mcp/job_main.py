@@ -4,9 +4,9 @@
 ``review-loop ARGS`` runs (the same :func:`~review_loop.orchestrator.cli.main`). Its one
 addition: a watcher thread that sends this process ``SIGTERM`` as soon as its parent is no
 longer ``OWNER_PID`` (the server was killed, even with ``kill -9``). For a command that runs
-reviewers ``SIGTERM`` is cancellation (``docs/stops.md``): every reviewer is ended, every
-record finished as ``interrupted``. So no job outlives its server by more than one poll and
-one cleanup.
+reviewers ``SIGTERM`` is cancellation (``docs/process-ownership.md``): every reviewer is
+ended, every record finished as ``interrupted``. So no job outlives its server by more than
+one poll and one cleanup.
 """
 
 from __future__ import annotations

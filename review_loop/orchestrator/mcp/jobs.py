@@ -9,7 +9,7 @@ still running on its next ``job_wait``.
 
 Stopping a job is the CLI's own cancellation: ``SIGTERM`` to its process, which ends every
 reviewer (TERM, grace, KILL), finishes their records as ``interrupted`` and prints the
-``interrupted`` document (``docs/stops.md``). The server waits for that, bounded by
+``interrupted`` document (``docs/process-ownership.md``). The server waits for that, bounded by
 :data:`STOP_BOUND_S`; a job still alive after it is killed with its whole group. When the
 server stops (signal, client gone) every job is stopped this way before it exits.
 """

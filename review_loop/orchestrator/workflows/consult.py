@@ -53,7 +53,7 @@ class ConsultPlan(NamedTuple):
     """A validated consult: who is asked what, with which fallbacks.
 
     Built with keywords and only read: a ``NamedTuple``, a tenth of a dataclass's cost to
-    define on every ``consult`` (``docs/vocabulary.md``).
+    define on every ``consult`` (``docs/performance.md``).
     """
 
     peers: tuple[str, ...]

@@ -80,7 +80,7 @@ def check_run(name: str) -> str:
 
 
 # NamedTuples, not dataclasses: ``ledger show`` reads this module, and dataclasses costs it
-# about 4 ms (it imports ``inspect``; docs/startup.md)
+# about 4 ms (it imports ``inspect``; docs/performance.md)
 class RunPaths(NamedTuple):
     """Where one converge run keeps its files."""
 

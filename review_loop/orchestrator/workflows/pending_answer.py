@@ -11,7 +11,7 @@ secret (:mod:`~review_loop.orchestrator.state_auth`), to the packet's runtime di
 :func:`take_answer` gives it back only when its MAC is valid and it answers exactly this
 question: same repository, packet, round and prompt (SHA-256). A forged or stale file is
 reported as untrusted and ignored (the reviewer is asked). :func:`clear_answer` removes it
-once the round is recorded. See ``docs/recording-failures.md``.
+once the round is recorded. See ``docs/handoff-writes.md``.
 """
 
 from __future__ import annotations

@@ -484,7 +484,7 @@ def packet_lock(runtime: Path) -> Iterator[str]:
     An existing lock is reclaimed only when its owner is proven gone (:func:`owner_gone`:
     its pid dead, another boot, or the pid now another process's, by start time), or when
     its owner file is missing or empty and the lock is older than 2 s (a crash between
-    mkdir and write). ``docs/stops.md`` ("The packet lock").
+    mkdir and write). ``docs/process-ownership.md`` ("The packet lock").
 
     Raises:
         StateError: ``PACKET_LOCK_HELD`` — another live process holds the lock.
