@@ -108,7 +108,7 @@ from review_loop.orchestrator.recording import (
 )
 from review_loop.prefs.defaults import MAX_TIMEOUT_MS
 from review_loop.prefs.home import state_home
-from review_loop.prefs.view import PrefsView, as_view
+from review_loop.prefs.model import Prefs
 
 if TYPE_CHECKING:
     from review_loop.prefs.model import Prefs
@@ -202,7 +202,7 @@ class ResolvedPeer:
     command: tuple[str, ...]
 
 
-def resolve_peer(name: str, prefs: Prefs | PrefsView, *, field: str = "--peer") -> ResolvedPeer:
+def resolve_peer(name: str, prefs: Prefs, *, field: str = "--peer") -> ResolvedPeer:
     """Resolve a product name or alias.
 
     Raises:
@@ -403,7 +403,7 @@ class Dispatcher:
         self,
         *,
         repo: Path,
-        prefs: PrefsView,
+        prefs: Prefs,
         progress: Callable[[str], None],
         supervisors: Supervisors | None = None,
         checkout: Checkout | None = None,
@@ -1232,7 +1232,7 @@ def _stderr_line(text: str) -> None:
 async def open_dispatcher(
     *,
     repo: Path | str | Checkout,
-    prefs: Prefs | PrefsView,
+    prefs: Prefs,
     progress: Callable[[str], None] | None = None,
     reap: bool = True,
     keep_outcomes: int = OUTCOMES_KEPT,
@@ -1245,7 +1245,7 @@ async def open_dispatcher(
             records (see ``PeerRequest.record_dir``). A :class:`~.git.Checkout` that
             ``git.locate`` has just made (the command line's) is used as it is.
         prefs: deadlines, grace, liveness interval and peer-command aliases: the ``Prefs``
-            model (as :func:`review_loop.load_prefs` returns it) or its plain ``PrefsView``.
+            (as :func:`review_loop.load_prefs` returns it).
         progress: receives the liveness lines (default: stderr). An exception it raises
             ends the call it was reporting on (sessions ended, records finished) and that
             call raises it.
@@ -1258,7 +1258,7 @@ async def open_dispatcher(
     """
     bound = _outcomes_bound(keep_outcomes)
     async with open_supervisors() as supervisors:
-        dispatcher = await _opened(repo, as_view(prefs), progress or _stderr_line, reap=reap)
+        dispatcher = await _opened(repo, prefs, progress or _stderr_line, reap=reap)
         dispatcher.supervisors = supervisors
         dispatcher.keep_outcomes = bound
         yield dispatcher
@@ -1276,7 +1276,7 @@ def _reap_and_sweep(repo: Path, grace: float) -> list[SessionRecord]:
 
 
 async def _opened(
-    repo: Path | str | Checkout, prefs: PrefsView, progress: Callable[[str], None], *, reap: bool
+    repo: Path | str | Checkout, prefs: Prefs, progress: Callable[[str], None], *, reap: bool
 ) -> Dispatcher:
     """The dispatcher of :func:`open_dispatcher`, with its repository located and reaped."""
     # An existing git checkout (its top level), never created.

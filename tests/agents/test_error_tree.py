@@ -30,10 +30,11 @@ NEVER_RAISED_TO_A_CALLER = {
     # review-loop can be imported there); its main() turns it into exit 97 and a line.
     "review_loop.orchestrator.isolation_wrapper.IsolationError",
     # Private control flow, caught in the module that raises it: "not plain, let the
-    # general path decide" (json.dumps, the model path, tomllib, the template's writer).
+    # general path decide" (json.dumps, the model path, the template's writer), or "this
+    # key refused" (the prefs reader turns it into a PrefsError naming the key).
     "review_loop.orchestrator.json_text._Unplain",
     "review_loop.orchestrator.workflows.ledger_view._Unusual",
-    "review_loop.prefs.plain_toml._GiveUp",
+    "review_loop.prefs.document._Refused",
     "review_loop.orchestrator.sessions._NotText",
 }
 

@@ -67,7 +67,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 def _prefs() -> Prefs:
-    return Prefs.model_validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
+    return Prefs.validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
 
 
 def _request(repo: Path, name: str, peer: str = "claude", **kw: Any) -> PeerRequest:

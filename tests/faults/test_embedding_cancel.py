@@ -89,7 +89,7 @@ async def test_collaboration_embedding_program_cancels_a_two_peer_consult(
     for key, value in fakes.env(path_only=True).items():
         monkeypatch.setenv(key, value)
     script_row(fakes, mode)
-    prefs = Prefs.model_validate({"graceMs": GRACE_MS, "timeoutMs": 120_000, "livenessMs": 600_000})
+    prefs = Prefs.validate({"graceMs": GRACE_MS, "timeoutMs": 120_000, "livenessMs": 600_000})
     plan = ConsultPlan(peers=(PEER_A, PEER_B), question="Is the change right?")
     ensure_layout(repo)
     kept: list[dict[str, Any]] = []
@@ -140,7 +140,7 @@ async def test_collaboration_a_record_left_starting_before_the_launch_is_finishe
     such an attempt leaves is planted, then the request is cancelled before it launches."""
     for key, value in fakes.env(path_only=True).items():
         monkeypatch.setenv(key, value)
-    prefs = Prefs.model_validate({"graceMs": GRACE_MS})
+    prefs = Prefs.validate({"graceMs": GRACE_MS})
     request = PeerRequest(peer="grok", prompt="q", record_dir=repo / "runtime-test" / "grok")
     request.record_dir.mkdir(parents=True)
     planted = SessionRecord(
@@ -323,7 +323,7 @@ async def test_collaboration_a_call_cancelled_however_often_ends_its_sessions_fi
     for key, value in fakes.env(path_only=True).items():
         monkeypatch.setenv(key, value)
     fakes.script(**{PEER_A: [STUBBORN], PEER_B: [STUBBORN]})
-    prefs = Prefs.model_validate({"graceMs": GRACE_MS, "timeoutMs": 120_000, "livenessMs": 600_000})
+    prefs = Prefs.validate({"graceMs": GRACE_MS, "timeoutMs": 120_000, "livenessMs": 600_000})
     async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as dispatcher:
         peers, call = _call(dispatcher, api)
         sessions = _Sessions(repo, fakes, scanner, peers)
@@ -367,7 +367,7 @@ async def test_collaboration_a_progress_callback_that_raises_is_the_callers_erro
         if trigger in line and (not running or holder[0].running(stubborn=True)):
             raise broke
 
-    prefs = Prefs.model_validate({"graceMs": GRACE_MS, "timeoutMs": 120_000, "livenessMs": 100})
+    prefs = Prefs.validate({"graceMs": GRACE_MS, "timeoutMs": 120_000, "livenessMs": 100})
     async with open_dispatcher(repo=repo, prefs=prefs, progress=progress) as dispatcher:
         peers, call = _call(dispatcher, api)
         holder.append(_Sessions(repo, fakes, scanner, peers))
@@ -457,7 +457,7 @@ async def test_collaboration_an_isolated_consult_cancelled_again_and_again_leave
     for key, value in fakes.env(path_only=True).items():
         monkeypatch.setenv(key, value)
     fakes.script(**{PEER_B: [STUBBORN]})
-    prefs = Prefs.model_validate({"graceMs": GRACE_MS, "timeoutMs": 120_000, "livenessMs": 600_000})
+    prefs = Prefs.validate({"graceMs": GRACE_MS, "timeoutMs": 120_000, "livenessMs": 600_000})
 
     class _Isolated(_Sessions):
         def at_end(self) -> _AtEnd:

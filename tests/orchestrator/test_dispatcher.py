@@ -40,7 +40,7 @@ def repo(tmp_path: Path) -> Path:
 def prefs(**changes: object) -> Prefs:
     base = {"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000}
     base.update(changes)
-    return Prefs.model_validate(base)
+    return Prefs.validate(base)
 
 
 def request(repo: Path, peer: str = "claude", **kw: object) -> PeerRequest:
@@ -433,17 +433,12 @@ async def test_first_session_runs_under_the_supervisor_started_at_open(
     assert record["ownerStart"] == psutil.Process().create_time()
 
 
-async def test_open_dispatcher_takes_the_plain_prefs_view_as_the_model(
-    repo: Path, fakes: FakeCLIs
-) -> None:
-    from review_loop.prefs import PrefsView
-
+async def test_open_dispatcher_keeps_the_prefs_it_is_given(repo: Path, fakes: FakeCLIs) -> None:
     model = prefs(graceMs=250, peerCommands={"cc9": {"product": "claude", "command": ["claude"]}})
-    for given in (model, model.view()):
-        async with open_dispatcher(repo=repo, prefs=given, progress=lambda _: None) as d:
-            assert d.prefs == model.view() and isinstance(d.prefs, PrefsView)
-            delivery = await d.consult(request(repo, "cc9"))
-        assert delivery.ok and delivery.product == "claude" and delivery.peer == "cc9"
+    async with open_dispatcher(repo=repo, prefs=model, progress=lambda _: None) as d:
+        assert d.prefs is model
+        delivery = await d.consult(request(repo, "cc9"))
+    assert delivery.ok and delivery.product == "claude" and delivery.peer == "cc9"
 
 
 async def test_an_unasked_request_whose_record_is_nested_too_deep_is_not_finished(

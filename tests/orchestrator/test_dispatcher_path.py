@@ -301,7 +301,7 @@ async def test_collaboration_the_answer_is_on_disk_before_it_is_returned(
     directory = repo / ".review-handoff" / "runtime" / "t" / "claude"
     record, events = directory / "reviewer-session.json", directory / "events.jsonl"
     observed = Observed(monkeypatch, record)
-    prefs = Prefs.model_validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
+    prefs = Prefs.validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
     async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as opened:
         delivery = await opened.consult(
             PeerRequest(peer="claude", prompt="ok?", record_dir=directory)
@@ -507,7 +507,7 @@ async def test_collaboration_fifos_planted_where_the_finish_writes_block_nothing
     made.parent.mkdir(parents=True)
     os.mkfifo(made)
     os.mkfifo(events)
-    prefs = Prefs.model_validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
+    prefs = Prefs.validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
     unblocker = Unblocker(made, events)
     try:
         async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as opened:
@@ -564,7 +564,7 @@ async def test_collaboration_a_cancelled_session_leaves_nothing_made_ahead(
     pid = os.getpid()
     made = unfinished.made_path(repo, directory, pid, dispatcher._process_start(pid))
     assert made is not None
-    prefs = Prefs.model_validate({"timeoutMs": 60_000, "graceMs": 300, "livenessMs": 60_000})
+    prefs = Prefs.validate({"timeoutMs": 60_000, "graceMs": 300, "livenessMs": 60_000})
     request = PeerRequest(peer="claude", prompt="ok?", record_dir=directory)
     inodes: list[int] = []
     async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as opened:
@@ -624,7 +624,7 @@ async def test_collaboration_nothing_is_made_ahead_for_a_record_without_an_entry
     made = unfinished.made_path(repo, directory, pid, dispatcher._process_start(pid))
     assert made is not None
     seen: list[bool] = []
-    prefs = Prefs.model_validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
+    prefs = Prefs.validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
     async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as opened:
         with anyio.fail_after(30):  # generous: catches a hang only
             async with anyio.create_task_group() as group:

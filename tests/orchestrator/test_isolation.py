@@ -281,7 +281,7 @@ class Scene:
     targets: dict[str, str]
 
     async def consult(self) -> Delivery:
-        prefs = Prefs.model_validate({"timeoutMs": 60_000, "graceMs": 300, "livenessMs": 60_000})
+        prefs = Prefs.validate({"timeoutMs": 60_000, "graceMs": 300, "livenessMs": 60_000})
         request = PeerRequest(
             peer="grok",
             prompt="Is this right?",

@@ -70,7 +70,7 @@ def hostile_repo(root: Path) -> Path:
 
 def prefs_with(report: Path, product: str, *, allow_unprotected: bool = False) -> Prefs:
     command = [sys.executable, str(report)]
-    return Prefs.model_validate(
+    return Prefs.validate(
         {
             "allowUnprotected": allow_unprotected,
             "timeoutMs": 30_000,

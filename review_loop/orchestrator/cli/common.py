@@ -10,7 +10,7 @@ from review_loop.agents.errors import InputError
 if TYPE_CHECKING:
     import argparse
 
-    from review_loop.prefs import Prefs, PrefsView
+    from review_loop.prefs import Prefs
 
 
 def add_repo_option(parser: argparse.ArgumentParser) -> None:
@@ -31,18 +31,6 @@ def load_user_prefs() -> Prefs:
     from review_loop.prefs import load_prefs
 
     return load_prefs(known_products())
-
-
-def load_user_prefs_view() -> PrefsView:
-    """The user's prefs as the plain runtime value, for commands that run reviewers.
-
-    Equal to ``load_user_prefs().view()`` and refused with the same errors; a plainly valid
-    prefs file is read without pydantic (``review_loop.prefs.store.load_prefs_view``).
-    """
-    from review_loop.adapters import known_products
-    from review_loop.prefs.store import load_prefs_view
-
-    return load_prefs_view(known_products())
 
 
 def read_text_file(path_text: str, field: str) -> str:
