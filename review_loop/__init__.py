@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from review_loop.agents.errors import InputError, ReviewLoopError
     from review_loop.agents.models import DeliveryState, Reply
-    from review_loop.agents.records import Attempt, Delivery, Fallback
+    from review_loop.agents.outcomes import Attempt, Delivery, Fallback
     from review_loop.orchestrator.dispatcher import Dispatcher, PeerRequest, open_dispatcher
     from review_loop.prefs import Prefs
 
@@ -45,11 +45,11 @@ __all__ = [
 ]
 
 _WHERE = {
-    "Attempt": "review_loop.agents.records",
-    "Delivery": "review_loop.agents.records",
+    "Attempt": "review_loop.agents.outcomes",
+    "Delivery": "review_loop.agents.outcomes",
     "DeliveryState": "review_loop.agents.models",
     "Dispatcher": "review_loop.orchestrator.dispatcher",
-    "Fallback": "review_loop.agents.records",
+    "Fallback": "review_loop.agents.outcomes",
     "InputError": "review_loop.agents.errors",
     "PeerRequest": "review_loop.orchestrator.dispatcher",
     "Prefs": "review_loop.prefs",

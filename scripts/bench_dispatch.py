@@ -88,9 +88,7 @@ def bench_overhead(
     happens to come next. ``pause_s`` waits between consults, as a host that does not ask
     back to back: the next supervisor is then ready when the next consult comes.
     """
-    prefs = Prefs.model_validate(
-        {"peerCommands": {"bench": {"product": "claude", "command": [exe]}}}
-    )
+    prefs = Prefs.validate({"peerCommands": {"bench": {"product": "claude", "command": [exe]}}})
 
     real_fsync = os.fsync
     fsyncs = 0
@@ -190,7 +188,7 @@ def bench_process(repo: Path, rounds: int) -> tuple[float, float, float]:
 def bench_fan_out(repo: Path, peers: int) -> tuple[float, float]:
     prefs = Prefs()
     aliases = {f"slow{i}": {"product": "claude", "command": ["slowclaude"]} for i in range(peers)}
-    prefs = Prefs.model_validate({"peerCommands": aliases})
+    prefs = Prefs.validate({"peerCommands": aliases})
 
     def request(name: str, i: int) -> PeerRequest:
         return PeerRequest(

@@ -90,14 +90,14 @@ def run_until_asked(repo: Path) -> float:
         async with open_dispatcher(
             repo=repo, prefs=load_user_prefs(), progress=lambda line: None
         ) as d:
-            original = Dispatcher.ask
-            Dispatcher.ask = refuse  # type: ignore[method-assign]
+            original = Dispatcher.consult
+            Dispatcher.consult = refuse  # type: ignore[method-assign]
             try:
                 await run_review(d, RunPlan(reviewer="simulated"))
             except _Asked:
                 pass
             finally:
-                Dispatcher.ask = original  # type: ignore[method-assign]
+                Dispatcher.consult = original  # type: ignore[method-assign]
 
     start = time.perf_counter()
     anyio.run(main)

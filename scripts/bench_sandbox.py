@@ -103,7 +103,7 @@ async def main(runs: int) -> None:
         print(f"  bare CLI {bare * 1000:.1f} ms, in the sandbox {boxed * 1000:.1f} ms")
         print(f"  cost {(boxed - bare) * 1000:.1f} ms per session, ratio {boxed / bare:.2f}")
 
-        prefs = Prefs.model_validate(
+        prefs = Prefs.validate(
             {"peerCommands": {"fake": {"product": "codex", "command": list(argv)}}}
         )
 

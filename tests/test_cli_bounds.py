@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 import pytest
 
-from review_loop.agents.errors import InputError
+from review_loop.agents.errors import InputError, PrefsError
 from review_loop.orchestrator.cli import run as cli_run
 from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
 from review_loop.orchestrator.workflows.consult import ConsultPlan, run_consult
@@ -137,7 +137,7 @@ def test_contract_prefs_model_bounds() -> None:
     assert Prefs(timeoutMs=1_000).timeoutMs == 1_000
     assert Prefs(timeoutMs=86_400_000).timeoutMs == 86_400_000
     for bad in (0, 999, 86_400_001, 10**25):
-        with pytest.raises(ValueError, match="timeoutMs"):
+        with pytest.raises(PrefsError, match="timeoutMs"):
             Prefs(timeoutMs=bad)
 
 
@@ -179,7 +179,7 @@ async def test_collaboration_same_millisecond_consults_get_distinct_record_dirs(
     repo: Path, fakes: FakeCLIs
 ) -> None:
     fakes.script(codex=[{"mode": "ok", "text": "first"}, {"mode": "ok", "text": "second"}])
-    prefs = Prefs.model_validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
+    prefs = Prefs.validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
     plan = ConsultPlan(peers=("codex",), question="Q")
     results: list[dict[str, Any]] = []
 
@@ -212,6 +212,6 @@ async def test_collaboration_same_millisecond_consults_get_distinct_record_dirs(
 
 @pytest.mark.parametrize("key", ["graceMs", "livenessMs"])
 def test_contract_prefs_grace_and_liveness_have_an_upper_bound(key: str) -> None:
-    assert getattr(Prefs.model_validate({key: 86_400_000}), key) == 86_400_000
-    with pytest.raises(ValueError, match=key):
-        Prefs.model_validate({key: 10**25})  # a stopped session would never be killed
+    assert getattr(Prefs.validate({key: 86_400_000}), key) == 86_400_000
+    with pytest.raises(PrefsError, match=key):
+        Prefs.validate({key: 10**25})  # a stopped session would never be killed

@@ -84,43 +84,13 @@ def test_contract_an_embedding_programs_collector_is_left_alone() -> None:
     assert frozen == before  # nothing of the host's frozen
 
 
-# ``entry`` is what the console script and ``python -m review_loop`` run. The harness leaves
-# a witness of each thing finalization does: an audit hook that speaks when the interpreter
-# is torn down, atexit handlers (one writes to stdout after the document), and a non-daemon
-# thread still running when the command's document is printed.
-ENTRY_HARNESS = """
-import atexit, os, sys, threading, time
-from review_loop.orchestrator.cli import entry
-
-def witness(event, args, write=os.write, fd=os.dup(2)):
-    # the interpreter's teardown raises this audit event; bound now, as sys.stderr is gone
-    if event == "cpython.PyInterpreterState_Clear":
-        write(fd, b"torn-down ")
-
-sys.addaudithook(witness)
-atexit.register(lambda: sys.stderr.write("atexit-ran "))
-atexit.register(lambda: sys.stdout.write(TAIL))  # buffered: only a flush after it shows it
-TAIL = "<tail>"
-
-def late():
-    time.sleep(0.3)
-    sys.stderr.write("thread-finished ")
-
-threading.Thread(target=late).start()
-sys.argv = ["review-loop", *sys.argv[1:]]
-entry()
-"""
-
-
-TAIL = "<tail>"
-
-
-def _entry(*args: str) -> subprocess.CompletedProcess[str]:
-    # stdout buffered as a user's is (PYTHONUNBUFFERED, if this environment sets it, would
-    # hide a missing flush)
+# What the console script and ``python -m review_loop`` run: ``main``, then the interpreter's
+# ordinary exit. stdout buffered as a user's is (PYTHONUNBUFFERED, if this environment sets
+# it, would hide a missing flush).
+def _module(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     return subprocess.run(
-        [sys.executable, "-c", ENTRY_HARNESS, *args],
+        [sys.executable, "-m", "review_loop", *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -128,9 +98,7 @@ def _entry(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_process_the_console_script_leaves_without_tearing_the_interpreter_down(
-    tmp_path: Path,
-) -> None:
+def test_process_the_console_script_flushes_a_large_document_whole(tmp_path: Path) -> None:
     repo = committed_repo(tmp_path / "repo", {"a.txt": "a\n"})
     runtime = repo / ".review-handoff" / "runtime" / "many"
     for index in range(400):  # a document larger than a pipe's buffer
@@ -151,30 +119,25 @@ def test_process_the_console_script_leaves_without_tearing_the_interpreter_down(
                 }
             )
         )
-    done = _entry("sessions", "--repo", str(repo), "--product", "codex")
+    done = _module("sessions", "--repo", str(repo), "--product", "codex")
     assert done.returncode == 0, done.stderr[-2000:]
     assert len(done.stdout) > 65_536
-    assert done.stdout.endswith(TAIL)  # stdout flushed after the atexit handlers
-    assert json.loads(done.stdout.removesuffix(TAIL))["count"] == 400  # flushed whole
-    # finalization's visible steps, in its order; its teardown of objects skipped
-    assert done.stderr.endswith("thread-finished atexit-ran "), done.stderr[-500:]
-    assert "torn-down" not in done.stderr
+    assert json.loads(done.stdout)["count"] == 400  # flushed whole
 
 
 def test_process_the_console_script_keeps_every_exit_code(tmp_path: Path) -> None:
-    usage = _entry("consult", "--bogus")
+    usage = _module("consult", "--bogus")
     assert usage.returncode == 1
-    assert json.loads(usage.stdout.removesuffix(TAIL))["ok"] is False
-    assert usage.stderr.endswith("thread-finished atexit-ran ")
-    refused = _entry("consult", "--repo", str(tmp_path), "--peer", "codex", "--question", "q")
+    assert json.loads(usage.stdout)["ok"] is False
+    refused = _module("consult", "--repo", str(tmp_path), "--peer", "codex", "--question", "q")
     assert refused.returncode == 1  # bad input: not inside a git checkout
-    refusal = json.loads(refused.stdout.removesuffix(TAIL))
+    refusal = json.loads(refused.stdout)
     assert refusal["ok"] is False and "not inside a git checkout" in refusal["error"]
-    assert _entry("help").returncode == 0
+    assert _module("help").returncode == 0
 
 
-def test_contract_the_console_script_and_module_run_entry() -> None:
+def test_contract_the_console_script_and_module_run_main() -> None:
     pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
-    assert 'review-loop = "review_loop.orchestrator.cli:entry"' in pyproject
+    assert 'review-loop = "review_loop.orchestrator.cli:main"' in pyproject
     main_module = Path(__file__).resolve().parents[1] / "review_loop" / "__main__.py"
-    assert "entry()" in main_module.read_text()
+    assert "main()" in main_module.read_text()

@@ -27,7 +27,7 @@ import pytest
 
 from review_loop.orchestrator import input_files
 from review_loop.orchestrator.cli import run as cli_run
-from review_loop.orchestrator.input_files import MAX_INPUT_BYTES, InputTooLarge
+from review_loop.orchestrator.input_files import MAX_INPUT_BYTES, InputTooLargeError
 from tests.fakes import FakeCLIs
 from tests.gitrepo import guarded_change
 
@@ -42,14 +42,14 @@ def test_contract_a_file_at_the_limit_is_read_one_past_it_is_refused(tmp_path: P
     exact.write_bytes(b"x" * 10)
     over.write_bytes(b"x" * 11)
     assert input_files.read_bytes(exact, limit=10) == b"x" * 10
-    with pytest.raises(InputTooLarge) as refused:
+    with pytest.raises(InputTooLargeError) as refused:
         input_files.read_bytes(over, limit=10)
     assert refused.value.filename == str(over) and refused.value.limit == 10
     assert "larger than the input limit" in str(refused.value)
 
 
 def test_contract_an_endless_source_stops_at_the_limit() -> None:
-    with pytest.raises(InputTooLarge) as refused:
+    with pytest.raises(InputTooLargeError) as refused:
         input_files.read_bytes("/dev/zero", limit=1024)
     assert refused.value.filename == "/dev/zero"
 
@@ -66,7 +66,7 @@ class _Counting(io.BytesIO):
 
 def test_contract_no_more_than_the_limit_plus_one_is_asked_for() -> None:
     stream = io.TextIOWrapper(_Counting(b"y" * 100), encoding="utf-8")
-    with pytest.raises(InputTooLarge):
+    with pytest.raises(InputTooLargeError):
         input_files.read_stream_text(stream, "stdin", limit=10)
     assert stream.buffer.asked == 11  # type: ignore[attr-defined]
 
@@ -78,7 +78,7 @@ def test_contract_text_reads_as_read_text_does(tmp_path: Path) -> None:
     stdin = io.TextIOWrapper(io.BytesIO(source.read_bytes()), encoding="utf-8")
     assert input_files.read_stream_text(stdin, "stdin") == source.read_text(encoding="utf-8")
     assert input_files.read_stream_text(io.StringIO("plain"), "stdin") == "plain"
-    with pytest.raises(InputTooLarge):
+    with pytest.raises(InputTooLargeError):
         input_files.read_stream_text(io.StringIO("x" * 11), "stdin", limit=10)
 
 

@@ -48,7 +48,7 @@ def _records(repo: Path) -> list[dict[str, Any]]:
 
 
 async def _consult(repo: Path, peer: str, timeout_ms: int) -> dict[str, Any]:
-    prefs = Prefs.model_validate({"timeoutMs": timeout_ms, "graceMs": 300, "livenessMs": 60_000})
+    prefs = Prefs.validate({"timeoutMs": timeout_ms, "graceMs": 300, "livenessMs": 60_000})
     async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as dispatcher:
         return await run_consult(dispatcher, ConsultPlan(peers=(peer,), question="Q"))
 

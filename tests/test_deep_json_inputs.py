@@ -38,9 +38,9 @@ def test_contract_an_audit_reply_nested_too_deep_holds_no_json_object() -> None:
 
 def test_contract_an_untracked_symlink_chunk_with_a_path_too_deep_has_no_path() -> None:
     chunk = f"review-evidence untracked-symlink-v1\nmode 120000\n{DEEP}\n"
-    assert review_prompt._chunk_path(chunk) is None
+    assert review_prompt._chunk_path(chunk.split("\n")) is None
     named = 'review-evidence untracked-symlink-v1\nmode 120000\n"link"\n'
-    assert review_prompt._chunk_path(named) == "link"  # the reader works
+    assert review_prompt._chunk_path(named.split("\n")) == "link"  # the reader works
 
 
 def test_contract_a_pending_answer_nested_too_deep_is_not_json(tmp_path: Path) -> None:

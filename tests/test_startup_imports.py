@@ -8,6 +8,7 @@ timer: the figures are ``scripts/bench_startup.py``'s.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -16,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from review_loop.adapters import registry
 from tests.fakes import FakeCLIs
 from tests.gitrepo import committed_repo
 
@@ -31,7 +31,7 @@ DISPATCH = {
     "review_loop.orchestrator.subreaper",
 }
 # pydantic builds the shapes; help and prefs show print plain data and never need it.
-PYDANTIC = {"pydantic", "pydantic_core", "review_loop.agents.models", "review_loop.prefs.model"}
+PYDANTIC = {"pydantic", "pydantic_core", "review_loop.agents.models"}
 OTHER_WORKFLOWS = {
     "review_loop.agents.review",
     "review_loop.agents.review_packet",
@@ -43,20 +43,21 @@ OTHER_WORKFLOWS = {
     "review_loop.orchestrator.workflows.converge_gates",
 }
 
-# What the two plainest commands do without: no process, no distribution scan, no dataclasses.
-PLAIN = {"subprocess", "importlib.metadata", "dataclasses", "inspect"}
+# What the two plainest commands do without: no process, no distribution scan, no dataclasses
+# (prefs show prints the prefs' JSON form: no Prefs is built).
+PLAIN = {"subprocess", "importlib.metadata", "dataclasses", "inspect", "review_loop.prefs.model"}
 
 FORBIDDEN: dict[str, set[str]] = {
-    # no distribution declares review_loop.adapters here: no scan of installed distributions
-    "help": RUNTIME | DISPATCH | PYDANTIC | PLAIN | {"tomllib"},
+    # help lists every product, third-party ones too: importlib.metadata reads the entry points
+    "help": RUNTIME | DISPATCH | PYDANTIC | (PLAIN - {"importlib.metadata"}) | {"tomllib"},
     # built-in products only: no scan of installed distributions
     "prefs show": RUNTIME | DISPATCH | PYDANTIC | PLAIN | {"tomli_w"},
-    # plainly valid records are read without the models (orchestrator/session_read.py);
+    # records are read by their exact JSON types, no pydantic (orchestrator/session_read.py);
     # uuid (and platform) and hashlib only where a session id is made or an old gemini read;
     # the run vocabulary (dataclasses, hence inspect) only where a CLI runs (docs/performance.md)
     "sessions": RUNTIME
     | DISPATCH
-    | {"pydantic", "pydantic_core", "review_loop.agents.records", "uuid", "platform", "hashlib"}
+    | {"pydantic", "pydantic_core", "review_loop.agents.outcomes", "uuid", "platform", "hashlib"}
     | {"dataclasses", "inspect", "review_loop.agents.run_vocabulary"}
     | {"datetime"}  # only a CLI's own store's session times (adapters._common.iso_utc)
     | {"shutil"},  # argparse asks no terminal width (cli.new_parser)
@@ -68,7 +69,7 @@ FORBIDDEN: dict[str, set[str]] = {
     | PYDANTIC
     | OTHER_WORKFLOWS
     | (PLAIN - {"subprocess"})
-    | {"secrets", "review_loop.agents.records"},
+    | {"secrets", "review_loop.agents.outcomes"},
     # the core builds plain values; pydantic models only at the embedding API
     # (prompt templates are read beside their package, not through importlib.resources)
     "consult": {
@@ -78,15 +79,11 @@ FORBIDDEN: dict[str, set[str]] = {
         "pydantic_core",
         "psutil",
         "importlib.resources",
-        # resumeReadOnly has its own module; aliases' class is defined only with an alias
+        # resumeReadOnly has its own module
         "review_loop.orchestrator.sessions",
         "review_loop.orchestrator.session_read",
-        "review_loop.prefs.peer_command_view",
         # only a request without a record directory names one with uuid (dispatcher._place)
         "uuid",
-        # a plain command line is read without argparse (cli/plain_args.py)
-        "argparse",
-        "gettext",
         # the scratch sweep finds the temp directory itself (isolation.temp_directories)
         "tempfile",
         "random",
@@ -128,6 +125,19 @@ def imported_modules(argv: list[str], cwd: Path, env: dict[str, str]) -> set[str
     return set(json.loads(out.read_text()))
 
 
+@functools.cache
+def metadata_modules() -> set[str]:
+    """What importing ``importlib.metadata`` (the adapters' entry-point lookup) brings in.
+
+    A command that lists every product (``help``, ``sessions``) asks importlib.metadata for
+    third-party adapters; the stdlib modules it imports are its own, not the command's.
+    """
+    probe = "import json, sys; before = set(sys.modules); import importlib.metadata; "
+    probe += "print(json.dumps(sorted(set(sys.modules) - before)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return set(json.loads(done.stdout)) - {"importlib.metadata"}
+
+
 @pytest.fixture
 def world(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """A repository with a change, a recorded session, and fake CLIs first on PATH."""
@@ -160,6 +170,8 @@ def test_contract_quick_commands_import_only_what_they_need(
     repo, env = world
     imported = imported_modules(ARGV[command], repo, env)
     assert "review_loop.orchestrator.cli" in imported  # the list is real, not empty
+    if "importlib.metadata" in imported:  # what the registry's entry-point lookup brings
+        imported -= metadata_modules()
     unneeded = sorted(FORBIDDEN[command] & imported)
     assert not unneeded, f"`review-loop {command}` imports {unneeded} (docs/performance.md)"
 
@@ -171,17 +183,4 @@ def test_contract_prefs_show_with_a_prefs_file_stays_without_pydantic(
     (user_state / "prefs.toml").write_text('order = ["codex", "claude"]\ntimeoutMs = 60000\n')
     imported = imported_modules(["prefs", "show"], repo, env)
     assert not PYDANTIC & imported
-
-
-def test_contract_the_cheap_look_for_third_party_adapters_defers_what_it_cannot_see(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    assert registry._group_may_be_declared() is False  # nothing here declares the group
-    dist = tmp_path / "site" / "acme-1.0.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "entry_points.txt").write_text("[review_loop.adapters]\nacme = acme:ADAPTER\n")
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    assert registry._group_may_be_declared() is True
-    monkeypatch.setattr(sys, "path", [str(tmp_path / "archive.zip")])
-    (tmp_path / "archive.zip").write_bytes(b"PK")  # a zip on the path: importlib decides
-    assert registry._group_may_be_declared() is True
+    assert "review_loop.prefs.model" not in imported  # the JSON form is printed as read

@@ -2,7 +2,7 @@
 
 A list, not a timer (``docs/performance.md``): the help pages are imported only by a command
 line that asks for help; the TOML parser only when there is a prefs file; the deadline flag
-and the plain prefs reader build no pydantic model.
+and the prefs reader build no pydantic model.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def test_contract_help_words_still_reach_the_manual(world: tuple[Path, dict[str,
     assert MANUAL in imported
 
 
-def test_contract_the_deadline_flag_and_the_plain_prefs_reader_need_no_pydantic(
+def test_contract_the_deadline_flag_and_the_prefs_reader_need_no_pydantic(
     user_state: Path,
 ) -> None:
     (user_state / "prefs.toml").write_text(
@@ -49,9 +49,9 @@ def test_contract_the_deadline_flag_and_the_plain_prefs_reader_need_no_pydantic(
     )
     code = (
         "import json, sys\n"
-        "from review_loop.orchestrator.cli.common import load_user_prefs_view, "
+        "from review_loop.orchestrator.cli.common import load_user_prefs, "
         "positive_seconds\n"
-        "view = load_user_prefs_view()\n"
+        "view = load_user_prefs()\n"
         "print(json.dumps({'ms': positive_seconds('600', '--timeout'), 'order': view.order,"
         " 'models': sorted(set(sys.argv[1:]) & set(sys.modules))}))\n"
     )

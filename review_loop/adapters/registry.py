@@ -8,9 +8,6 @@ instance, a class, or any zero-argument callable that returns one.
 from __future__ import annotations
 
 import importlib
-import importlib.machinery
-import os
-import sys
 from collections.abc import Iterator
 from functools import cache
 from typing import TYPE_CHECKING
@@ -51,46 +48,10 @@ def _as_adapter(obj: object, origin: str) -> Adapter:
     return obj
 
 
-def _group_may_be_declared() -> bool:
-    """False only when no installed distribution can declare :data:`ENTRY_POINT_GROUP`.
-
-    Importing importlib.metadata costs ``help`` about a sixth of its start-up; reading the
-    ``entry_points.txt`` files of the distributions on ``sys.path`` costs about a
-    millisecond. Whatever this cheap look cannot see (a zip on the path, a finder with its
-    own distributions) answers True, and importlib.metadata decides.
-    """
-    header = f"[{ENTRY_POINT_GROUP}]"
-    if any(
-        hasattr(finder, "find_distributions") and finder is not importlib.machinery.PathFinder
-        for finder in sys.meta_path
-    ):
-        return True
-    for entry in sys.path:
-        try:
-            names = os.listdir(entry or ".")
-        except NotADirectoryError:
-            return True  # a zip archive: importlib.metadata reads inside it
-        except OSError:
-            continue  # a missing directory holds no distribution
-        for name in names:
-            if not name.endswith((".dist-info", ".egg-info")):
-                continue
-            try:
-                with open(os.path.join(entry, name, "entry_points.txt"), "rb") as handle:
-                    if header.encode() in handle.read():
-                        return True
-            except OSError:
-                continue  # no entry points
-    return False
-
-
 @cache
 def _third_party() -> dict[str, str]:
-    # importlib.metadata scans every installed distribution (tens of ms): only when a name
-    # is not a built-in, or when the full list is asked for, and some distribution may
-    # declare the group at all.
-    if not _group_may_be_declared():
-        return {}
+    # importlib.metadata scans every installed distribution: only when a name is not a
+    # built-in or the full list is asked for, and once per process.
     from importlib.metadata import entry_points
 
     found: dict[str, str] = {}

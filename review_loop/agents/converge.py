@@ -38,6 +38,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from review_loop.agents.errors import FormatError
 from review_loop.agents.evidence import Evidence
 
 # The seed asks for a real Claude Code session for the blind review; no product stands in.
@@ -565,7 +566,7 @@ _CLASSES = {"fix": "Fix", "backlog": "Backlog", "reject": "Reject"}
 BLIND_COLUMNS = ("ID", "Class", "Title", "Evidence", "Required fix")
 
 
-class MalformedReview(ValueError):
+class MalformedReviewError(FormatError):
     """A blind review that does not follow the required shape."""
 
 
@@ -583,16 +584,18 @@ def parse_blind_review(text: str) -> tuple[Literal["FIX", "CLEAN"], list[BlindFi
     last non-empty line ``Verdict: FIX`` (at least one Fix) or ``Verdict: CLEAN`` (none).
 
     Raises:
-        MalformedReview: the shape is wrong (names what).
+        MalformedReviewError: the shape is wrong (names what).
     """
     lines = text.splitlines()
     non_empty = [line for line in lines if line.strip()]
     verdict_match = _VERDICT_RE.match(non_empty[-1]) if non_empty else None
     if verdict_match is None:
-        raise MalformedReview("the last non-empty line must be `Verdict: FIX` or `Verdict: CLEAN`")
+        raise MalformedReviewError(
+            "the last non-empty line must be `Verdict: FIX` or `Verdict: CLEAN`"
+        )
     verdict: Literal["FIX", "CLEAN"] = "FIX" if verdict_match.group(1).upper() == "FIX" else "CLEAN"
     if sum(1 for line in lines if _VERDICT_RE.match(line)) != 1:
-        raise MalformedReview("exactly one `Verdict:` line is allowed")
+        raise MalformedReviewError("exactly one `Verdict:` line is allowed")
     start = next(
         (
             n
@@ -602,7 +605,7 @@ def parse_blind_review(text: str) -> tuple[Literal["FIX", "CLEAN"], list[BlindFi
         None,
     )
     if start is None:
-        raise MalformedReview("no `## Findings` section")
+        raise MalformedReviewError("no `## Findings` section")
     findings: list[BlindFinding] = []
     header_seen = False
     for line in lines[start + 1 :]:
@@ -616,16 +619,18 @@ def parse_blind_review(text: str) -> tuple[Literal["FIX", "CLEAN"], list[BlindFi
         if not header_seen:
             header_seen = True
             if [c.lower() for c in cells] != [c.lower() for c in BLIND_COLUMNS]:
-                raise MalformedReview(f"the findings table needs the columns {BLIND_COLUMNS}")
+                raise MalformedReviewError(f"the findings table needs the columns {BLIND_COLUMNS}")
             continue
         if len(cells) != len(BLIND_COLUMNS):
-            raise MalformedReview(
+            raise MalformedReviewError(
                 f"row {cells[0]!r} has {len(cells)} cells, not {len(BLIND_COLUMNS)} "
                 "(write a pipe inside a cell as &#124;)"
             )
         cls = _CLASSES.get(cells[1].strip("*_` ").lower())
         if cls is None:
-            raise MalformedReview(f"finding {cells[0]!r}: class must be Fix, Backlog or Reject")
+            raise MalformedReviewError(
+                f"finding {cells[0]!r}: class must be Fix, Backlog or Reject"
+            )
         findings.append(
             BlindFinding.model_validate(
                 {
@@ -639,10 +644,10 @@ def parse_blind_review(text: str) -> tuple[Literal["FIX", "CLEAN"], list[BlindFi
         )
     ids = [f.id for f in findings]
     if len(set(ids)) != len(ids) or any(not i for i in ids):
-        raise MalformedReview("finding ids must be present and unique")
+        raise MalformedReviewError("finding ids must be present and unique")
     has_fix = any(f.cls == "Fix" for f in findings)
     if has_fix != (verdict == "FIX"):
-        raise MalformedReview("`Verdict: FIX` exactly when at least one finding is class Fix")
+        raise MalformedReviewError("`Verdict: FIX` exactly when at least one finding is class Fix")
     return verdict, findings
 
 

@@ -1,19 +1,63 @@
 """The error tree shared by every layer.
 
-::
+Every exception the package raises to a caller is a :class:`ReviewLoopError`, drawn here
+with the module that defines it (a class defined in a higher layer is named by its module;
+``tests/agents/test_error_tree.py`` fails on one that is missing, or outside the tree)::
 
     ReviewLoopError                 base of everything this package raises on purpose
     ├── InputError                  bad input from the caller: names the field, the problem,
-    │                               and what would be accepted (CLI exit 1)
+    │   │                           and what would be accepted (CLI exit 1)
     │   ├── UnknownProductError     a product name no adapter is registered for
     │   └── PrefsError              the prefs file or an env override is invalid
+    ├── UsageError                  cli: a command line the parser refused (CLI exit 1)
     ├── NotAGitRepositoryError      --repo is not inside a git checkout (CLI exit 1)
     ├── AdapterRefusalError         an adapter will not build an invocation, e.g. a CLI
     │                               version that cannot run read-only (delivery: NOT_SUBMITTED)
-    └── StateError                  on-disk state is not what the tool wrote (fail closed)
+    ├── StateError                  on-disk state is not what the tool wrote (fail closed)
+    │   ├── HandoffPathError        files: a path under .review-handoff/ passes through a
+    │   │                           symbolic link or ``..`` (also an OSError)
+    │   ├── UnsafePathError         journal.dirs: a journal path goes through a link below
+    │   │                           its anchor
+    │   └── JournalError            journal.store: the journal's own refusals
+    │       ├── JournalMissingError     the stream's log does not exist
+    │       ├── JournalSealedError      the stream is sealed; it accepts nothing more
+    │       ├── JournalCorruptError     the log cannot be healed safely; fail closed
+    │       └── JournalClosedError      journal.writer: the writer stopped; not recorded
+    ├── StateRecoveryRequiredError  workflows.review_store: the state file exists but cannot
+    │                               be read as the tool wrote it
+    ├── FormatError                 a text or document is not in the format its reader
+    │   │                           accepts (also a ValueError); the workflow that reads it
+    │   │                           answers for it, so one that reaches the command line
+    │   │                           is a crash (the document names its ``errorType``)
+    │   ├── ReviewFormatError       agents.review: a review reply or ledger stage
+    │   ├── PacketFormatError       agents.review_packet: a review packet
+    │   ├── MalformedReviewError    agents.converge: a blind review's reply
+    │   ├── ScenarioError           agents.verify_diff: scenarios that break Step 2's rules
+    │   ├── ConcernConfigError      agents.verification_audit: a concern configuration
+    │   ├── ConcernReplyError       agents.verification_audit: a concern agent's reply
+    │   ├── RegistryError           agents.scope_rules: an artifact registry
+    │   └── ScopeSelectorError      agents.verification: a --scope-type/--scope pair
+    ├── PayloadRejectedError        agents.verification: a journal payload broke a rule
+    │   └── TerminalRejectedError   ``finish`` refused: the status or its metadata
+    ├── VerificationError           journal.runs: a verification-run command refused (the
+    │                               message is the exact stderr text)
+    ├── ScopeResolutionError        scope: the selector cannot be resolved (exit 2)
+    │   └── RunReadError            the run named for reconciliation cannot be read
+    ├── ScopeInputError             scope: a caller input the resolver refuses (exit 1)
+    ├── StaleBaseError              scope: the head does not contain the base tip
+    ├── RepoConfigError             repo_config: a repository configuration file unusable
+    │                               as it is at the base commit
+    ├── GitCommandError             evidence: a git command the evidence needs failed
+    ├── RecordingError              recording: a record that must exist could not be written
+    ├── InputTooLargeError          input_files: an input past its limit (also an OSError)
+    ├── TreeFileRefusedError        tree_files: a file of the reviewed tree refused (a link,
+    │                               ``.git``, not regular, too large; also an OSError)
+    ├── AuditBlockedError           workflows.audit: the audit stopped (its BLOCKED fields)
+    └── OutputLostError             std_streams: stdout did not reach its reader (exit 120)
 
-Constructors take structured arguments and format the message themselves, so every
-raiser carries the same context and the CLI can render it without parsing strings.
+A class that also derives from ``ValueError`` or ``OSError`` does so because callers catch
+it that way. Constructors take structured arguments and format the message themselves, so
+every raiser carries the same context and the CLI can render it without parsing strings.
 """
 
 from __future__ import annotations
@@ -78,6 +122,15 @@ class AdapterRefusalError(ReviewLoopError):
         self.product = product
         self.reason = reason
         super().__init__(f"{product}: {reason}")
+
+
+class FormatError(ReviewLoopError, ValueError):
+    """A text or document is not in the format its reader accepts; the message says where.
+
+    The workflow that reads it turns it into its own answer (a malformed reply, a blocked
+    audit); one that reaches the command line is a crash, and its document names the
+    ``errorType``.
+    """
 
 
 class StateError(ReviewLoopError):

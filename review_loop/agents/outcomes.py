@@ -1,36 +1,32 @@
-"""What the dispatcher's core builds and writes, as plain values: no pydantic.
+"""What the dispatcher delivers and records: one frozen dataclass per concept.
 
-The public embedding API returns pydantic models (:mod:`review_loop.agents.records`:
-``Delivery``, ``Attempt``, ``Fallback``, ``RecordError``, ``SessionRecord``), and they stay
-the contract (validation, ``model_dump``, JSON Schemas). The dispatcher builds these values
-itself, from data it computed, so validating them again would only cost start-up: the
-core builds the plain twins below (``docs/performance.md``), which ``review-loop consult``
-and the workflows print and write directly, and
-:func:`review_loop.agents.records.public_delivery` turns a twin into the model once, at the
-public boundary (``Dispatcher.consult``/``fan_out``).
+:class:`Delivery` (with its :class:`Attempt`, :class:`Fallback` and :class:`RecordError`) is
+what :meth:`Dispatcher.consult <review_loop.orchestrator.dispatcher.Dispatcher.consult>`
+returns to an embedder and what ``review-loop consult`` and the workflows print and write;
+:class:`SessionRecord` is ``reviewer-session.json``. Each is a frozen, slotted, keyword-only
+stdlib dataclass: the dispatcher builds them from values it computed, so ``mypy --strict``
+is their check and building one costs no pydantic (``docs/performance.md``).
 
-Each twin is a frozen, slotted, keyword-only stdlib dataclass (made by
-:func:`~review_loop.agents.frozen_dataclass.frozen_dataclass`, which compiles no code when
-the class is defined: ``docs/performance.md``). It has its model's field names, in the
-same order, with the same defaults, and its
-:meth:`document` is exactly the model's ``model_dump(mode="json", by_alias=True)``;
-``tests/agents/test_outcomes.py`` holds each twin to its model over real deliveries.
+Their JSON form is :meth:`document` (camelCase keys, ``from`` for :attr:`Fallback.from_`,
+``recordError``/``outputTruncated`` on an attempt only when they say something): the exact
+bytes every consult document, ``events.jsonl`` line and record carries. pydantic describes
+them at the edge, imported only there: ``pydantic.TypeAdapter(Delivery).json_schema()`` is
+the public JSON Schema, and ``TypeAdapter(Delivery).validate_python(d.document())`` reads a
+document back as the same value (``__pydantic_config__`` names ``from_`` ``from``).
 
-A session record read back from disk is untrusted: :meth:`SessionRecord.read` takes it
-plainly only when every key is known and every value has exactly the JSON type the model
-wants (so it can only be stricter than the model), and otherwise lets the model decide.
+A session record read back from disk is untrusted: :meth:`SessionRecord.read` is its one
+reader, by the exact JSON types of :mod:`review_loop.agents.record_fields`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import field
-from typing import Any, Final, Literal
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Final, Literal
 
 from review_loop.agents.constants import SESSION_FILE as SESSION_FILE
-from review_loop.agents.frozen_dataclass import frozen_dataclass
 from review_loop.agents.models import DeliveryState, Reply, Usage
-from review_loop.agents.record_fields import FIELDS, REQUIRED
+from review_loop.agents.record_fields import checked
 
 SessionStatus = Literal["starting", "running", "finished", "interrupted", "orphaned", "lost"]
 """Where a session is: ``starting`` (record written, not yet spawned), ``running``,
@@ -44,7 +40,7 @@ INTERRUPTED: Final = "interrupted"
 """The ``reason`` of an attempt, and the ``status`` of a record, ended by cancellation."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RecordError:
     """A record that could not be written: which file, the errno's name, the message.
 
@@ -60,9 +56,16 @@ class RecordError:
         return {"path": self.path, "errno": self.errno, "message": self.message}
 
 
-@frozen_dataclass
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Fallback:
     """One product swap: ``{from, to, reason}`` (``from_`` in Python, ``from`` in JSON)."""
+
+    # What pydantic reads of a stdlib dataclass (a plain dict, so no pydantic import here):
+    # the JSON name of ``from_``, for the JSON Schema and for reading a document back.
+    __pydantic_config__: ClassVar[dict[str, Any]] = {
+        "alias_generator": lambda name: "from" if name == "from_" else name,
+        "populate_by_name": True,
+    }
 
     from_: str
     to: str
@@ -73,7 +76,7 @@ class Fallback:
         return {"from": self.from_, "to": self.to, "reason": self.reason}
 
 
-@frozen_dataclass
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Attempt:
     """One launch of one product, and what became of it."""
 
@@ -121,7 +124,7 @@ class Attempt:
         return data
 
 
-@frozen_dataclass
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Delivery:
     """The dispatcher's answer for one request: the last attempt decides ``state``.
 
@@ -164,7 +167,7 @@ class Delivery:
         return self.state is DeliveryState.DELIVERED
 
     def document(self) -> dict[str, Any]:
-        """The JSON form (the model's ``model_dump(mode="json", by_alias=True)``)."""
+        """The JSON form: what ``consult`` prints and embedders serialise (see the module)."""
         return {
             "state": self.state.value,
             "peer": self.peer,
@@ -188,9 +191,9 @@ class Delivery:
         }
 
 
-@frozen_dataclass
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionRecord:
-    """``reviewer-session.json`` as the dispatcher writes it (see the model's docstring).
+    """``reviewer-session.json``: written before the prompt is sent, updated as it runs.
 
     ``product``, ``sessionId`` and ``updated`` are the original tool's fields; the rest
     lets a later call (or the start-up reaper) see what is still running and where.
@@ -224,7 +227,7 @@ class SessionRecord:
         )
 
     def document(self) -> dict[str, Any]:
-        """The JSON form written to disk (the model's ``model_dump(mode="json")``)."""
+        """The JSON form written to disk."""
         data = {name: getattr(self, name) for name in _RECORD_FIELDS}
         data["command"] = list(self.command)
         data["state"] = None if self.state is None else self.state.value
@@ -232,48 +235,18 @@ class SessionRecord:
 
     @classmethod
     def read(cls, raw: Any) -> SessionRecord | None:
-        """A record read back from disk (parsed JSON, untrusted); ``None`` if invalid.
+        """A record read back from disk (parsed JSON, untrusted); ``None`` if it is not one.
 
-        Plainly when every key is a field and every value has exactly the JSON type the
-        model wants. Refused without the model when the model refuses it whatever else it
-        holds: not a JSON object, or a required field missing (the original tool's records,
-        ``{product, sessionId, updated}``). On anything else the model
-        (``records.SessionRecord``) decides, and its reading is taken field for field.
+        Its one reader: every field present has exactly its JSON type
+        (:func:`~review_loop.agents.record_fields.checked`), the required ones are there,
+        unknown keys are ignored.
         """
-        if type(raw) is not dict or not raw.keys() >= REQUIRED:
-            return None  # the model has no default for a required field: it refuses too
-        plain = _plain_record(raw)
-        if plain is not None:
-            return plain
-        from pydantic import ValidationError
-
-        from review_loop.agents.records import SessionRecord as Model
-
-        try:
-            model = Model.model_validate(raw)
-        except ValidationError:
+        values = checked(raw)
+        if values is None:
             return None
-        return cls(**{name: getattr(model, name) for name in _RECORD_FIELDS})
+        if values.get("state") is not None:
+            values["state"] = DeliveryState(values["state"])
+        return cls(**values)
 
 
 _RECORD_FIELDS: Final = tuple(f.name for f in dataclasses.fields(SessionRecord))
-
-
-def _plain_record(raw: Any) -> SessionRecord | None:
-    """``raw`` as a record when it is plainly one (see :meth:`SessionRecord.read`)."""
-    if type(raw) is not dict or not raw.keys() >= REQUIRED:
-        return None
-    values: dict[str, Any] = {}
-    for key, value in raw.items():
-        check = FIELDS.get(key)
-        if check is None:
-            return None  # unknown: the model (which ignores it) decides
-        if not check(value):
-            return None
-        if value is not None and key == "state":
-            values[key] = DeliveryState(value)
-        elif value is not None and key in ("procStart", "ownerStart"):
-            values[key] = float(value)
-        else:
-            values[key] = value
-    return SessionRecord(**values)

@@ -1,12 +1,12 @@
-"""Plain checks of a ``reviewer-session.json``: exactly the JSON types the model wants.
+"""The one check of a ``reviewer-session.json``: exactly the JSON types each field has.
 
-A session record read from a repository is untrusted input. Two readers take one without
-pydantic when it is plainly valid — ``sessions`` (``orchestrator/session_read.py``) and the
-reaper and the dispatcher (``outcomes.SessionRecord.read``) — and let the model
-(``records.SessionRecord``) decide everything else, so neither can be looser than it. This
-module is their one definition of "plainly valid"; plain data only (no dataclasses, no
-pydantic), because ``sessions`` imports it. ``tests/orchestrator/test_session_read.py``
-holds its field names, required fields and vocabularies equal to the model's.
+A session record read from a repository is untrusted input. :func:`checked` is its one
+reader, for the reaper and the dispatcher (``outcomes.SessionRecord.read``) and for
+``sessions`` (``orchestrator/session_read.py``). It is plain data and functions (no
+dataclasses, no pydantic) because ``sessions``, which lists thousands of records, imports it
+and neither of those (``tests/test_startup_imports.py``). A record written by review-loop
+always passes; one with a value of another JSON type (``"pid": "12"``, ``"attempt": 1.0``)
+was written by hand or planted, and is refused, as are unknown ``status``/``state`` words.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 STATUSES: Final = frozenset({"starting", "running", "finished", "interrupted", "orphaned", "lost"})
-"""``SessionRecord.status``'s values (``records.SessionStatus``)."""
+"""``SessionRecord.status``'s values (``outcomes.SessionStatus``)."""
 
 STATES: Final = frozenset({"DELIVERED", "NOT_SUBMITTED", "DELIVERY_UNKNOWN"})
 """``DeliveryState``'s values."""
@@ -82,3 +82,27 @@ FIELDS: Final[dict[str, Callable[[Any], bool]]] = {
 }
 """Every field of ``SessionRecord`` and its plain check, ``None`` allowed where the model
 allows it."""
+
+
+def checked(raw: Any) -> dict[str, Any] | None:
+    """The fields of the record ``raw`` (parsed JSON), or ``None`` when it is not one.
+
+    ``raw`` must be a JSON object holding every :data:`REQUIRED` field, and every field of
+    :data:`FIELDS` it holds must pass its check; keys it does not know are ignored (a newer
+    review-loop may write more). An ``int`` in a float field is read as a ``float``. The
+    dict holds the known fields only, as read (``state`` as its word).
+    """
+    if type(raw) is not dict or not raw.keys() >= REQUIRED:
+        return None
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        check = FIELDS.get(key)
+        if check is None:
+            continue
+        if not check(value):
+            return None
+        values[key] = float(value) if key in _FLOATS and value is not None else value
+    return values
+
+
+_FLOATS: Final = frozenset({"procStart", "ownerStart"})

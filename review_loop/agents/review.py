@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from review_loop.agents.branch import branch_identity as branch_identity
 from review_loop.agents.branch import branch_slug as branch_slug
 from review_loop.agents.constants import DEFAULT_ROUNDS as DEFAULT_ROUNDS
+from review_loop.agents.errors import FormatError
 
 # -- branch slug (origins §3.3) ---------------------------------------------------------
 
@@ -62,7 +63,7 @@ class Verdict(StrEnum):
     NO_FINDINGS = "NO_FINDINGS"
 
 
-class ReviewFormatError(ValueError):
+class ReviewFormatError(FormatError):
     """The reviewer's answer broke the contract; ``str(error)`` says how, for correction."""
 
 

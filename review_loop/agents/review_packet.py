@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from review_loop.agents.errors import FormatError
 from review_loop.agents.review import (
     FINDING_COLUMNS,
     REASSESSMENT_COLUMNS,
@@ -57,7 +58,7 @@ PACKET_NAME_RE = re.compile(
 )
 
 
-class PacketFormatError(ValueError):
+class PacketFormatError(FormatError):
     """The packet text is not a packet this tool can work on."""
 
 

@@ -6,20 +6,17 @@ imports :mod:`dataclasses`: ``docs/performance.md``).
 
 These are frozen, slotted, keyword-only stdlib dataclasses, because the run path changes
 them with ``dataclasses.replace`` (the dispatcher, masking, the codex adapter) and
-pydantic validates and describes ``Reply`` and ``Usage`` inside the public ``Delivery``
-(it reads stdlib dataclasses natively and emits their JSON Schemas). They are built by this
-code base alone, never from untrusted input, so ``mypy --strict`` is their check. They are
-made by :func:`~review_loop.agents.frozen_dataclass.frozen_dataclass`, the same dataclass
-without compiling its methods on every start (``docs/performance.md``).
+pydantic describes ``Reply`` and ``Usage`` inside the public ``Delivery`` (it reads
+stdlib dataclasses natively and emits their JSON Schemas). They are built by this code base
+alone, never from untrusted input, so ``mypy --strict`` is their check.
 """
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
 
-from review_loop.agents.frozen_dataclass import frozen_dataclass
 from review_loop.agents.models import DeliveryState, EnvPassthrough
 
 _NOTHING_PASSED: Final = EnvPassthrough()
@@ -27,7 +24,7 @@ _NOTHING_PASSED: Final = EnvPassthrough()
 value, so one instance serves every invocation)."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AgentRequest:
     """One question for one product, independent of how that product is launched.
 
@@ -45,7 +42,7 @@ class AgentRequest:
     session_id: str | None = None
 
 
-@frozen_dataclass
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Capabilities:
     """What an installed CLI can do, as read from its ``--version``/``--help``."""
 
@@ -57,7 +54,7 @@ class Capabilities:
     """Run in a throw-away copy of ``cwd`` because the CLI has no read-only mode."""
 
 
-@frozen_dataclass
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Invocation:
     """Everything needed to start one CLI. Building it performs no I/O.
 
@@ -92,7 +89,7 @@ class Invocation:
     home_files: tuple[str, ...] = ()
 
 
-@frozen_dataclass
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Completed:
     """What a finished (or stopped) process left behind.
 
@@ -124,7 +121,7 @@ class Completed:
     spawn_error: str | None = None
 
 
-@frozen_dataclass
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Usage:
     """Token counts where the CLI reports them."""
 
@@ -133,7 +130,7 @@ class Usage:
     cached_input_tokens: int | None = None
 
 
-@frozen_dataclass
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Reply:
     """A parsed answer: the only thing that makes an attempt ``DELIVERED``."""
 
@@ -147,7 +144,7 @@ class Reply:
 _FAILURE_STATES: Final = frozenset({DeliveryState.NOT_SUBMITTED, DeliveryState.DELIVERY_UNKNOWN})
 
 
-@frozen_dataclass
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Failure:
     """A classified failure. ``state`` is never ``DELIVERED``.
 

@@ -29,6 +29,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, Final
 
+from review_loop.agents.errors import FormatError
+
 CONTRACTS: Final = ("concern", "artifact-type")
 ROLE_CONCERNS: Final[Mapping[str, str]] = {
     "implementation": "code",
@@ -39,7 +41,7 @@ FINAL_STATUSES: Final = frozenset({"audited", "not-applicable", "missing-skill",
 VERDICT_FIELDS: Final = ("unaccounted", "unexpected", "drifted", "nonfinal")
 
 
-class RegistryError(ValueError):
+class RegistryError(FormatError):
     """A registry document that does not have the registry's shape; names the field."""
 
 

@@ -22,6 +22,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, NamedTuple
 
+from review_loop.agents.errors import FormatError, ReviewLoopError
+
 
 def _sha256_factory() -> Callable[[bytes], Any]:
     # The built-in ``_sha256`` avoids loading OpenSSL through ``hashlib`` (~3 ms per
@@ -138,7 +140,7 @@ FINISH_RETRY_NOTE: Final = (
 # --- rejections -----------------------------------------------------------------------------
 
 
-class PayloadRejection(Exception):
+class PayloadRejectedError(ReviewLoopError):
     """A payload (or terminal completion) failed validation; ``reason`` says which rule."""
 
     def __init__(self, reason: str) -> None:
@@ -146,7 +148,7 @@ class PayloadRejection(Exception):
         super().__init__(reason)
 
 
-class TerminalRejection(PayloadRejection):
+class TerminalRejectedError(PayloadRejectedError):
     """``finish`` refused: ``conflict`` is True when the status contradicts the evidence.
 
     ``requirement`` is a terminal requirement (the reason says "terminal completion does
@@ -161,18 +163,18 @@ class TerminalRejection(PayloadRejection):
         )
 
 
-class ScopeSelectorError(ValueError):
+class ScopeSelectorError(FormatError):
     """A ``--scope-type``/``--scope`` pair that names no run scope."""
 
 
-def field_rejection(*path: str) -> PayloadRejection:
+def field_rejection(*path: str) -> PayloadRejectedError:
     """``payload field "a.b" is missing or malformed``."""
-    return PayloadRejection(f'payload field "{".".join(path)}" is missing or malformed')
+    return PayloadRejectedError(f'payload field "{".".join(path)}" is missing or malformed')
 
 
-def requirement_rejection(requirement: str) -> PayloadRejection:
+def requirement_rejection(requirement: str) -> PayloadRejectedError:
     """``payload does not satisfy: <requirement>``."""
-    return PayloadRejection(f"payload does not satisfy: {requirement}")
+    return PayloadRejectedError(f"payload does not satisfy: {requirement}")
 
 
 def render_rejection(
@@ -353,7 +355,7 @@ def validate_audit_scope(payload: Any) -> dict[str, Any]:
     """Validate one audit scope unit; returns the normalized unit (unknown fields dropped).
 
     Raises:
-        PayloadRejection: names the first field or requirement that failed.
+        PayloadRejectedError: names the first field or requirement that failed.
     """
     record = _record(payload)
     if record is None:
@@ -421,7 +423,7 @@ def validate_audit_finding(payload: Any) -> dict[str, Any]:
     """Validate one audit finding; returns the normalized finding.
 
     Raises:
-        PayloadRejection: names the first field or requirement that failed.
+        PayloadRejectedError: names the first field or requirement that failed.
     """
     record = _record(payload)
     if record is None:
@@ -606,7 +608,7 @@ def fold_event(view: dict[str, Any], event: Mapping[str, Any]) -> None:
         payload = data.get("payload")
         try:
             unit = validate_audit_scope(payload)
-        except PayloadRejection:
+        except PayloadRejectedError:
             unit = None
         if unit is not None:
             view["units"][unit["unitId"]] = 1
@@ -672,7 +674,7 @@ def validate_scope_for_run(
     ``idempotency_key`` is the client's own choice: as in spx, no rule ties it to the unit.
 
     Raises:
-        PayloadRejection: the payload or its place in the run is refused.
+        PayloadRejectedError: the payload or its place in the run is refused.
     """
     if verification_type == "review":
         return validate_review_scope(payload)
@@ -708,7 +710,7 @@ def validate_finding_for_run(
     ``idempotency_key`` is the client's own choice: as in spx, no rule ties it to the finding.
 
     Raises:
-        PayloadRejection: the payload or its place in the run is refused.
+        PayloadRejectedError: the payload or its place in the run is refused.
     """
     if verification_type == "review":
         return validate_review_finding(payload)
@@ -747,42 +749,42 @@ def check_terminal(
     """Check a terminal completion against the evidence; returns the metadata to record.
 
     Raises:
-        TerminalRejection: the status or metadata contradicts the run's evidence.
+        TerminalRejectedError: the status or metadata contradicts the run's evidence.
     """
     if verification_type == "audit":
         if has_metadata:
-            raise TerminalRejection(TERM_NO_METADATA, conflict=False)
+            raise TerminalRejectedError(TERM_NO_METADATA, conflict=False)
         if terminal_status != expected_audit_status(view, selector):
-            raise TerminalRejection(TERM_MATCHES_EVIDENCE, conflict=True)
+            raise TerminalRejectedError(TERM_MATCHES_EVIDENCE, conflict=True)
         return None
     if verification_type == "test":
         if has_metadata:
-            raise TerminalRejection(TERM_NO_METADATA, conflict=False)
+            raise TerminalRejectedError(TERM_NO_METADATA, conflict=False)
         if terminal_status not in TEST_TERMINAL_STATUSES:
-            raise TerminalRejection(TERM_IN_TYPE_VOCABULARY, conflict=True)
+            raise TerminalRejectedError(TERM_IN_TYPE_VOCABULARY, conflict=True)
         if terminal_status == "passed" and view["findingCount"] > 0:
-            raise TerminalRejection(TERM_PASSED_NO_FINDINGS, conflict=True)
+            raise TerminalRejectedError(TERM_PASSED_NO_FINDINGS, conflict=True)
         return None
     validated = None
     if has_metadata:
         try:
             validated = validate_review_terminal_metadata(metadata)
-        except PayloadRejection as rejection:
+        except PayloadRejectedError as rejection:
             reason = rejection.reason
             requirement = reason.removeprefix("payload does not satisfy: ")
-            raise TerminalRejection(
+            raise TerminalRejectedError(
                 requirement, conflict=False, field=requirement == reason
             ) from None
     if terminal_status not in REVIEW_TERMINAL_STATUSES:
-        raise TerminalRejection(TERM_IN_TYPE_VOCABULARY, conflict=True)
+        raise TerminalRejectedError(TERM_IN_TYPE_VOCABULARY, conflict=True)
     evidence = "rejected" if view["findingCount"] > 0 or view["reviewFindingScopes"] > 0 else None
     state = validated["state"] if validated else None
     from_metadata = {"approved": "approved", "changes_requested": "rejected"}.get(state or "")
     if evidence and from_metadata and evidence != from_metadata:
-        raise TerminalRejection(TERM_METADATA_MATCHES_EVIDENCE, conflict=True)
+        raise TerminalRejectedError(TERM_METADATA_MATCHES_EVIDENCE, conflict=True)
     expected = evidence or from_metadata
     if expected and terminal_status != expected:
-        raise TerminalRejection(TERM_MATCHES_EVIDENCE, conflict=True)
+        raise TerminalRejectedError(TERM_MATCHES_EVIDENCE, conflict=True)
     return validated
 
 
@@ -795,6 +797,6 @@ def audit_scope_units(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any
             continue
         try:
             units.append(validate_audit_scope(data.get("payload")))
-        except PayloadRejection:
+        except PayloadRejectedError:
             continue
     return units

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from review_loop.agents.errors import FormatError
 from review_loop.agents.scope_rules import ROLE_CONCERNS
 
 CONCERN_ORDER: Final = ("code", "tests", "architecture")
@@ -66,11 +67,11 @@ RESPONSE_CONTRACT: Final = """Answer with one JSON object and nothing else:
  "failure": "<the failed operation or absent prerequisite, only when status is failed>"}"""
 
 
-class ConcernConfigError(ValueError):
+class ConcernConfigError(FormatError):
     """A concern configuration that does not have the configuration's shape."""
 
 
-class ConcernReplyError(ValueError):
+class ConcernReplyError(FormatError):
     """A concern's reply that is not the response contract."""
 
 

@@ -27,6 +27,7 @@ from typing import Any, Literal, get_args
 
 import yaml
 
+from review_loop.agents.errors import FormatError
 from review_loop.agents.prompts import load_prompt
 
 Mode = Literal["explicit-args", "auto-derive", "incomplete"]
@@ -531,7 +532,7 @@ class Scenario:
         }
 
 
-class ScenarioError(ValueError):
+class ScenarioError(FormatError):
     """Scenarios that break Step 2's rules; the message says which rule."""
 
 

@@ -24,12 +24,13 @@ Rules (docs/design.md, "The dispatcher"):
 
 from __future__ import annotations
 
-import dataclasses  # replace() of the run vocabulary's frozen twins (already imported)
+import dataclasses
 import json
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from contextvars import ContextVar
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,7 +41,6 @@ from anyio.lowlevel import checkpoint
 from review_loop.adapters import Adapter, get_adapter, is_product, product_names
 from review_loop.adapters.base import answered, output_complete
 from review_loop.agents.errors import AdapterRefusalError, InputError
-from review_loop.agents.frozen_dataclass import frozen_dataclass
 from review_loop.agents.models import (
     AgentRequest,
     Capabilities,
@@ -100,7 +100,7 @@ from review_loop.orchestrator.process import (
 )
 from review_loop.orchestrator.procfs import start_time
 from review_loop.orchestrator.recording import (
-    RecordingFailed,
+    RecordingError,
     append_record,
     record_error,
     write_or_raise,
@@ -108,10 +108,9 @@ from review_loop.orchestrator.recording import (
 )
 from review_loop.prefs.defaults import MAX_TIMEOUT_MS
 from review_loop.prefs.home import state_home
-from review_loop.prefs.view import PrefsView, as_view
+from review_loop.prefs.model import Prefs
 
 if TYPE_CHECKING:
-    from review_loop.agents.records import Delivery as PublicDelivery
     from review_loop.prefs.model import Prefs
 
 RESUME_NOT_FOUND_WINDOW_MS = 5000
@@ -121,7 +120,7 @@ OUTCOMES_KEPT = 128
 """How many deliveries :attr:`Dispatcher.outcomes` keeps (the newest), by default."""
 
 
-@frozen_dataclass  # @dataclass(frozen=True, slots=True, kw_only=True), defined cheaply
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PeerRequest:
     """One question for one peer.
 
@@ -193,7 +192,7 @@ def _check_request_text(peer: object, prompt: object) -> None:
         raise InputError("PeerRequest.prompt", "the prompt is empty", "non-blank text")
 
 
-@frozen_dataclass
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ResolvedPeer:
     """A peer name resolved to its product, adapter and launch command (keywords only)."""
 
@@ -203,7 +202,7 @@ class ResolvedPeer:
     command: tuple[str, ...]
 
 
-def resolve_peer(name: str, prefs: Prefs | PrefsView, *, field: str = "--peer") -> ResolvedPeer:
+def resolve_peer(name: str, prefs: Prefs, *, field: str = "--peer") -> ResolvedPeer:
     """Resolve a product name or alias.
 
     Raises:
@@ -383,11 +382,9 @@ def _outcomes_bound(value: object) -> int:
 class Dispatcher:
     """Runs peer requests. Create with :func:`open_dispatcher`.
 
-    :meth:`consult` and :meth:`fan_out` are the public API: they return the pydantic
-    models of :mod:`review_loop.agents.records`. The core, :meth:`ask` and :meth:`ask_all`,
-    returns their plain twins (:mod:`review_loop.agents.outcomes`), which the command line
-    and the workflows print and write without importing pydantic (``docs/performance.md``);
-    :attr:`outcomes` and :meth:`outcome_of` hold twins too.
+    :meth:`consult` and :meth:`fan_out` return :class:`~review_loop.agents.outcomes.Delivery`
+    values, which the command line and the workflows print and write as they are
+    (``Delivery.document()``); :attr:`outcomes` and :meth:`outcome_of` hold the same values.
 
     Attributes:
         repo: the checkout's top level.
@@ -406,7 +403,7 @@ class Dispatcher:
         self,
         *,
         repo: Path,
-        prefs: PrefsView,
+        prefs: Prefs,
         progress: Callable[[str], None],
         supervisors: Supervisors | None = None,
         checkout: Checkout | None = None,
@@ -431,30 +428,16 @@ class Dispatcher:
         """``.review-handoff/STOP``: stops every session of this repository."""
         return self.repo / ".review-handoff" / "STOP"
 
-    async def consult(self, request: PeerRequest) -> PublicDelivery:
+    async def consult(self, request: PeerRequest) -> Delivery:
         """Ask one peer; returns the delivery with every attempt and fallback recorded."""
-        from review_loop.agents.records import public_delivery
-
-        return public_delivery(await self.ask(request))
-
-    async def fan_out(self, requests: Sequence[PeerRequest]) -> list[PublicDelivery]:
-        """Ask several peers at once in one task group; results keep the request order.
-
-        A fallback never swaps in a product another request of this fan-out uses.
-        """
-        from review_loop.agents.records import public_delivery
-
-        return [public_delivery(delivery) for delivery in await self.ask_all(requests)]
-
-    async def ask(self, request: PeerRequest) -> Delivery:
-        """:meth:`consult`, returning the plain twin of the delivery."""
         return await self._tracked(request, claimed=set())
 
-    async def ask_all(self, requests: Sequence[PeerRequest]) -> list[Delivery]:
-        """:meth:`fan_out`, returning the plain twins of the deliveries.
+    async def fan_out(self, requests: Sequence[PeerRequest]) -> list[Delivery]:
+        """Ask several peers at once in one task group; results keep the request order.
 
-        An error one request raises (the caller's progress callback broke) ends the
-        others' sessions too, then is raised as it is, not inside an exception group.
+        A fallback never swaps in a product another request of this fan-out uses. An error
+        one request raises (the caller's progress callback broke) ends the others' sessions
+        too, then is raised as it is, not inside an exception group.
         """
         results: list[Delivery | None] = [None] * len(requests)
         claimed = {resolve_peer(r.peer, self.prefs).product for r in requests}
@@ -981,7 +964,7 @@ class Dispatcher:
                     complete=partial(output_complete, current.peer.adapter, invocation),
                     supervisors=self.supervisors,
                 )
-            except RecordingFailed as unrecorded:
+            except RecordingError as unrecorded:
                 group.cancel_scope.cancel()
                 failure = _unrecorded_launch(runnable, unrecorded)
                 return self._finish(current, failure, None, unrecorded.error)
@@ -996,7 +979,7 @@ class Dispatcher:
 
         Not fsynced: it must survive a crash of this process (the reaper reads it), and
         the session it describes cannot outlive a crash of the machine. Unwritable:
-        :class:`RecordingFailed` ends the session before its stdin is fed. Written in the
+        :class:`RecordingError` ends the session before its stdin is fed. Written in the
         event loop's thread, as the record before the launch is: a few hundred
         microseconds of local writes, while a hop to a worker thread and back costs about
         as much again, on the path between the spawn and the prompt.
@@ -1212,7 +1195,7 @@ def _interrupted(record: SessionRecord) -> Failure:
     )
 
 
-def _unrecorded_launch(invocation: Invocation, failed: RecordingFailed) -> Failure:
+def _unrecorded_launch(invocation: Invocation, failed: RecordingError) -> Failure:
     """The outcome of a session ended because its pid could not be recorded.
 
     It was ended before its stdin was written: with the prompt on stdin nothing was sent
@@ -1249,7 +1232,7 @@ def _stderr_line(text: str) -> None:
 async def open_dispatcher(
     *,
     repo: Path | str | Checkout,
-    prefs: Prefs | PrefsView,
+    prefs: Prefs,
     progress: Callable[[str], None] | None = None,
     reap: bool = True,
     keep_outcomes: int = OUTCOMES_KEPT,
@@ -1262,7 +1245,7 @@ async def open_dispatcher(
             records (see ``PeerRequest.record_dir``). A :class:`~.git.Checkout` that
             ``git.locate`` has just made (the command line's) is used as it is.
         prefs: deadlines, grace, liveness interval and peer-command aliases: the ``Prefs``
-            model (as :func:`review_loop.load_prefs` returns it) or its plain ``PrefsView``.
+            (as :func:`review_loop.load_prefs` returns it).
         progress: receives the liveness lines (default: stderr). An exception it raises
             ends the call it was reporting on (sessions ended, records finished) and that
             call raises it.
@@ -1275,7 +1258,7 @@ async def open_dispatcher(
     """
     bound = _outcomes_bound(keep_outcomes)
     async with open_supervisors() as supervisors:
-        dispatcher = await _opened(repo, as_view(prefs), progress or _stderr_line, reap=reap)
+        dispatcher = await _opened(repo, prefs, progress or _stderr_line, reap=reap)
         dispatcher.supervisors = supervisors
         dispatcher.keep_outcomes = bound
         yield dispatcher
@@ -1293,7 +1276,7 @@ def _reap_and_sweep(repo: Path, grace: float) -> list[SessionRecord]:
 
 
 async def _opened(
-    repo: Path | str | Checkout, prefs: PrefsView, progress: Callable[[str], None], *, reap: bool
+    repo: Path | str | Checkout, prefs: Prefs, progress: Callable[[str], None], *, reap: bool
 ) -> Dispatcher:
     """The dispatcher of :func:`open_dispatcher`, with its repository located and reaped."""
     # An existing git checkout (its top level), never created.

@@ -7,9 +7,9 @@ Every file review-loop reads because a caller named it — ``--question-file``,
 through here: at most :data:`MAX_INPUT_BYTES` + 1 bytes, so an endless source
 (``/dev/zero``, a FIFO whose writer never stops, ``/proc/...``) ends the read at the limit
 instead of filling memory until the kernel kills the process. A source past the limit is
-refused with :class:`InputTooLarge`, which names the source and the limit.
+refused with :class:`InputTooLargeError`, which names the source and the limit.
 
-:class:`InputTooLarge` is an :class:`OSError` (``EFBIG``): every caller already turns a
+:class:`InputTooLargeError` is an :class:`OSError` (``EFBIG``): every caller already turns a
 file it cannot read into its own error ("cannot read ...", the journal's
 ``INPUT_READ_FAILED``), and that error now says why. ``docs/cli.md`` states the limit.
 """
@@ -21,6 +21,8 @@ import io
 from pathlib import Path
 from typing import Any
 
+from review_loop.agents.errors import ReviewLoopError
+
 MAX_INPUT_BYTES = 16 * 1024 * 1024
 """The size limit of one input file: 16 MiB, far above any reviewer's context window."""
 
@@ -31,7 +33,7 @@ def limit_text(limit: int = MAX_INPUT_BYTES) -> str:
     return f"{mib:g} MiB ({limit} bytes)"
 
 
-class InputTooLarge(OSError):
+class InputTooLargeError(ReviewLoopError, OSError):
     """A source holds more than the limit (only the limit + 1 bytes were read).
 
     Attributes:
@@ -47,7 +49,7 @@ def read_bytes(path: str | Path, limit: int = MAX_INPUT_BYTES) -> bytes:
     """The bytes of the file at ``path``, at most ``limit`` of them.
 
     Raises:
-        InputTooLarge: the file holds more than ``limit`` bytes.
+        InputTooLargeError: the file holds more than ``limit`` bytes.
         OSError: it cannot be opened or read (``FileNotFoundError``, ``IsADirectoryError``...).
     """
     with open(path, "rb") as handle:
@@ -59,7 +61,7 @@ def read_text(path: str | Path, limit: int = MAX_INPUT_BYTES, encoding: str = "u
     newlines), from at most ``limit`` bytes.
 
     Raises:
-        InputTooLarge: the file holds more than ``limit`` bytes.
+        InputTooLargeError: the file holds more than ``limit`` bytes.
         OSError: it cannot be opened or read.
         UnicodeDecodeError: it is not text in ``encoding``.
     """
@@ -72,13 +74,13 @@ def read_stream_text(stream: Any, name: str, limit: int = MAX_INPUT_BYTES) -> st
     characters).
 
     Raises:
-        InputTooLarge: the stream holds more than ``limit``.
+        InputTooLargeError: the stream holds more than ``limit``.
     """
     buffer = getattr(stream, "buffer", None)
     if buffer is None:
         text: str = stream.read(limit + 1)
         if len(text) > limit:
-            raise InputTooLarge(name, limit)
+            raise InputTooLargeError(name, limit)
         return text
     data = _bounded(buffer, limit, name)
     return _decoded(data, stream.encoding or "utf-8", stream.errors or "strict")
@@ -87,7 +89,7 @@ def read_stream_text(stream: Any, name: str, limit: int = MAX_INPUT_BYTES) -> st
 def _bounded(handle: Any, limit: int, name: str) -> bytes:
     data: bytes = handle.read(limit + 1)
     if len(data) > limit:
-        raise InputTooLarge(name, limit)
+        raise InputTooLargeError(name, limit)
     return data
 
 

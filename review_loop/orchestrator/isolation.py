@@ -25,11 +25,11 @@ import stat
 import sys
 from collections.abc import Sequence
 from contextlib import suppress
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import anyio
 
-from review_loop.agents.frozen_dataclass import frozen_dataclass
 from review_loop.agents.models import Invocation
 from review_loop.orchestrator import procfs
 from review_loop.orchestrator.isolation_wrapper import ISOLATION_FAILED_EXIT, MARKER
@@ -123,7 +123,7 @@ async def protected_paths(repo: Path) -> list[Path]:
     return paths
 
 
-@frozen_dataclass
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Scratch:
     """The one writable directory of an isolated run, and what it holds.
 

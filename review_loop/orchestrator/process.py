@@ -35,13 +35,13 @@ import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager, suppress
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 import anyio
 import anyio.abc
 
-from review_loop.agents.frozen_dataclass import frozen_dataclass
 from review_loop.agents.models import Completed, Invocation
 from review_loop.orchestrator import procfs, shielded, subreaper
 from review_loop.orchestrator.capture import OUTPUT_CAP as OUTPUT_CAP
@@ -69,7 +69,7 @@ def new_marker() -> str:
     return os.urandom(16).hex()
 
 
-@frozen_dataclass
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Started:
     """What is known once the child is running, handed to ``on_started`` before stdin."""
 

@@ -379,6 +379,12 @@ def reap_sync(repo: Path, grace: float) -> list[SessionRecord]:
     index holding one is never stamped (its entries are not all ours to drop). When git
     cannot say what it tracks, nothing is touched.
     """
+    if _nothing_on_disk(repo):
+        # Git need not be asked what it tracks: there is nothing to read. The stamp is
+        # then a new file, never a tracked one rewritten (see _nothing_on_disk).
+        if not unfinished.trusted(repo):
+            unfinished.mark_scanned(repo)
+        return []
     tracked = committed.handoff_paths(repo)
     if tracked is None:
         return []
@@ -409,6 +415,25 @@ def reap_sync(repo: Path, grace: float) -> list[SessionRecord]:
     if full_scan and complete:
         unfinished.mark_scanned(repo)
     return reaped
+
+
+def _nothing_on_disk(repo: Path) -> bool:
+    """No index entry and, unless the index is trusted, no session record on disk: the
+    first command in a fresh checkout then runs no git of its own for the reaper (one git
+    per consult)."""
+    if any(True for _ in unfinished.entries(repo)):
+        return False
+    stamp = repo / committed.HANDOFF / unfinished.INDEX_DIR / unfinished.STAMP
+    if unfinished.trusted(repo):
+        return True
+    if os.path.lexists(stamp):
+        return False  # a stale stamp: scanned with git, as it may be the repository's
+    runtime = repo / ".review-handoff" / "runtime"
+    return not any(
+        os.path.lexists(runtime / first / second / SESSION_FILE)
+        for first in _folders(runtime)
+        for second in _folders(runtime / first)
+    )
 
 
 def _reap_one(

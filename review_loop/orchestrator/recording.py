@@ -34,7 +34,7 @@ def record_error(path: Path, error: OSError) -> RecordError:
     return RecordError(path=str(path), errno=name, message=f"cannot write {path}: {reason}")
 
 
-class RecordingFailed(ReviewLoopError):
+class RecordingError(ReviewLoopError):
     """A record that must exist before a step can go on could not be written.
 
     Attributes:
@@ -108,7 +108,7 @@ def append_record(path: Path, document: Any) -> RecordError | None:
 
 
 def write_or_raise(path: Path, document: Any, *, durable: bool = True) -> None:
-    """:func:`write_record`, raising :class:`RecordingFailed` when nothing could be written."""
+    """:func:`write_record`, raising :class:`RecordingError` when nothing could be written."""
     failure = write_record(path, document, durable=durable)
     if failure is not None:
-        raise RecordingFailed(failure)
+        raise RecordingError(failure)

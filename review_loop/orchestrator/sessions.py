@@ -47,8 +47,8 @@ def _records(repo: Path) -> list[Record]:
     """Every readable session record under ``.review-handoff/runtime/*/*/``.
 
     Read by :func:`files.read_found` (no link followed below ``.review-handoff/``, regular
-    files only) and :func:`session_read.read_record` (the models' reading, plainly when the
-    record is plainly valid). Unreadable, non-JSON and foreign files are skipped, as the
+    files only) and :func:`session_read.read_record` (ours by their exact JSON types, else
+    the original tool's). Unreadable, non-JSON and foreign files are skipped, as the
     original tool does. A record git tracks came from the repository, not from this user's
     reviewer: it is skipped, so a committed record cannot put a program of its choosing in
     a resume command.

@@ -32,13 +32,15 @@ import os
 import sys
 from typing import Any
 
+from review_loop.agents.errors import ReviewLoopError
+
 UNPRINTED_EXIT = 120
 """Exit code when the command's JSON document could not be written to stdout."""
 
 STANDARD_FDS = (0, 1, 2)
 
 
-class OutputLost(Exception):
+class OutputLostError(ReviewLoopError):
     """What a command wrote to stdout did not reach its reader (the MCP server's protocol
     stream, its client gone): the command exits :data:`UNPRINTED_EXIT`."""
 

@@ -23,7 +23,7 @@ workflow applies to it, goes through this module. Its contract:
   refused by its device.
 - **Bounded.** At most ``limit`` bytes are read (:data:`MAX_TREE_FILE_BYTES` by default);
   a larger file is refused, never cut.
-- **Named, never dropped.** A refusal is a :class:`TreeFileRefused` carrying the path and
+- **Named, never dropped.** A refusal is a :class:`TreeFileRefusedError` carrying the path and
   the reason; callers put ``{"path", "reason"}`` in their result (``verify-diff``'s
   ``skipped_files`` and ``refused_edits``). A missing file is ``FileNotFoundError``.
 
@@ -43,6 +43,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from review_loop.agents.errors import ReviewLoopError
+
 MAX_TREE_FILE_BYTES = 4 << 20
 """The default bound on one file read from the tree (4 MiB: far above any skill or prompt
 file, far below what would make a prompt useless)."""
@@ -60,7 +62,7 @@ _KINDS = (
 )
 
 
-class TreeFileRefused(OSError):
+class TreeFileRefusedError(ReviewLoopError, OSError):
     """A file of the reviewed tree that review-loop will not read or write, and why.
 
     An ``OSError`` (``errno`` ``EPERM``) so code that treats an unreadable file as one to
@@ -92,17 +94,17 @@ def components(relative: str) -> list[str]:
     """The components of ``relative`` (``/``-separated, inside the repository).
 
     Raises:
-        TreeFileRefused: empty, absolute, a ``.``/``..``/empty component, a NUL, or a
+        TreeFileRefusedError: empty, absolute, a ``.``/``..``/empty component, a NUL, or a
             component named ``.git``.
     """
     parts = relative.split("/")
     if not relative or relative.startswith("/") or "\0" in relative:
-        raise TreeFileRefused(relative, "not a path inside the repository", "name")
+        raise TreeFileRefusedError(relative, "not a path inside the repository", "name")
     if any(part in ("", ".", "..") for part in parts):
-        raise TreeFileRefused(relative, "a path with an empty, '.' or '..' component", "name")
+        raise TreeFileRefusedError(relative, "a path with an empty, '.' or '..' component", "name")
     if any(part.casefold() == GIT_NAME for part in parts):
         reason = "inside .git/ (git's own files are never read or written)"
-        raise TreeFileRefused(relative, reason, "git")
+        raise TreeFileRefusedError(relative, reason, "git")
     return parts
 
 
@@ -113,7 +115,7 @@ def relative_path(repo: Path, path: Path) -> str:
     that follows opens no link, so text and file system agree.
 
     Raises:
-        TreeFileRefused: ``path`` lies outside ``repo``.
+        TreeFileRefusedError: ``path`` lies outside ``repo``.
     """
     full = Path(os.path.normpath(path if path.is_absolute() else repo / path))
     for root in dict.fromkeys((Path(os.path.normpath(repo)), Path(os.path.realpath(repo)))):
@@ -121,7 +123,7 @@ def relative_path(repo: Path, path: Path) -> str:
             relative = full.relative_to(root).as_posix()
             if relative != ".":
                 return relative
-    raise TreeFileRefused(str(path), "outside the repository", "outside")
+    raise TreeFileRefusedError(str(path), "outside the repository", "outside")
 
 
 def _link_reason(dir_fd: int, name: str, shown: str) -> str | None:
@@ -142,9 +144,9 @@ def _link_reason(dir_fd: int, name: str, shown: str) -> str | None:
     )
 
 
-def _link(dir_fd: int, name: str, relative: str) -> TreeFileRefused:
+def _link(dir_fd: int, name: str, relative: str) -> TreeFileRefusedError:
     """The refusal of the link ``name`` (the file itself) in ``dir_fd``."""
-    return TreeFileRefused(relative, _link_reason(dir_fd, name, relative) or "a link", "link")
+    return TreeFileRefusedError(relative, _link_reason(dir_fd, name, relative) or "a link", "link")
 
 
 @cache
@@ -175,14 +177,14 @@ def _parent(
             except OSError as error:
                 reason = _link_reason(fd, name, shown)
                 if reason is not None:
-                    raise TreeFileRefused(relative, reason, "link") from None
+                    raise TreeFileRefusedError(relative, reason, "link") from None
                 if error.errno == errno.ENOTDIR:  # a file where a directory would be
                     raise FileNotFoundError(errno.ENOENT, "no such file", relative) from None
                 raise type(error)(error.errno, error.strerror, relative) from None
             os.close(fd)
             fd = child
             if _identity(os.fstat(fd)) in protected:
-                raise TreeFileRefused(relative, f"{shown} is the git directory", "git")
+                raise TreeFileRefusedError(relative, f"{shown} is the git directory", "git")
         yield fd
     finally:
         os.close(fd)
@@ -193,18 +195,18 @@ def _refuse_kind(relative: str, info: os.stat_result, limit: int | None) -> None
     mode = info.st_mode
     for test, shown, kind in _KINDS:
         if test(mode):
-            raise TreeFileRefused(relative, f"not a regular file ({shown})", kind)
+            raise TreeFileRefusedError(relative, f"not a regular file ({shown})", kind)
     if not stat.S_ISREG(mode):
-        raise TreeFileRefused(relative, "not a regular file", "special")
+        raise TreeFileRefusedError(relative, "not a regular file", "special")
     if info.st_dev in _pseudo_devices():
-        raise TreeFileRefused(relative, "a file of /proc or /sys, never read", "pseudo")
+        raise TreeFileRefusedError(relative, "a file of /proc or /sys, never read", "pseudo")
     if limit is not None and info.st_size > limit:
         raise _too_large(relative, limit, f" ({info.st_size})")
 
 
-def _too_large(relative: str, limit: int, size: str = "") -> TreeFileRefused:
+def _too_large(relative: str, limit: int, size: str = "") -> TreeFileRefusedError:
     reason = f"larger than {limit} bytes{size}; review-loop reads no file of the tree so big"
-    return TreeFileRefused(relative, reason, "too-large")
+    return TreeFileRefusedError(relative, reason, "too-large")
 
 
 def _lstat_in(dir_fd: int, name: str, relative: str) -> os.stat_result:
@@ -226,7 +228,7 @@ def read_tree_file(
     ``protected``: :func:`git_identities` of the git dirs, refused on the way as for writes.
 
     Raises:
-        TreeFileRefused: a link on the way, a ``.git`` component, not a regular file, a
+        TreeFileRefusedError: a link on the way, a ``.git`` component, not a regular file, a
             pseudo file system, or more than ``limit`` bytes.
         FileNotFoundError: no such file (or a file where a directory would be).
         OSError: any other failure, naming ``relative``.
@@ -243,12 +245,14 @@ def read_tree_file(
         except OSError as error:
             reason = _link_reason(dir_fd, name, relative)  # swapped for a link meanwhile
             if reason is not None:
-                raise TreeFileRefused(relative, reason, "link") from None
+                raise TreeFileRefusedError(relative, reason, "link") from None
             raise type(error)(error.errno, error.strerror, relative) from None
         try:
             info = os.fstat(fd)
             if _identity(info) != _identity(before):
-                raise TreeFileRefused(relative, "replaced while it was being opened", "replaced")
+                raise TreeFileRefusedError(
+                    relative, "replaced while it was being opened", "replaced"
+                )
             _refuse_kind(relative, info, limit)
             return _read_bounded(fd, relative, limit)
         finally:
@@ -271,7 +275,7 @@ def read_repo_file(repo: Path, path: Path, *, limit: int = MAX_TREE_FILE_BYTES) 
     """:func:`read_tree_file` for a path given absolute or relative to ``repo``.
 
     Raises:
-        TreeFileRefused: ``path`` lies outside ``repo``, or as :func:`read_tree_file`.
+        TreeFileRefusedError: ``path`` lies outside ``repo``, or as :func:`read_tree_file`.
     """
     return read_tree_file(repo, relative_path(repo, path), limit=limit)
 
@@ -300,7 +304,7 @@ def write_tree_file(
     is created (mode 0644); ``protected`` holds :func:`git_identities` of the git dirs.
 
     Raises:
-        TreeFileRefused: a link on the way or at the name, a ``.git`` component, a
+        TreeFileRefusedError: a link on the way or at the name, a ``.git`` component, a
             directory of ``protected`` on the way, or something not a regular file there.
         FileNotFoundError: a directory on the way is missing.
         OSError: the write failed (nothing was replaced).
@@ -340,7 +344,7 @@ def remove_tree_file(
     """Remove ``repo/relative`` (a regular file) through no link; missing is fine.
 
     Raises:
-        TreeFileRefused: as :func:`write_tree_file`.
+        TreeFileRefusedError: as :func:`write_tree_file`.
     """
     parts = components(relative)
     try:
@@ -356,7 +360,7 @@ def remove_tree_file(
 
 __all__ = [
     "MAX_TREE_FILE_BYTES",
-    "TreeFileRefused",
+    "TreeFileRefusedError",
     "components",
     "git_identities",
     "read_repo_file",

@@ -26,7 +26,7 @@ consult). The index makes it O(unfinished):
 
 When an entry cannot be made (a name too long, an unwritable index), the stamp is removed
 first, so the next reaper scans everything; only when that fails too is the record
-refused (``RecordingFailed``: no record, no launch).
+refused (``RecordingError``: no record, no launch).
 
 Why it is safe in a hostile repository: the index is read like the records, through the
 no-follow walk (:mod:`.files`), and grants nothing a record could not. A planted entry only

@@ -1,80 +1,44 @@
-"""The prefs model: frozen, validated, with the seed's key names."""
+"""The prefs: one frozen dataclass with the seed's key names, and the rules read from it.
+
+Every :class:`Prefs` is checked by the one reader (:func:`review_loop.prefs.document.checked`)
+when it is made, whoever makes it: :func:`~review_loop.prefs.store.load_prefs` from the
+user's file, :meth:`Prefs.validate` from a mapping, or the constructor field by field.
+The product names are checked where the registry is known (``load_prefs``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Protocol
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-from review_loop.agents.errors import PrefsError
-
-# The defaults and bounds are plain constants (``help`` reads them without pydantic).
 from review_loop.prefs.defaults import (
-    ALIAS_RE,
     DEFAULT_GRACE_MS,
     DEFAULT_HOST,
     DEFAULT_LIVENESS_MS,
     DEFAULT_ORDER,
     DEFAULT_TIMEOUT_MS,
-    ENV_NAME_RE,
-    MAX_TIMEOUT_MS,
-    MIN_TIMEOUT_MS,
-    TIMEOUT_RANGE,
-    is_skill_dir,
 )
-from review_loop.prefs.view import PrefsRules, PrefsView
+from review_loop.prefs.document import KEYS, ProductSet, checked
 
-__all__ = [
-    "ALIAS_RE",
-    "DEFAULT_GRACE_MS",
-    "DEFAULT_HOST",
-    "DEFAULT_LIVENESS_MS",
-    "DEFAULT_ORDER",
-    "DEFAULT_TIMEOUT_MS",
-    "ENV_NAME_RE",
-    "MAX_TIMEOUT_MS",
-    "MIN_TIMEOUT_MS",
-    "TIMEOUT_RANGE",
-    "PeerCommand",
-    "Prefs",
-    "ProductSet",
-]
+__all__ = ["PeerCommand", "Prefs", "ProductSet"]
 
 
-class ProductSet(Protocol):
-    """The registered product names: cheap membership, full iteration for messages."""
-
-    def __contains__(self, name: object, /) -> bool: ...
-
-    def __iter__(self) -> Iterator[str]: ...
-
-
-class PeerCommand(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PeerCommand:
     """An alias such as ``codex002``: another executable or launcher for a product.
 
     ``command`` is an argv prefix (never a shell string); the adapter's own flags follow it.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
     product: str
-    command: tuple[str, ...] = Field(min_length=1)
-
-    @field_validator("command")
-    @classmethod
-    def _no_empty_words(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if any(not word for word in value):
-            raise ValueError("every word of command must be non-empty")
-        return value
+    command: tuple[str, ...]
 
 
-class Prefs(BaseModel, PrefsRules):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prefs:
     """The user's reviewer preferences.
-
-    The rules read from ``order`` and ``skipHost`` (``reviewers_for``, ``standard_peers``,
-    ``default_reviewer``) are :class:`~review_loop.prefs.view.PrefsRules`, shared with the
-    plain :class:`~review_loop.prefs.view.PrefsView` that :meth:`view` returns.
 
     Attributes:
         order: reviewer preference order, most preferred first.
@@ -92,88 +56,98 @@ class Prefs(BaseModel, PrefsRules):
             refuse them, ``NOT_SUBMITTED``; ``docs/reviewer-lockdown.md``).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
     order: tuple[str, ...] = DEFAULT_ORDER
     skipHost: bool = False
-    peerCommands: dict[str, PeerCommand] = Field(default_factory=dict)
-    timeoutMs: int = Field(default=DEFAULT_TIMEOUT_MS, ge=MIN_TIMEOUT_MS, le=MAX_TIMEOUT_MS)
-    graceMs: int = Field(default=DEFAULT_GRACE_MS, ge=0, le=MAX_TIMEOUT_MS)
-    livenessMs: int = Field(default=DEFAULT_LIVENESS_MS, gt=0, le=MAX_TIMEOUT_MS)
+    peerCommands: dict[str, PeerCommand] = field(default_factory=dict)
+    timeoutMs: int = DEFAULT_TIMEOUT_MS
+    graceMs: int = DEFAULT_GRACE_MS
+    livenessMs: int = DEFAULT_LIVENESS_MS
     envPassthrough: tuple[str, ...] = ()
     skillDirs: tuple[str, ...] = ()
     allowUnprotected: bool = False
 
-    @field_validator("skillDirs")
+    def __post_init__(self) -> None:
+        """Check every field as the file's reader does (raises ``PrefsError``)."""
+        checked(self.document(), source="Prefs", known=None)
+
     @classmethod
-    def _skill_dirs(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for entry in value:
-            if not is_skill_dir(entry):
-                raise ValueError(
-                    f"{entry!r} is not an absolute directory (accepted: /path or ~/path)"
-                )
-        return value
+    def validate(
+        cls, data: Mapping[str, Any], *, source: str = "prefs", known: ProductSet | None = None
+    ) -> Prefs:
+        """Prefs from a mapping in the file's shape (missing keys: the defaults).
 
-    @field_validator("envPassthrough")
-    @classmethod
-    def _env_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for name in value:
-            if not ENV_NAME_RE.fullmatch(name):
-                raise ValueError(
-                    f"{name!r} is not an environment variable name "
-                    f"(exact names matching {ENV_NAME_RE.pattern}; no patterns)"
-                )
-        if len(set(value)) != len(value):
-            raise ValueError("envPassthrough must not repeat a name")
-        return value
+        ``peerCommands`` entries may be tables or :class:`PeerCommand`\\ s. With ``known``,
+        the product names are checked too.
 
-    @field_validator("order")
-    @classmethod
-    def _order_unique(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if not value:
-            raise ValueError("order must name at least one product")
-        if len(set(value)) != len(value):
-            raise ValueError("order must not repeat a product")
-        return value
-
-    @field_validator("peerCommands")
-    @classmethod
-    def _alias_names(cls, value: dict[str, PeerCommand]) -> dict[str, PeerCommand]:
-        for name in value:
-            if not ALIAS_RE.match(name):
-                raise ValueError(f"alias {name!r} must match {ALIAS_RE.pattern}")
-        return value
-
-    def check_products(self, known: ProductSet, *, source: str) -> Prefs:
-        """Refuse product names no adapter answers to; returns ``self``."""
-
-        def accepted() -> str:
-            return ", ".join(sorted(known))
-
-        for index, product in enumerate(self.order):
-            if product not in known:
-                raise PrefsError(
-                    f"{source}: order[{index}]", f"unknown product {product!r}", accepted()
-                )
-        for alias, peer in self.peerCommands.items():
-            if peer.product not in known:
-                raise PrefsError(
-                    f"{source}: peerCommands.{alias}.product",
-                    f"unknown product {peer.product!r}",
-                    accepted(),
-                )
-            if alias in known:
-                raise PrefsError(
-                    f"{source}: peerCommands.{alias}",
-                    "an alias must not shadow a product name",
-                    "a new name such as codex002",
-                )
-        return self
-
-    def view(self) -> PrefsView:
-        """These prefs as the plain runtime value the dispatcher and workflows read.
-
-        Built from this model's JSON form, the one conversion the plain reading path shares
-        (:meth:`PrefsView.from_document`), so both give equal views of equal prefs.
+        Raises:
+            PrefsError: names ``source``, the key, what was wrong and what is accepted.
         """
-        return PrefsView.from_document(self.model_dump(mode="json"))
+        aliases = data.get("peerCommands")
+        if isinstance(aliases, Mapping):
+            data = {**data, "peerCommands": {k: _table(v) for k, v in aliases.items()}}
+        return cls.from_document(checked(data, source=source, known=known))
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any]) -> Prefs:
+        """The prefs of a checked JSON form (:func:`~review_loop.prefs.document.checked`)."""
+        return cls(
+            order=tuple(document["order"]),
+            skipHost=document["skipHost"],
+            peerCommands={
+                name: PeerCommand(product=entry["product"], command=tuple(entry["command"]))
+                for name, entry in document["peerCommands"].items()
+            },
+            timeoutMs=document["timeoutMs"],
+            graceMs=document["graceMs"],
+            livenessMs=document["livenessMs"],
+            envPassthrough=tuple(document["envPassthrough"]),
+            skillDirs=tuple(document["skillDirs"]),
+            allowUnprotected=document["allowUnprotected"],
+        )
+
+    def document(self) -> dict[str, Any]:
+        """The JSON form, as the prefs file holds it and ``prefs show`` prints it."""
+        form: dict[str, Any] = {key: getattr(self, key) for key in KEYS}
+        for key in ("order", "envPassthrough", "skillDirs"):
+            form[key] = list(form[key])
+        form["peerCommands"] = {name: _table(peer) for name, peer in self.peerCommands.items()}
+        return form
+
+    def with_alias(self, name: str, peer: PeerCommand) -> Prefs:
+        """These prefs with ``name`` (re)bound to ``peer`` (``consult --peer-command``)."""
+        return dataclasses.replace(self, peerCommands={**self.peerCommands, name: peer})
+
+    def reviewers_for(self, host: str | None, *, skip_host: bool | None = None) -> list[str]:
+        """The order with the host removed when skipping it (``skip_host`` overrides prefs)."""
+        skip = self.skipHost if skip_host is None else skip_host
+        return [p for p in self.order if not (skip and host is not None and p == host)]
+
+    def standard_peers(self, host: str | None) -> frozenset[str]:
+        """The products that are Peer A or Peer B for ``host`` (or could be, host unknown).
+
+        The seed's peers are the first two of the order without the host. Without a host,
+        any of the first three may be the host or one of its peers, so all three count:
+        a product that may be the other peer's is never a safe substitute.
+        """
+        if host is None:
+            return frozenset(self.order[:3])
+        return frozenset(self.reviewers_for(host, skip_host=True)[:2])
+
+    def default_reviewer(self, host: str | None = None) -> str:
+        """The reviewer ``run`` uses when none is named: the first of the order without the host.
+
+        ``host`` is the product whose work is reviewed; unnamed, it is ``DEFAULT_HOST``,
+        the product the review skills run in. A review by the host's own product is no
+        independent review, so the host is dropped whatever ``skipHost`` says (an order
+        naming only the host keeps it). Under the default order this is ``codex``, the
+        original tool's default reviewer.
+        """
+        skipped = host or DEFAULT_HOST
+        return next((p for p in self.order if p != skipped), self.order[0])
+
+
+def _table(entry: Any) -> Any:
+    """A :class:`PeerCommand` as its table (anything else as it is, for the reader)."""
+    if isinstance(entry, PeerCommand):
+        return {"product": entry.product, "command": list(entry.command)}
+    return entry

@@ -11,11 +11,9 @@ from review_loop.agents.errors import PrefsError
 from review_loop.prefs.defaults import MAX_TIMEOUT_MS, MIN_TIMEOUT_MS, TIMEOUT_RANGE
 from review_loop.prefs.home import HOME_ENV, state_home
 
-if TYPE_CHECKING:  # the pydantic model is imported where a Prefs is built (docs/performance.md)
-    from pydantic import ValidationError
-
-    from review_loop.prefs.model import Prefs, ProductSet
-    from review_loop.prefs.view import PrefsView
+if TYPE_CHECKING:  # the dataclass is built where a Prefs is wanted (prefs show needs none)
+    from review_loop.prefs.document import ProductSet
+    from review_loop.prefs.model import Prefs
 
 TIMEOUT_ENV = "REVIEW_LOOP_TIMEOUT_MS"
 # How a prefs file that cannot be used is repaired (``prefs reset`` never reads it).
@@ -25,20 +23,6 @@ _REPAIR = "fix the file, or start over with the defaults: review-loop prefs rese
 def prefs_path(env: Mapping[str, str] | None = None) -> Path:
     """Where the prefs file lives."""
     return state_home(env) / "prefs.toml"
-
-
-def _describe(error: ValidationError, source: str) -> PrefsError:
-    first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    accepted = {
-        "extra_forbidden": (
-            "order, skipHost, peerCommands, timeoutMs, graceMs, livenessMs, envPassthrough, "
-            "skillDirs, allowUnprotected"
-        ),
-    }.get(first["type"])
-    if where == "timeoutMs":
-        accepted = TIMEOUT_RANGE
-    return PrefsError(f"{source}: {where}", first["msg"], accepted)
 
 
 def timeout_override(value: str) -> int:
@@ -58,16 +42,10 @@ def timeout_override(value: str) -> int:
 
 
 def parse_prefs(data: Mapping[str, Any], *, source: str, known: ProductSet) -> Prefs:
-    """Validate a prefs mapping; errors name ``source`` and the key."""
-    from pydantic import ValidationError
-
+    """Validate a prefs mapping; errors name ``source`` and the key (see :meth:`Prefs.validate`)."""
     from review_loop.prefs.model import Prefs
 
-    try:
-        prefs = Prefs.model_validate(dict(data))
-    except ValidationError as error:
-        raise _describe(error, source) from None
-    return prefs.check_products(known, source=source)
+    return Prefs.validate(data, source=source, known=known)
 
 
 def _read_file(path: Path, env: Mapping[str, str]) -> dict[str, Any]:
@@ -81,12 +59,7 @@ def _read_file(path: Path, env: Mapping[str, str]) -> dict[str, Any]:
         raise PrefsError(
             str(path), f"cannot read prefs file: {error.strerror}{where}", _REPAIR
         ) from None
-    from review_loop.prefs.plain_toml import plain_toml
-
-    document = plain_toml(raw)  # the file as `review-loop prefs` writes it: no tomllib
-    if document is not None:
-        return document
-    import tomllib  # only for a file the plain reader leaves to it: it costs ~2 ms
+    import tomllib  # only where there is a file
 
     try:
         return tomllib.loads(raw.decode("utf-8"))
@@ -94,6 +67,32 @@ def _read_file(path: Path, env: Mapping[str, str]) -> dict[str, Any]:
         raise PrefsError(
             str(path), f"not valid TOML: {error}", f"a TOML table; {_REPAIR}"
         ) from None
+
+
+def load_prefs_document(
+    known: ProductSet,
+    *,
+    path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The prefs' JSON form (``load_prefs(...).document()``), for commands that only print it.
+
+    Raises what :func:`load_prefs` raises.
+    """
+    from review_loop.prefs.document import checked
+
+    env = os.environ if env is None else env
+    path = prefs_path(env) if path is None else path
+    data = _read_file(path, env)
+    try:
+        document = checked(data, source=str(path), known=known)
+    except PrefsError as error:  # the file's content: say how to start over
+        accepted = f"{error.accepted}; {_REPAIR}" if error.accepted else _REPAIR
+        raise PrefsError(error.field, error.problem, accepted) from None
+    override = env.get(TIMEOUT_ENV)
+    if override is not None and override != "":
+        document["timeoutMs"] = timeout_override(override)
+    return document
 
 
 def load_prefs(
@@ -112,60 +111,9 @@ def load_prefs(
             override is not an integer in that range. Every message names the file (or the
             variable) and the key.
     """
-    env = os.environ if env is None else env
-    path = prefs_path(env) if path is None else path
-    data = _read_file(path, env)
-    try:
-        prefs = parse_prefs(data, source=str(path), known=known)
-    except PrefsError as error:  # the file's content: say how to start over
-        accepted = f"{error.accepted}; {_REPAIR}" if error.accepted else _REPAIR
-        raise PrefsError(error.field, error.problem, accepted) from None
-    override = env.get(TIMEOUT_ENV)
-    if override is not None and override != "":
-        prefs = prefs.model_copy(update={"timeoutMs": timeout_override(override)})
-    return prefs
+    from review_loop.prefs.model import Prefs
 
-
-def load_prefs_document(
-    known: ProductSet,
-    *,
-    path: Path | None = None,
-    env: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """What ``load_prefs(...).model_dump(mode="json")`` returns, for commands that only read.
-
-    A file whose every value is plainly valid is read without building the pydantic model
-    (:mod:`review_loop.prefs.plain`); anything else goes through :func:`load_prefs`, whose
-    errors name the file and the key. Raises what :func:`load_prefs` raises.
-    """
-    from review_loop.prefs.plain import plain_prefs
-
-    env = os.environ if env is None else env
-    path = prefs_path(env) if path is None else path
-    document = plain_prefs(_read_file(path, env), known)
-    if document is None:
-        return load_prefs(known, path=path, env=env).model_dump(mode="json")
-    override = env.get(TIMEOUT_ENV)
-    if override is not None and override != "":
-        document["timeoutMs"] = timeout_override(override)
-    return document
-
-
-def load_prefs_view(
-    known: ProductSet,
-    *,
-    path: Path | None = None,
-    env: Mapping[str, str] | None = None,
-) -> PrefsView:
-    """What ``load_prefs(...).view()`` returns, for commands that run reviewers (``consult``).
-
-    Read as :func:`load_prefs_document` reads: the same file and env overrides, a plainly
-    valid file without pydantic, anything else through :func:`load_prefs`, whose errors
-    name the file and the key. Raises what :func:`load_prefs` raises.
-    """
-    from review_loop.prefs.view import PrefsView
-
-    return PrefsView.from_document(load_prefs_document(known, path=path, env=env))
+    return Prefs.from_document(load_prefs_document(known, path=path, env=env))
 
 
 def save_prefs(prefs: Prefs, *, path: Path | None = None) -> Path:
@@ -174,8 +122,7 @@ def save_prefs(prefs: Prefs, *, path: Path | None = None) -> Path:
 
     path = prefs_path() if path is None else path
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = prefs.model_dump(mode="json")
-    text = tomli_w.dumps(data)
+    text = tomli_w.dumps(prefs.document())
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)

@@ -15,7 +15,7 @@ from review_loop.agents.converge import (
     Ledger,
     LedgerItem,
     LedgerStatus,
-    MalformedReview,
+    MalformedReviewError,
     PreflightSummary,
     Result,
     blind_review_prompt,
@@ -155,7 +155,7 @@ def test_clean_review_with_none() -> None:
     ],
 )
 def test_malformed_reviews(text: str, problem: str) -> None:
-    with pytest.raises(MalformedReview, match=problem.replace("`", ".").replace("|", r"\|")):
+    with pytest.raises(MalformedReviewError, match=problem.replace("`", ".").replace("|", r"\|")):
         parse_blind_review(text)
 
 

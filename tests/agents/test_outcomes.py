@@ -1,14 +1,13 @@
-"""Contract tests: the dispatcher's plain twins (``agents/outcomes.py``) and their models.
+"""Contract tests: one ``Delivery`` (and ``SessionRecord``) per concept, and its JSON form.
 
-The core builds ``outcomes.Delivery``/``Attempt``/``Fallback``/``RecordError``/
-``SessionRecord`` without pydantic; the public API returns the pydantic models of
-``agents/records.py``. Each twin must be its model's shape exactly: the same field names
-in the same order, the same defaults, and for real deliveries (made by the real dispatcher
-over fake CLIs, on asyncio and trio) a document the model accepts and dumps back to the
-very same JSON, key order included. The boundary's ``public_delivery`` (``model_construct``,
-no validation) must equal what validating the document gives. A session record read back
-plainly must be read exactly as the model reads it, and anything unusual must go to the
-model.
+``agents/outcomes.py`` defines ``Delivery``/``Attempt``/``Fallback``/``RecordError``/
+``SessionRecord`` once, as frozen dataclasses, and the public API returns them. For real
+deliveries (made by the real dispatcher over fake CLIs, on asyncio and trio) the JSON form
+(``document()``) is what pydantic's description of the same class accepts and reads back as
+the same value, so the public JSON Schema (``TypeAdapter(Delivery).json_schema()``) tells
+the truth about every document. A session record read back from disk has one reader
+(``SessionRecord.read``, by the exact JSON types of ``agents/record_fields.py``): it reads
+what the dispatcher writes, ignores keys it does not know, and refuses every other value.
 """
 
 from __future__ import annotations
@@ -19,55 +18,41 @@ import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import anyio
 import pytest
-from pydantic import BaseModel
+from pydantic import TypeAdapter
 
-from review_loop.agents import outcomes, records
+import review_loop
+from review_loop.agents import outcomes, record_fields
+from review_loop.agents.constants import SESSION_FILE
 from review_loop.agents.models import DeliveryState, EnvPassthrough
 from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
 from review_loop.prefs import Prefs
 from tests.fakes import FakeCLIs
 
-TWINS: list[tuple[type[Any], type[BaseModel]]] = [
-    (outcomes.RecordError, records.RecordError),
-    (outcomes.Fallback, records.Fallback),
-    (outcomes.Attempt, records.Attempt),
-    (outcomes.Delivery, records.Delivery),
-    (outcomes.SessionRecord, records.SessionRecord),
-]
+
+def test_contract_the_public_names_are_the_one_definition() -> None:
+    for name in ("Attempt", "Delivery", "Fallback"):
+        assert getattr(review_loop, name) is getattr(outcomes, name)
+    for cls in (outcomes.RecordError, outcomes.Fallback, outcomes.Attempt, outcomes.Delivery):
+        params = cls.__dataclass_params__  # type: ignore[attr-defined]
+        assert params.frozen and "__slots__" in vars(cls), cls
+    assert outcomes.SESSION_FILE == SESSION_FILE == "reviewer-session.json"
 
 
-def _default(field: Any) -> object:
-    if field.default_factory not in (None, dataclasses.MISSING):
-        return field.default_factory()
-    return field.default
-
-
-@pytest.mark.parametrize(("twin", "model"), TWINS, ids=[m.__name__ for _, m in TWINS])
-def test_contract_twin_has_the_models_fields_order_and_defaults(
-    twin: type[Any], model: type[BaseModel]
-) -> None:
-    plain = {f.name: f for f in dataclasses.fields(twin)}
-    assert list(plain) == list(model.model_fields)
-    for name, info in model.model_fields.items():
-        required = plain[name].default is dataclasses.MISSING and (
-            plain[name].default_factory is dataclasses.MISSING
-        )
-        assert required == info.is_required(), name
-        if not required:
-            assert _default(plain[name]) == _default(info), name
-
-
-def test_contract_twin_constants_are_the_models() -> None:
-    from review_loop.agents import record_fields
-
-    assert records.SESSION_FILE == outcomes.SESSION_FILE == "reviewer-session.json"
-    # the plain reading checks every field of the twin, and no other
-    twin_fields = [f.name for f in dataclasses.fields(outcomes.SessionRecord)]
-    assert list(record_fields.FIELDS) == twin_fields
+def test_contract_the_record_check_knows_every_field_of_the_record() -> None:
+    fields = {f.name: f for f in dataclasses.fields(outcomes.SessionRecord)}
+    assert list(record_fields.FIELDS) == list(fields)
+    required = {
+        name
+        for name, f in fields.items()
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    }
+    assert required == record_fields.REQUIRED
+    assert set(get_args(outcomes.SessionStatus)) == record_fields.STATUSES
+    assert {state.value for state in DeliveryState} == record_fields.STATES
 
 
 # -- real deliveries ---------------------------------------------------------------------
@@ -82,7 +67,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 def _prefs() -> Prefs:
-    return Prefs.model_validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
+    return Prefs.validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
 
 
 def _request(repo: Path, name: str, peer: str = "claude", **kw: Any) -> PeerRequest:
@@ -125,7 +110,7 @@ async def _interrupted(repo: Path, fakes: FakeCLIs) -> outcomes.Delivery:
     request = _request(repo, "interrupted", timeout_ms=60_000)
     async with open_dispatcher(repo=repo, prefs=_prefs(), progress=lambda _: None) as d:
         async with anyio.create_task_group() as group:
-            group.start_soon(d.ask, request)
+            group.start_soon(d.consult, request)
             with anyio.fail_after(30):
                 while not fakes.calls():
                     await anyio.sleep(0.05)
@@ -144,31 +129,26 @@ def _ordered(value: Any) -> Any:
     return (type(value), value)
 
 
-def _check_delivery(plain: outcomes.Delivery) -> None:
-    document = plain.document()
-    validated = records.Delivery.model_validate(document)
-    dumped = validated.model_dump(mode="json", by_alias=True)
-    assert _ordered(dumped) == _ordered(document)
-    assert json.dumps(dumped) == json.dumps(document)
-    public = records.public_delivery(plain)
-    assert public == validated
-    assert _ordered(public.model_dump(mode="json", by_alias=True)) == _ordered(document)
-    assert public.ok is plain.ok
-    for attempt, model in zip(plain.attempts, public.attempts, strict=True):
-        # events.jsonl and consult attempts print the twin's document: the model's own dump
-        assert _ordered(attempt.document()) == _ordered(model.model_dump(mode="json"))
-    for fallback, model_fallback in zip(plain.fallbacks, public.fallbacks, strict=True):
-        assert fallback.document() == model_fallback.model_dump(by_alias=True)
+def _check_delivery(delivery: outcomes.Delivery) -> None:
+    document = delivery.document()
+    text = json.dumps(document)
+    assert TypeAdapter(outcomes.Delivery).validate_python(json.loads(text)) == delivery
+    for attempt in delivery.attempts:
+        read = TypeAdapter(outcomes.Attempt).validate_python(attempt.document())
+        assert read == attempt
+    for fallback in delivery.fallbacks:
+        assert list(fallback.document()) == ["from", "to", "reason"]
+        assert TypeAdapter(outcomes.Fallback).validate_python(fallback.document()) == fallback
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("case", [*CASES, "interrupted"])
-async def test_contract_real_deliveries_round_trip_through_their_model(
+async def test_contract_real_deliveries_read_back_through_their_description(
     repo: Path, fakes: FakeCLIs, case: str
 ) -> None:
     if case == "interrupted":
-        plain = await _interrupted(repo, fakes)
-        assert plain.interrupted and plain.attempts
+        delivery = await _interrupted(repo, fakes)
+        assert delivery.interrupted and delivery.attempts
     else:
         script, changes, prepare = CASES[case]
         fakes.script(**script)
@@ -176,39 +156,35 @@ async def test_contract_real_deliveries_round_trip_through_their_model(
         if prepare is not None:
             prepare(request)
         async with open_dispatcher(repo=repo, prefs=_prefs(), progress=lambda _: None) as d:
-            plain = await d.ask(request)
+            delivery = await d.consult(request)
     expected = {
-        "delivered": lambda: plain.ok and plain.reply is not None,
-        "timeout": lambda: plain.attempts[-1].timedOut and not plain.ok,
-        "not-submitted": lambda: plain.state is DeliveryState.NOT_SUBMITTED,
-        "fallback": lambda: plain.ok and plain.fallbacks and plain.product == "codex",
-        "degraded-resume": lambda: plain.ok and plain.degraded,
-        "record-error": lambda: plain.ok and plain.recordError is not None,
-        "interrupted": lambda: plain.interrupted,
+        "delivered": lambda: delivery.ok and delivery.reply is not None,
+        "timeout": lambda: delivery.attempts[-1].timedOut and not delivery.ok,
+        "not-submitted": lambda: delivery.state is DeliveryState.NOT_SUBMITTED,
+        "fallback": lambda: delivery.ok and delivery.fallbacks and delivery.product == "codex",
+        "degraded-resume": lambda: delivery.ok and delivery.degraded,
+        "record-error": lambda: delivery.ok and delivery.recordError is not None,
+        "interrupted": lambda: delivery.interrupted,
     }[case]
-    assert expected(), plain
-    _check_delivery(plain)
-    record = json.loads(Path(plain.recordPath or "").read_text())
-    assert records.SessionRecord.model_validate(record).model_dump(mode="json") == record
-
-
-async def _public_and_core(repo: Path, fakes: FakeCLIs) -> tuple[Any, outcomes.Delivery]:
-    fakes.script(claude=[{"mode": "ok", "text": "same"}, {"mode": "ok", "text": "same"}])
-    async with open_dispatcher(repo=repo, prefs=_prefs(), progress=lambda _: None) as d:
-        public = await d.consult(_request(repo, "public"))
-        core = await d.ask(_request(repo, "core"))
-    return public, core
+    assert expected(), delivery
+    _check_delivery(delivery)
+    record = json.loads(Path(delivery.recordPath or "").read_text())
+    read = outcomes.SessionRecord.read(record)
+    assert read is not None and _ordered(read.document()) == _ordered(record)
 
 
 @pytest.mark.anyio
-async def test_contract_public_consult_returns_the_model_of_the_core_twin(
+async def test_contract_consult_and_fan_out_return_the_public_delivery(
     repo: Path, fakes: FakeCLIs
 ) -> None:
-    public, core = await _public_and_core(repo, fakes)
-    assert type(public) is records.Delivery and type(core) is outcomes.Delivery
-    assert all(type(a) is records.Attempt for a in public.attempts)
-    assert public.reply is not None and core.reply is not None
-    assert public.reply.text == core.reply.text == "same" and public.state is core.state
+    fakes.script(claude=[{"mode": "ok", "text": "same"}], codex=[{"mode": "ok", "text": "b"}])
+    async with open_dispatcher(repo=repo, prefs=_prefs(), progress=lambda _: None) as d:
+        one = await d.consult(_request(repo, "one"))
+        both = await d.fan_out([_request(repo, "two", peer="codex")])
+        assert d.outcomes == [one, *both]
+    assert type(one) is review_loop.Delivery and type(both[0]) is review_loop.Delivery
+    assert all(type(a) is review_loop.Attempt for a in one.attempts)
+    assert one.reply is not None and one.reply.text == "same" and one.ok
 
 
 # -- session records read back -------------------------------------------------------------
@@ -231,21 +207,19 @@ def _record(**changes: Any) -> dict[str, Any]:
 
 _DROP = object()
 
-PLAIN_RECORDS = [
+RECORDS = [
     _record(),
-    _record(status="running", pid=12, pgid=12, marker="ab" * 16, procStart=1700000001),
+    _record(status="running", pid=12, pgid=12, marker="ab" * 16, procStart=1700000001.5),
     _record(status="finished", state="DELIVERED", reason=None, finishedAt="x"),
     _record(sessionId="s", attempt=2, command=[]),
-    _record(command=_DROP, status=_DROP, attempt=_DROP),
 ]
-UNUSUAL_RECORDS = [
-    _record(pid=True),  # the model reads a bool as 1; the plain path leaves it to the model
+REFUSED_RECORDS = [
+    _record(pid=True),  # a bool is no pid, whatever JSON-to-int rule a reader might have
     _record(ownerPid=True),
     _record(attempt=False),
     _record(pid="12"),
     _record(ownerPid=1.0),
-    _record(unknown="kept out"),  # the model ignores it; the plain path defers
-    _record(procStart=2**60),
+    _record(procStart=2**60),  # an int past what a float holds exactly
     _record(state="delivered"),
     _record(status="done"),
     _record(command=["a", 1]),
@@ -257,35 +231,35 @@ UNUSUAL_RECORDS = [
 ]
 
 
-@pytest.mark.parametrize("raw", PLAIN_RECORDS)
-def test_contract_plain_record_reading_is_the_models(raw: dict[str, Any]) -> None:
-    plain = outcomes._plain_record(raw)
-    assert plain is not None
-    model = records.SessionRecord.model_validate(raw)
-    assert _ordered(plain.document()) == _ordered(model.model_dump(mode="json"))
-    assert outcomes.SessionRecord.read(raw) == plain
-
-
-@pytest.mark.parametrize("raw", UNUSUAL_RECORDS, ids=range(len(UNUSUAL_RECORDS)))
-def test_contract_unusual_records_go_to_the_model(raw: Any) -> None:
-    assert outcomes._plain_record(raw) is None
+@pytest.mark.parametrize("raw", RECORDS, ids=range(len(RECORDS)))
+def test_contract_a_written_record_reads_back_as_itself(raw: dict[str, Any]) -> None:
     read = outcomes.SessionRecord.read(raw)
-    try:
-        model = records.SessionRecord.model_validate(raw)
-    except ValueError:
-        assert read is None
-    else:
-        assert read is not None
-        assert _ordered(read.document()) == _ordered(model.model_dump(mode="json"))
+    assert read is not None
+    assert _ordered(read.document()) == _ordered(raw)
+    assert read.state is None or type(read.state) is DeliveryState
 
 
-def test_contract_session_record_document_is_the_models_dump() -> None:
+def test_contract_a_record_with_fewer_or_more_keys_reads_with_defaults() -> None:
+    read = outcomes.SessionRecord.read(_record(command=_DROP, status=_DROP, attempt=_DROP))
+    assert read is not None and (read.command, read.status, read.attempt) == ([], "starting", 1)
+    newer = outcomes.SessionRecord.read({**_record(), "unknown": {"any": [1]}})
+    assert newer == outcomes.SessionRecord.read(_record())
+    read = outcomes.SessionRecord.read(_record(procStart=12))
+    assert read is not None and type(read.procStart) is float
+
+
+@pytest.mark.parametrize("raw", REFUSED_RECORDS, ids=range(len(REFUSED_RECORDS)))
+def test_contract_any_other_record_is_refused(raw: Any) -> None:
+    assert outcomes.SessionRecord.read(raw) is None
+
+
+def test_contract_an_ended_record_keeps_its_json_form() -> None:
     record = outcomes.SessionRecord(**{**_record(), "state": DeliveryState.NOT_SUBMITTED})
     ended = record.ended("interrupted", DeliveryState.DELIVERY_UNKNOWN, "interrupted", "t")
     for value in (record, ended):
-        model = records.SessionRecord.model_validate(value.document())
-        assert _ordered(model.model_dump(mode="json")) == _ordered(value.document())
+        assert outcomes.SessionRecord.read(json.loads(json.dumps(value.document()))) == value
     assert (ended.status, ended.finishedAt, ended.updated) == ("interrupted", "t", "t")
+    assert ended.document()["state"] == "DELIVERY_UNKNOWN"
 
 
 @pytest.mark.parametrize("word", ["A=B", "*", "", "1X", "A-B"])
@@ -297,8 +271,10 @@ def test_contract_env_passthrough_refuses_what_is_no_variable_name(word: str) ->
     assert EnvPassthrough(names=("OK",), prefixes=("LC_",)).allows("LC_ALL")
 
 
-def test_contract_delivery_schema_still_describes_reply_and_usage() -> None:
-    schema = records.Delivery.model_json_schema()
+def test_contract_the_delivery_schema_describes_the_json_form() -> None:
+    schema = TypeAdapter(outcomes.Delivery).json_schema()
+    assert list(schema["properties"]) == [f.name for f in dataclasses.fields(outcomes.Delivery)]
+    assert set(schema["required"]) == {"state", "peer", "product", "attempts", "cwd"}
     reply = schema["$defs"]["Reply"]
     assert list(reply["properties"]) == ["kind", "text", "session_id", "cost_usd", "usage"]
     assert reply["required"] == ["text"]
@@ -307,3 +283,5 @@ def test_contract_delivery_schema_still_describes_reply_and_usage() -> None:
         "output_tokens",
         "cached_input_tokens",
     ]
+    assert list(schema["$defs"]["Fallback"]["properties"]) == ["from", "to", "reason"]
+    assert schema["$defs"]["DeliveryState"]["enum"] == [s.value for s in DeliveryState]

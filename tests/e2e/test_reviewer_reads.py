@@ -183,7 +183,7 @@ async def test_codex_isolated_in_its_copy_reads_no_secret_and_cannot_write(
         record_dir=peer.repo / ".review-handoff" / "runtime" / "blind",
         isolate=True,
     )
-    prefs = Prefs.model_validate({"timeoutMs": 120_000})
+    prefs = Prefs.validate({"timeoutMs": 120_000})
     async with open_dispatcher(repo=peer.repo, prefs=prefs, progress=lambda _: None) as d:
         delivery = await d.consult(request)
 

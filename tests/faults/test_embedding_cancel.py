@@ -34,7 +34,7 @@ import anyio
 import pytest
 
 from review_loop.agents.models import Invocation
-from review_loop.agents.records import SessionRecord
+from review_loop.agents.outcomes import SessionRecord
 from review_loop.orchestrator.dispatcher import (
     SESSION_FILE,
     Dispatcher,
@@ -89,7 +89,7 @@ async def test_collaboration_embedding_program_cancels_a_two_peer_consult(
     for key, value in fakes.env(path_only=True).items():
         monkeypatch.setenv(key, value)
     script_row(fakes, mode)
-    prefs = Prefs.model_validate({"graceMs": GRACE_MS, "timeoutMs": 120_000, "livenessMs": 600_000})
+    prefs = Prefs.validate({"graceMs": GRACE_MS, "timeoutMs": 120_000, "livenessMs": 600_000})
     plan = ConsultPlan(peers=(PEER_A, PEER_B), question="Is the change right?")
     ensure_layout(repo)
     kept: list[dict[str, Any]] = []
@@ -140,7 +140,7 @@ async def test_collaboration_a_record_left_starting_before_the_launch_is_finishe
     such an attempt leaves is planted, then the request is cancelled before it launches."""
     for key, value in fakes.env(path_only=True).items():
         monkeypatch.setenv(key, value)
-    prefs = Prefs.model_validate({"graceMs": GRACE_MS})
+    prefs = Prefs.validate({"graceMs": GRACE_MS})
     request = PeerRequest(peer="grok", prompt="q", record_dir=repo / "runtime-test" / "grok")
     request.record_dir.mkdir(parents=True)
     planted = SessionRecord(
@@ -153,7 +153,7 @@ async def test_collaboration_a_record_left_starting_before_the_launch_is_finishe
         startedAt=utc_now(),
     )
     path = request.record_dir / SESSION_FILE
-    path.write_text(planted.model_dump_json())
+    path.write_text(json.dumps(planted.document()))
 
     async def consult_cancelled() -> tuple[Dispatcher, anyio.CancelScope]:
         """The request, cancelled at its first checkpoint (the probe)."""
@@ -175,15 +175,15 @@ async def test_collaboration_a_record_left_starting_before_the_launch_is_finishe
     events = (request.record_dir / "events.jsonl").read_text().splitlines()
     assert json.loads(events[-1])["reason"] == "interrupted"
     # a record of another owner (or already final) is never touched
-    other = planted.model_copy(update={"ownerPid": os.getppid()})
-    path.write_text(other.model_dump_json())
+    other = dataclasses.replace(planted, ownerPid=os.getppid())
+    path.write_text(json.dumps(other.document()))
     await consult_cancelled()
     assert json.loads(path.read_text())["status"] == "starting"
 
 
 # -- cancellation however often it comes, and a caller's callback that raises ----------------
 
-APIS = ("consult", "ask", "fan_out")
+APIS = ("consult", "fan_out")
 REPEATS = (1, 5)
 
 
@@ -249,8 +249,7 @@ def _call(dispatcher: Dispatcher, api: str) -> tuple[tuple[str, ...], Callable[[
     if api == "fan_out":
         requests = [PeerRequest(peer=p, prompt="Is it right?") for p in (PEER_A, PEER_B)]
         return (PEER_A, PEER_B), partial(dispatcher.fan_out, requests)
-    method = dispatcher.consult if api == "consult" else dispatcher.ask
-    return (PEER_B,), partial(method, PeerRequest(peer=PEER_B, prompt="Is it right?"))
+    return (PEER_B,), partial(dispatcher.consult, PeerRequest(peer=PEER_B, prompt="Is it right?"))
 
 
 async def _cancelled_repeatedly(
@@ -324,7 +323,7 @@ async def test_collaboration_a_call_cancelled_however_often_ends_its_sessions_fi
     for key, value in fakes.env(path_only=True).items():
         monkeypatch.setenv(key, value)
     fakes.script(**{PEER_A: [STUBBORN], PEER_B: [STUBBORN]})
-    prefs = Prefs.model_validate({"graceMs": GRACE_MS, "timeoutMs": 120_000, "livenessMs": 600_000})
+    prefs = Prefs.validate({"graceMs": GRACE_MS, "timeoutMs": 120_000, "livenessMs": 600_000})
     async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as dispatcher:
         peers, call = _call(dispatcher, api)
         sessions = _Sessions(repo, fakes, scanner, peers)
@@ -368,7 +367,7 @@ async def test_collaboration_a_progress_callback_that_raises_is_the_callers_erro
         if trigger in line and (not running or holder[0].running(stubborn=True)):
             raise broke
 
-    prefs = Prefs.model_validate({"graceMs": GRACE_MS, "timeoutMs": 120_000, "livenessMs": 100})
+    prefs = Prefs.validate({"graceMs": GRACE_MS, "timeoutMs": 120_000, "livenessMs": 100})
     async with open_dispatcher(repo=repo, prefs=prefs, progress=progress) as dispatcher:
         peers, call = _call(dispatcher, api)
         holder.append(_Sessions(repo, fakes, scanner, peers))
@@ -458,7 +457,7 @@ async def test_collaboration_an_isolated_consult_cancelled_again_and_again_leave
     for key, value in fakes.env(path_only=True).items():
         monkeypatch.setenv(key, value)
     fakes.script(**{PEER_B: [STUBBORN]})
-    prefs = Prefs.model_validate({"graceMs": GRACE_MS, "timeoutMs": 120_000, "livenessMs": 600_000})
+    prefs = Prefs.validate({"graceMs": GRACE_MS, "timeoutMs": 120_000, "livenessMs": 600_000})
 
     class _Isolated(_Sessions):
         def at_end(self) -> _AtEnd:

@@ -93,7 +93,7 @@ from pathlib import Path
 from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
 from review_loop.prefs import Prefs
 async def main():
-    prefs = Prefs.model_validate({"graceMs": int(sys.argv[3])})
+    prefs = Prefs.validate({"graceMs": int(sys.argv[3])})
     async with open_dispatcher(repo=Path(sys.argv[1]), prefs=prefs, reap=False) as d:
         await d.consult(PeerRequest(peer="claude", prompt="x", record_dir=Path(sys.argv[2])))
 anyio.run(main)

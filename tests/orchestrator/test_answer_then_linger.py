@@ -53,7 +53,7 @@ def _with_token() -> list[int]:
 
 
 def _prefs(timeout_ms: int) -> Prefs:
-    return Prefs.model_validate({"timeoutMs": timeout_ms, "graceMs": 300, "livenessMs": 60_000})
+    return Prefs.validate({"timeoutMs": timeout_ms, "graceMs": 300, "livenessMs": 60_000})
 
 
 async def _ask(repo: Path, peer: str, timeout_ms: int):  # type: ignore[no-untyped-def]

@@ -288,7 +288,7 @@ async def test_process_consult_disk_full_through_the_embedding_api(
 ) -> None:
     fakes.script(codex=[{"mode": "ok", "text": "answer from the API"}])
     disk.fill_on_next_call()
-    prefs = Prefs.model_validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
+    prefs = Prefs.validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
     async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as dispatcher:
         doc = await run_consult(dispatcher, ConsultPlan(peers=("codex",), question="Q"))
     assert doc["ok"] is True and doc["text"] == "answer from the API", doc
@@ -367,7 +367,7 @@ async def test_process_run_disk_full_through_the_embedding_api(
 ) -> None:
     fakes.script(codex=[{"mode": "ok", "text": BLOCKED}])
     disk.fill_on_next_call()
-    prefs = Prefs.model_validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
+    prefs = Prefs.validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
     async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as dispatcher:
         failed = await run_review(dispatcher, RunPlan())
         assert failed["status"] == "RECORD_FAILED" and failed["text"] == BLOCKED, failed

@@ -18,7 +18,7 @@ import anyio
 import psutil
 import pytest
 
-from review_loop.agents import outcomes, records
+from review_loop.agents import outcomes
 from review_loop.agents.models import DeliveryState
 from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
 from review_loop.orchestrator.reaper import reap_sync
@@ -40,7 +40,7 @@ def repo(tmp_path: Path) -> Path:
 def prefs(**changes: object) -> Prefs:
     base = {"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000}
     base.update(changes)
-    return Prefs.model_validate(base)
+    return Prefs.validate(base)
 
 
 def request(repo: Path, peer: str = "claude", **kw: object) -> PeerRequest:
@@ -132,7 +132,7 @@ async def test_timeout_falls_back_with_a_full_budget(repo: Path, fakes: FakeCLIs
         delivery = await d.consult(request(repo, timeout_ms=2000, fallback=("codex",)))
     assert delivery.state is DeliveryState.DELIVERED
     assert delivery.product == "codex"
-    assert [f.model_dump(by_alias=True) for f in delivery.fallbacks] == [
+    assert [f.document() for f in delivery.fallbacks] == [
         {"from": "claude", "to": "codex", "reason": "timeout"}
     ]
     assert delivery.attempts[0].timedOut
@@ -201,11 +201,9 @@ async def test_stop_file_before_spawn_is_not_submitted(repo: Path, fakes: FakeCL
 
 
 async def consult_then_stop(
-    repo: Path, fakes: FakeCLIs, req: PeerRequest, stop: Path, *, public: bool = False
-) -> outcomes.Delivery | records.Delivery:
-    """Ask ``req`` (the core, as the command line does; or through ``consult``, the
-    embedding API, if ``public``); write the STOP file ``stop`` once the reviewer has been
-    called."""
+    repo: Path, fakes: FakeCLIs, req: PeerRequest, stop: Path
+) -> outcomes.Delivery:
+    """Ask ``req``; write the STOP file ``stop`` once the reviewer has been called."""
 
     async def press_stop() -> None:
         while not fakes.calls():
@@ -217,17 +215,14 @@ async def consult_then_stop(
         anyio.create_task_group() as group,
     ):
         group.start_soon(press_stop)
-        return await (d.consult(req) if public else d.ask(req))
+        return await d.consult(req)
 
 
-@pytest.mark.parametrize("public", [False, True], ids=["ask", "consult"])
-async def test_stop_file_during_run_is_delivery_unknown(
-    repo: Path, fakes: FakeCLIs, public: bool
-) -> None:
+async def test_stop_file_during_run_is_delivery_unknown(repo: Path, fakes: FakeCLIs) -> None:
     fakes.script(claude=[{"mode": "hang"}])
     stop = repo / "run-STOP"
     req = request(repo, stop_files=(stop,))
-    delivery = await consult_then_stop(repo, fakes, req, stop, public=public)
+    delivery = await consult_then_stop(repo, fakes, req, stop)
     assert delivery.state is DeliveryState.DELIVERY_UNKNOWN
     assert delivery.reason == "STOP interrupt"
 
@@ -431,24 +426,19 @@ async def test_first_session_runs_under_the_supervisor_started_at_open(
         assert d.supervisors is not None
         spare = d.supervisors.spare_pid
         assert spare is not None  # started while the repository was located and reaped
-        delivery = await d.ask(request(repo))
+        delivery = await d.consult(request(repo))
     assert delivery.ok
     record = json.loads(Path(delivery.recordPath or "").read_text())
     assert record["pid"] == spare  # the session's leader is that supervisor
     assert record["ownerStart"] == psutil.Process().create_time()
 
 
-async def test_open_dispatcher_takes_the_plain_prefs_view_as_the_model(
-    repo: Path, fakes: FakeCLIs
-) -> None:
-    from review_loop.prefs import PrefsView
-
+async def test_open_dispatcher_keeps_the_prefs_it_is_given(repo: Path, fakes: FakeCLIs) -> None:
     model = prefs(graceMs=250, peerCommands={"cc9": {"product": "claude", "command": ["claude"]}})
-    for given in (model, model.view()):
-        async with open_dispatcher(repo=repo, prefs=given, progress=lambda _: None) as d:
-            assert d.prefs == model.view() and isinstance(d.prefs, PrefsView)
-            delivery = await d.ask(request(repo, "cc9"))
-        assert delivery.ok and delivery.product == "claude" and delivery.peer == "cc9"
+    async with open_dispatcher(repo=repo, prefs=model, progress=lambda _: None) as d:
+        assert d.prefs is model
+        delivery = await d.consult(request(repo, "cc9"))
+    assert delivery.ok and delivery.product == "claude" and delivery.peer == "cc9"
 
 
 async def test_an_unasked_request_whose_record_is_nested_too_deep_is_not_finished(

@@ -70,7 +70,7 @@ async def test_contract_a_thousand_consults_keep_only_the_newest_outcomes(
     tmp_path: Path, instant_claude: Path
 ) -> None:
     repo = committed_repo(tmp_path / "repo", {"a.txt": "hello\n"})
-    prefs = Prefs.model_validate({"livenessMs": 600_000})
+    prefs = Prefs.validate({"livenessMs": 600_000})
     held: list[dict[str, Any]] = []
     last: list[tuple[PeerRequest, str | None]] = []
 
@@ -104,7 +104,7 @@ async def test_contract_keep_outcomes_is_the_bound_and_is_validated(
     tmp_path: Path, instant_claude: Path
 ) -> None:
     repo = committed_repo(tmp_path / "repo", {"a.txt": "hello\n"})
-    prefs = Prefs.model_validate({"livenessMs": 600_000})
+    prefs = Prefs.validate({"livenessMs": 600_000})
     async with open_dispatcher(
         repo=repo, prefs=prefs, progress=lambda _: None, keep_outcomes=2
     ) as d:

@@ -120,7 +120,7 @@ async def test_process_caller_secrets_do_not_reach_the_reviewer(
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "claude-needs-this")
     monkeypatch.setenv("MY_TOOL_TOKEN", "the-user-passed-this")
-    prefs = Prefs.model_validate(
+    prefs = Prefs.validate(
         {
             "timeoutMs": 20_000,
             "graceMs": 300,

@@ -358,7 +358,7 @@ async def test_dispatcher_records_are_not_written_through_a_link(
     fakes.script(claude=[{"mode": "ok", "text": "fine"}])
     link = _plant(repo, outside, where)
     before = snapshot(outside)
-    prefs = Prefs.model_validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
+    prefs = Prefs.validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
     request = PeerRequest(
         peer="claude", prompt="q", record_dir=repo / HANDOFF / "runtime" / "t" / "claude"
     )
@@ -370,7 +370,7 @@ async def test_dispatcher_records_are_not_written_through_a_link(
         said.append(str(error))
     else:
         assert not delivery.ok or getattr(delivery, "recordError", None) is not None
-        said.append(delivery.model_dump_json())
+        said.append(json.dumps(delivery.document()))
     assert snapshot(outside) == before
     assert fakes.calls() == []  # no prompt left without its record
     assert str(link) in said[0]

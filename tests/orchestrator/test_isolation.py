@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from review_loop.agents.models import DeliveryState
-from review_loop.agents.records import Delivery
+from review_loop.agents.outcomes import Delivery
 from review_loop.orchestrator import isolation
 from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
 from review_loop.orchestrator.isolation_wrapper import (
@@ -281,7 +281,7 @@ class Scene:
     targets: dict[str, str]
 
     async def consult(self) -> Delivery:
-        prefs = Prefs.model_validate({"timeoutMs": 60_000, "graceMs": 300, "livenessMs": 60_000})
+        prefs = Prefs.validate({"timeoutMs": 60_000, "graceMs": 300, "livenessMs": 60_000})
         request = PeerRequest(
             peer="grok",
             prompt="Is this right?",

@@ -39,7 +39,7 @@ from review_loop.agents.converge import (
     LedgerItem,
     PreflightSummary,
 )
-from review_loop.agents.errors import ReviewLoopError
+from review_loop.agents.errors import FormatError, ReviewLoopError
 from review_loop.agents.evidence_model import Evidence
 from review_loop.orchestrator import state_auth
 from review_loop.orchestrator.evidence import attest_evidence
@@ -148,7 +148,7 @@ def shown_by_model(repo: Path) -> tuple[int, dict[str, Any]]:
         return 0, converge_gates.ledger_show(repo, RUN)
     except Exception as error:
         document = {"ok": False, "error": str(error)}
-        if not isinstance(error, ReviewLoopError):
+        if not isinstance(error, ReviewLoopError) or isinstance(error, FormatError):
             document["errorType"] = type(error).__name__
         return 1, document
 

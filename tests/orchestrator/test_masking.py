@@ -70,7 +70,7 @@ def hostile_repo(root: Path) -> Path:
 
 def prefs_with(report: Path, product: str, *, allow_unprotected: bool = False) -> Prefs:
     command = [sys.executable, str(report)]
-    return Prefs.model_validate(
+    return Prefs.validate(
         {
             "allowUnprotected": allow_unprotected,
             "timeoutMs": 30_000,
@@ -87,7 +87,7 @@ async def consult(repo: Path, prefs: Prefs) -> tuple[DeliveryState, str, str]:
     async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as dispatcher:
         delivery = await dispatcher.consult(request)
     text = delivery.reply.text if delivery.reply is not None else ""
-    return delivery.state, text, delivery.model_dump_json()
+    return delivery.state, text, json.dumps(delivery.document())
 
 
 @pytest.fixture

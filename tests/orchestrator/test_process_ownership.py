@@ -92,7 +92,7 @@ async def test_consult_delivers_and_leaves_nothing(
     repo.mkdir()
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     fakes.script(claude=[{"mode": "ok-leaving", "leave": LEAVE_ALL, "text": "fine"}])
-    prefs = Prefs.model_validate({"graceMs": 500, "livenessMs": 60_000})
+    prefs = Prefs.validate({"graceMs": 500, "livenessMs": 60_000})
     record_dir = repo / ".review-handoff" / "runtime" / "t" / "claude"
     async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as d:
         delivery = await d.consult(PeerRequest(peer="claude", prompt="q", record_dir=record_dir))

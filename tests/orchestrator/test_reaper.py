@@ -38,7 +38,7 @@ from tests.orchestrator.ownership import (
 
 pytestmark = pytest.mark.anyio
 
-PREFS = Prefs.model_validate({"graceMs": 300, "livenessMs": 60_000})
+PREFS = Prefs.validate({"graceMs": 300, "livenessMs": 60_000})
 
 
 @pytest.fixture

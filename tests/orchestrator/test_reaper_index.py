@@ -152,7 +152,7 @@ async def test_process_a_consult_indexes_its_record_only_while_unfinished(
     assert entry_names(repo) == []
     fakes.script(claude=[{"mode": "ok"}])
     async with open_dispatcher(repo=repo, prefs=PREFS, progress=lambda _: None) as d:
-        delivery = await d.ask(PeerRequest(peer="claude", prompt="q", record_dir="t/asked"))
+        delivery = await d.consult(PeerRequest(peer="claude", prompt="q", record_dir="t/asked"))
     assert delivery.ok, delivery
     assert entry_names(repo) == []
 
@@ -166,7 +166,7 @@ async def test_process_an_index_that_cannot_be_written_makes_the_next_reaper_rea
     index = unfinished.index_dir(repo)
     index.write_text("not a directory")
     async with open_dispatcher(repo=repo, prefs=PREFS, progress=lambda _: None) as d:
-        delivery = await d.ask(PeerRequest(peer="claude", prompt="q", record_dir="t/asked"))
+        delivery = await d.consult(PeerRequest(peer="claude", prompt="q", record_dir="t/asked"))
     assert delivery.ok and delivery.recordError is None, delivery
     assert not unfinished.trusted(repo)
     forge(repo, "unindexed")
@@ -187,7 +187,7 @@ async def test_process_a_stamped_index_that_cannot_be_written_refuses_the_launch
         pytest.skip("chattr +i is not available here")
     try:
         async with open_dispatcher(repo=repo, prefs=PREFS, progress=lambda _: None) as d:
-            delivery = await d.ask(PeerRequest(peer="claude", prompt="q", record_dir="t/asked"))
+            delivery = await d.consult(PeerRequest(peer="claude", prompt="q", record_dir="t/asked"))
     finally:
         subprocess.run(["chattr", "-i", str(index)], check=True)
     assert [c for c in fakes.calls() if "--version" not in c.get("argv", [])] == []

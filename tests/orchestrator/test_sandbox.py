@@ -10,6 +10,7 @@ where user namespaces are disabled), a reviewer is refused unless prefs allow it
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -217,10 +218,10 @@ async def _consult(repo: Path, prefs: Prefs, peer: str) -> tuple[DeliveryState, 
     async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as dispatcher:
         delivery = await dispatcher.consult(request)
     text = delivery.reply.text if delivery.reply is not None else ""
-    return delivery.state, text, delivery.model_dump_json()
+    return delivery.state, text, json.dumps(delivery.document())
 
 
-PREFS = Prefs.model_validate({"timeoutMs": 30_000, "graceMs": 300})
+PREFS = Prefs.validate({"timeoutMs": 30_000, "graceMs": 300})
 
 
 @pytest.mark.anyio
@@ -305,7 +306,7 @@ async def test_process_without_a_namespace_an_allowed_reviewer_runs_and_says_so(
     world: dict[str, Path], fakes: FakeCLIs
 ) -> None:
     fakes.script(codex=[{"mode": "read-paths", "paths": [str(world["state-secret"])]}])
-    prefs = PREFS.model_copy(update={"allowUnprotected": True})
+    prefs = dataclasses.replace(PREFS, allowUnprotected=True)
 
     state, text, raw = await _consult(world["repo"], prefs, "codex")
 

@@ -4,7 +4,7 @@ The listing, the record reader and the JSON writer of ``sessions`` were rewritte
 start-up (``docs/performance.md``): a plain reader stands for the pydantic models, ``os.scandir``
 for globbing, a C-leaf indenting writer for ``json.dumps(indent=2)``. The golden files were
 written by the code before that rewrite; each run of the real process over one hostile,
-varied repository (ours and the original's records, lax values only the model reads,
+varied repository (ours and the original's records, lax values read as the original's,
 foreign and broken files, links, a FIFO, a committed record, ties, non-ASCII text, a CLI's
 own store) must print them byte for byte, the repository path aside.
 """
@@ -78,8 +78,10 @@ RECORDS: dict[str, Any] = {
     "main/p05": original("codex", UUID.format(5), at(5)),
     "main/p06": original("claude", UUID.format(6), at(6)),
     "main/p07": ours("codex", UUID.format(2), at(7), extra={"a": [1, 2]}),  # same session, newer
-    "main/p08": ours("codex", UUID.format(8), at(8), ownerPid="12"),  # lax: the model coerces
-    "main/p09": ours("codex", UUID.format(9), at(9), pid=3.0, attempt=True),  # lax too
+    "main/p08": ours("codex", UUID.format(8), at(8), ownerPid="12"),  # lax: read as the original's
+    "main/p09": ours(
+        "codex", UUID.format(9), at(9), pid=3.0, attempt=True
+    ),  # lax too: the original's
     "main/p10": ours("codex", UUID.format(10), at(10), status="weird"),  # read as the original's
     "main/p11": ours("codex", None, at(11)),  # no session id: not listed
     "main/p12": original("codex", 5, at(12)),  # foreign: skipped

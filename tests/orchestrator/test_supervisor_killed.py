@@ -45,7 +45,7 @@ async def test_a_supervisor_killed_mid_session_leaves_no_process_of_the_session(
     repo = committed_repo(tmp_path / "repo", {"a.txt": "hello\n"})
     record_dir = tmp_path / "records"
     fakes.script(claude=[{"mode": "stubborn-escape"}])
-    prefs = Prefs.model_validate({"graceMs": 500, "timeoutMs": 120_000})
+    prefs = Prefs.validate({"graceMs": 500, "timeoutMs": 120_000})
     delivered: list[Any] = []
     marker = ""
     try:

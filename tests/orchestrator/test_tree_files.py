@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from review_loop.orchestrator.tree_files import (
-    TreeFileRefused,
+    TreeFileRefusedError,
     git_identities,
     read_repo_file,
     read_tree_file,
@@ -45,8 +45,8 @@ def outside(tmp_path: Path) -> Path:
     return victim
 
 
-def refused(repo: Path, relative: str) -> TreeFileRefused:
-    with pytest.raises(TreeFileRefused) as caught:
+def refused(repo: Path, relative: str) -> TreeFileRefusedError:
+    with pytest.raises(TreeFileRefusedError) as caught:
         read_tree_file(repo, relative)
     assert caught.value.path == relative
     assert caught.value.to_json() == {"path": relative, "reason": caught.value.reason}
@@ -127,7 +127,7 @@ def test_a_directory_is_refused(repo: Path) -> None:
 
 def test_a_file_over_the_limit_is_refused_never_cut(repo: Path) -> None:
     (repo / "big.md").write_bytes(b"x" * 101)
-    with pytest.raises(TreeFileRefused) as caught:
+    with pytest.raises(TreeFileRefusedError) as caught:
         read_tree_file(repo, "big.md", limit=100)
     assert caught.value.kind == "too-large" and "larger than 100 bytes (101)" in caught.value.reason
     assert read_tree_file(repo, "big.md", limit=101) == b"x" * 101
@@ -144,10 +144,10 @@ def test_a_path_that_is_not_plainly_inside_is_refused(repo: Path, relative: str)
 
 
 def test_an_absolute_path_outside_the_repository_is_refused(repo: Path, outside: Path) -> None:
-    with pytest.raises(TreeFileRefused) as caught:
+    with pytest.raises(TreeFileRefusedError) as caught:
         read_repo_file(repo, outside)
     assert caught.value.kind == "outside"
-    with pytest.raises(TreeFileRefused):
+    with pytest.raises(TreeFileRefusedError):
         read_repo_file(repo, Path("skills/../../outside/secret.txt"))
 
 
@@ -180,7 +180,7 @@ def test_a_write_through_a_link_to_git_config_leaves_it_byte_identical(repo: Pat
     skill = repo / "skills" / "x" / "SKILL.md"
     skill.unlink()
     skill.symlink_to("../../.git/config")
-    with pytest.raises(TreeFileRefused) as caught:
+    with pytest.raises(TreeFileRefusedError) as caught:
         write_tree_file(repo, "skills/x/SKILL.md", b"[core]\n\tfsmonitor = x\n")
     assert caught.value.kind == "link"
     assert config.read_bytes() == before
@@ -189,10 +189,10 @@ def test_a_write_through_a_link_to_git_config_leaves_it_byte_identical(repo: Pat
 
 def test_a_write_through_a_link_out_of_the_repository_is_refused(repo: Path, outside: Path) -> None:
     (repo / "linked").symlink_to(outside.parent)
-    with pytest.raises(TreeFileRefused):
+    with pytest.raises(TreeFileRefusedError):
         write_tree_file(repo, "linked/secret.txt", b"overwritten\n")
     (repo / "file.md").symlink_to(outside)
-    with pytest.raises(TreeFileRefused):
+    with pytest.raises(TreeFileRefusedError):
         write_tree_file(repo, "file.md", b"overwritten\n")
     assert outside.read_text() == f"{CANARY}\n"
     assert sorted(p.name for p in outside.parent.iterdir()) == ["secret.txt"]
@@ -201,7 +201,7 @@ def test_a_write_through_a_link_out_of_the_repository_is_refused(repo: Path, out
 @pytest.mark.parametrize("relative", [".git/config", ".git/hooks/pre-commit", "a/.Git/x"])
 def test_a_write_under_git_is_refused(repo: Path, relative: str) -> None:
     before = (repo / ".git" / "config").read_bytes()
-    with pytest.raises(TreeFileRefused) as caught:
+    with pytest.raises(TreeFileRefusedError) as caught:
         write_tree_file(repo, relative, b"x")
     assert caught.value.kind == "git"
     assert (repo / ".git" / "config").read_bytes() == before
@@ -215,7 +215,7 @@ def test_a_write_into_the_git_dir_under_another_name_is_refused(tmp_path: Path) 
         ["git", "init", "-q", "--separate-git-dir", str(work / "gitdir"), str(work)], check=True
     )
     before = (work / "gitdir" / "config").read_bytes()
-    with pytest.raises(TreeFileRefused) as caught:
+    with pytest.raises(TreeFileRefusedError) as caught:
         write_tree_file(work, "gitdir/config", b"x", protected=git_identities([work / "gitdir"]))
     assert caught.value.kind == "git" and "gitdir is the git directory" in caught.value.reason
     assert (work / "gitdir" / "config").read_bytes() == before
@@ -223,9 +223,9 @@ def test_a_write_into_the_git_dir_under_another_name_is_refused(tmp_path: Path) 
 
 def test_a_write_over_a_fifo_or_directory_is_refused(repo: Path) -> None:
     os.mkfifo(repo / "pipe.md")
-    with pytest.raises(TreeFileRefused):
+    with pytest.raises(TreeFileRefusedError):
         write_tree_file(repo, "pipe.md", b"x")
-    with pytest.raises(TreeFileRefused):
+    with pytest.raises(TreeFileRefusedError):
         write_tree_file(repo, "skills/x", b"x")
     assert stat.S_ISFIFO(os.lstat(repo / "pipe.md").st_mode)
 
@@ -239,7 +239,7 @@ def test_a_hard_links_other_name_keeps_its_content(repo: Path, tmp_path: Path) -
 
 def test_remove_refuses_a_link_and_leaves_its_target(repo: Path, outside: Path) -> None:
     (repo / "linked").symlink_to(outside.parent)
-    with pytest.raises(TreeFileRefused):
+    with pytest.raises(TreeFileRefusedError):
         remove_tree_file(repo, "linked/secret.txt")
     assert outside.exists()
     remove_tree_file(repo, "skills/x/SKILL.md")
@@ -256,7 +256,7 @@ def test_a_file_that_grows_past_the_limit_while_read_is_refused() -> None:
     try:
         os.write(write_end, b"x" * 20)
         os.close(write_end)
-        with pytest.raises(TreeFileRefused) as caught:
+        with pytest.raises(TreeFileRefusedError) as caught:
             _read_bounded(read_end, "growing.md", 10)
         assert caught.value.kind == "too-large"
     finally:

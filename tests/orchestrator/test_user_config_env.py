@@ -28,7 +28,7 @@ from review_loop.prefs import Prefs
 from tests.fakes import FakeCLIs
 from tests.gitrepo import committed_repo
 
-PREFS = Prefs.model_validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
+PREFS = Prefs.validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
 PROVIDER = '[model_providers.x]\nbase_url = "http://127.0.0.1:9/v1"\nenv_key = "{name}"\n'
 
 REVIEW_LOOP = (sys.executable, "-m", "review_loop")

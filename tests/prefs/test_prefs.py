@@ -31,7 +31,7 @@ def test_one_env_var_relocates_all_state(tmp_path: Path) -> None:
     ("text", "needle"),
     [
         ('order = ["claude", "bard"]', "order[1]: unknown product 'bard'"),
-        ('order = ["claude", "claude"]', "order: Value error, order must not repeat a product"),
+        ('order = ["claude", "claude"]', "order: order must not repeat a product"),
         ("order = []", "order"),
         ("timeoutMs = 0", "timeoutMs"),
         ("skipHost = 3", "skipHost"),
@@ -71,7 +71,7 @@ def test_timeout_env_override(tmp_path: Path) -> None:
 
 def test_save_is_atomic_and_round_trips(tmp_path: Path) -> None:
     path = tmp_path / "deep" / "prefs.toml"
-    prefs = Prefs.model_validate(
+    prefs = Prefs.validate(
         {
             "order": ["codex", "grok"],
             "skipHost": True,

@@ -19,18 +19,18 @@ that command runs, so ``sessions`` never pays for the dispatcher.
 
 from __future__ import annotations
 
-import contextlib
+import argparse
 import gc
 import importlib
 import json
-import os
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
+from review_loop.agents.errors import ReviewLoopError
+
 if TYPE_CHECKING:
-    import argparse
     import re
 
 # command name -> module under review_loop.orchestrator.cli. Order is the help order.
@@ -67,12 +67,7 @@ VERSION_FLAGS = ("-V", "--version")
 
 
 class CommandModule(Protocol):
-    """What a command module provides.
-
-    It may also provide ``parse_plain(words) -> namespace | None``: its command line read
-    without argparse when it is plainly one argparse would read the same way, ``None``
-    otherwise (then argparse reads it and words any error): see :mod:`.plain_args`.
-    """
+    """What a command module provides."""
 
     USAGE: Sequence[str]
     OUTPUT: str  # "json" (pretty document) or "line" (spx-style one compact line)
@@ -82,48 +77,31 @@ class CommandModule(Protocol):
     def execute(self, args: argparse.Namespace) -> Mapping[str, Any]: ...
 
 
-class UsageError(Exception):
+class UsageError(ReviewLoopError):
     """A command line the parser refused."""
 
 
-_parser_classes: Any = None
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter at a fixed width: argparse never prints help here (``help`` is a
+    command), and asking the terminal's width imports ``shutil`` in every command."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=80)
 
 
-def _parser_types() -> Any:
-    """The parser and formatter classes, defined (and argparse imported) on first use: a
-    command line read plainly (``parse_plain``) needs neither."""
-    global _parser_classes
-    if _parser_classes is not None:
-        return _parser_classes
-    import argparse
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of printing usage and exiting 2."""
 
-    class _Formatter(argparse.HelpFormatter):
-        """argparse's formatter at a fixed width: argparse never prints help here (``help``
-        is a command), and asking the terminal's width imports ``shutil`` in every command."""
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
 
-        def __init__(self, prog: str) -> None:
-            super().__init__(prog, width=80)
-
-    class _Parser(argparse.ArgumentParser):
-        """argparse that raises instead of printing usage and exiting 2."""
-
-        def error(self, message: str) -> NoReturn:
-            raise UsageError(f"{self.prog}: {message}")
-
-        def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
-            raise UsageError(message or f"{self.prog}: exit {status}")
-
-    _parser_classes = (_Parser, _Formatter)
-    return _parser_classes
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        raise UsageError(message or f"{self.prog}: exit {status}")
 
 
 def new_parser(prog: str) -> argparse.ArgumentParser:
     """A parser for one command: raises on errors, no ``-h`` (``help`` is a command)."""
-    parser_type, formatter_type = _parser_types()
-    parser: argparse.ArgumentParser = parser_type(
-        prog=prog, add_help=False, allow_abbrev=False, formatter_class=formatter_type
-    )
-    return parser
+    return _Parser(prog=prog, add_help=False, allow_abbrev=False, formatter_class=_Formatter)
 
 
 def load_command(name: str) -> CommandModule:
@@ -246,10 +224,10 @@ def _execute(
     except KeyboardInterrupt:
         raise
     except Exception as error:  # the one place exceptions become exit codes
-        from review_loop.agents.errors import ReviewLoopError
-        from review_loop.orchestrator.std_streams import UNPRINTED_EXIT, OutputLost
+        from review_loop.agents.errors import FormatError
+        from review_loop.orchestrator.std_streams import UNPRINTED_EXIT, OutputLostError
 
-        if isinstance(error, OutputLost):
+        if isinstance(error, OutputLostError):
             write(_dump({"ok": False, "error": _error_text(error)}, output))
             return UNPRINTED_EXIT
 
@@ -257,7 +235,9 @@ def _execute(
             print(_error_text(error), file=sys.stderr, flush=True)
             return 1
         document = {"ok": False, "error": _error_text(error)}
-        if not isinstance(error, (ReviewLoopError, UsageError)):
+        # errorType only for a crash: an exception that is not ours, or a FormatError (a
+        # reader's refusal that its workflow should have turned into its own answer).
+        if not isinstance(error, ReviewLoopError) or isinstance(error, FormatError):
             document["errorType"] = type(error).__name__
         hint = getattr(error, "hint", None)
         if isinstance(hint, str):  # what a person can do (a held lock: who, how to clear)
@@ -269,13 +249,10 @@ def _execute(
 
 
 def _parsed(module: CommandModule, name: str, words: list[str]) -> Any:
-    """The command's arguments: read plainly when the module can, else by argparse."""
-    plain = getattr(module, "parse_plain", None)
-    namespace = None if plain is None else plain(words)
-    if namespace is None:
-        parser = new_parser(f"review-loop {name}")
-        module.configure(parser)
-        namespace = parser.parse_args(words)
+    """The command's arguments, read by argparse."""
+    parser = new_parser(f"review-loop {name}")
+    module.configure(parser)
+    namespace = parser.parse_args(words)
     from review_loop.orchestrator.cli.common import refuse_empty_paths
 
     refuse_empty_paths(namespace)  # --repo "" is not the current directory
@@ -283,7 +260,7 @@ def _parsed(module: CommandModule, name: str, words: list[str]) -> Any:
 
 
 def main() -> NoReturn:
-    """Console-script entry point.
+    """The ``review-loop`` console script and ``python -m review_loop``.
 
     Closed or failing standard streams cost no record (:mod:`..std_streams`): a closed
     descriptor 0-2 is reopened on ``/dev/null`` first, stderr drops what it cannot take,
@@ -356,54 +333,3 @@ class _Document:
 
         self.failure = self.failure or (error.strerror or str(error) or type(error).__name__)
         silence(sys.stdout)
-
-
-def entry() -> NoReturn:
-    """The ``review-loop`` console script and ``python -m review_loop``: :func:`main`, then
-    the process ends at once.
-
-    :func:`main` ends by raising :class:`SystemExit`, so a program (or a test) may call it
-    and go on. Here nothing goes on: the interpreter's finalization would only tear down
-    every module it imported, one object at a time (about 5 ms of every command, more than
-    a third of what a consult costs beyond running its reviewer; docs/performance.md). So the
-    process leaves as :func:`leave` says, after everything finalization does that anyone
-    can see. An exception that escapes :func:`main` ends the usual way (its traceback).
-    """
-    try:
-        main()
-    except SystemExit as exited:
-        leave(exited.code)
-
-
-def leave(status: object) -> NoReturn:
-    """End the process with ``status`` (as :class:`SystemExit` reads it), skipping only the
-    interpreter's teardown of its own objects.
-
-    What finalization does that anyone can see still happens, in its order: non-daemon
-    threads are waited for (``threading._shutdown``, which also runs the callbacks that stop
-    idle executor workers), atexit handlers run (logging's flush among them), stdout and
-    stderr are flushed — a flush that fails exits 120, as the interpreter does. Files this
-    code writes are never left buffered past their ``with`` block, and every child it
-    started has been ended and reaped before :func:`main` returns.
-    """
-    if status is None:
-        code = 0
-    elif isinstance(status, int):
-        code = status
-    else:  # SystemExit("message"): the message to stderr (if it takes it), exit 1
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            print(status, file=sys.stderr)
-        code = 1
-    threading = sys.modules.get("threading")
-    if threading is not None:
-        getattr(threading, "_shutdown")()  # noqa: B009 - private, what finalization calls
-    import atexit
-
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None:
-                stream.flush()
-        except (OSError, ValueError):
-            code = 120
-    os._exit(code)

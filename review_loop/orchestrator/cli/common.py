@@ -10,7 +10,7 @@ from review_loop.agents.errors import InputError
 if TYPE_CHECKING:
     import argparse
 
-    from review_loop.prefs import Prefs, PrefsView
+    from review_loop.prefs import Prefs
 
 
 def add_repo_option(parser: argparse.ArgumentParser) -> None:
@@ -33,25 +33,13 @@ def load_user_prefs() -> Prefs:
     return load_prefs(known_products())
 
 
-def load_user_prefs_view() -> PrefsView:
-    """The user's prefs as the plain runtime value, for commands that run reviewers.
-
-    Equal to ``load_user_prefs().view()`` and refused with the same errors; a plainly valid
-    prefs file is read without pydantic (``review_loop.prefs.store.load_prefs_view``).
-    """
-    from review_loop.adapters import known_products
-    from review_loop.prefs.store import load_prefs_view
-
-    return load_prefs_view(known_products())
-
-
 def read_text_file(path_text: str, field: str) -> str:
     """Read a UTF-8 text file named by ``field``; errors say what was wrong.
 
     At most the input limit (``input_files.MAX_INPUT_BYTES``, 16 MiB) is read: an endless
     file (``/dev/zero``, a FIFO) is refused at the limit, naming it.
     """
-    from review_loop.orchestrator.input_files import InputTooLarge, limit_text, read_bytes
+    from review_loop.orchestrator.input_files import InputTooLargeError, limit_text, read_bytes
 
     accepted = f"a readable UTF-8 text file of at most {limit_text()}"
     try:
@@ -60,7 +48,7 @@ def read_text_file(path_text: str, field: str) -> str:
         raise InputError(field, f"no such file: {path_text!r}", accepted) from None
     except IsADirectoryError:
         raise InputError(field, f"{path_text!r} is a directory", accepted) from None
-    except InputTooLarge as error:
+    except InputTooLargeError as error:
         raise InputError(field, f"{path_text!r} is {error.strerror}", accepted) from None
     except OSError as error:
         raise InputError(field, f"cannot read {path_text!r}: {error.strerror}") from None

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-
-from review_loop.orchestrator.cli.plain_args import PlainOption, plain_namespace
 
 if TYPE_CHECKING:
     import argparse
-    from types import SimpleNamespace
 
     from review_loop.orchestrator.git import Checkout
     from review_loop.orchestrator.workflows.consult import ConsultPlan
-    from review_loop.prefs.view import PrefsView
+    from review_loop.prefs.model import Prefs
 
 USAGE = [
     "review-loop consult --repo R --peer P [--peer P2 ...] [--fallback F|auto] "
@@ -21,38 +18,21 @@ USAGE = [
     "[--timeout SECONDS] [--resume SESSION_ID]",
 ]
 OUTPUT = "json"
-OPTIONS = (
-    PlainOption(("--repo", "--repo-root"), "repo"),
-    PlainOption(("--peer", "--reviewer"), "peers", repeated=True),
-    PlainOption(("--fallback",), "fallback", repeated=True),
-    PlainOption(("--question-file", "--questionFile"), "question_file"),
-    PlainOption(("--question",), "question"),
-    PlainOption(("--peer-command",), "peer_command"),
-    PlainOption(("--host",), "host"),
-    PlainOption(("--timeout",), "timeout"),
-    PlainOption(("--resume",), "resume"),
-)
-"""consult's options but ``--skip-host``: argparse and the plain reader both read these."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Declare consult's options."""
-    for option in OPTIONS:
-        if option.repeated:
-            parser.add_argument(*option.strings, dest=option.dest, action="append", default=[])
-        else:
-            parser.add_argument(*option.strings, dest=option.dest)
+    parser.add_argument("--repo", "--repo-root", dest="repo")
+    parser.add_argument("--peer", "--reviewer", dest="peers", action="append", default=[])
+    parser.add_argument("--fallback", dest="fallback", action="append", default=[])
+    parser.add_argument("--question-file", "--questionFile", dest="question_file")
+    parser.add_argument("--question", dest="question")
+    parser.add_argument("--peer-command", dest="peer_command")
+    parser.add_argument("--host", dest="host")
+    parser.add_argument("--timeout", dest="timeout")
+    parser.add_argument("--resume", dest="resume")
     # true/false, or alone for true: a value that may be missing is argparse's to read
     parser.add_argument("--skip-host", dest="skip_host", nargs="?", const="true", default=None)
-
-
-def parse_plain(words: Sequence[str]) -> SimpleNamespace | None:
-    """The command line without argparse when it is plainly ``--option value`` pairs
-    (:mod:`review_loop.orchestrator.cli.plain_args`); ``None`` leaves it to argparse."""
-    namespace = plain_namespace(words, OPTIONS)
-    if namespace is not None:
-        namespace.skip_host = None  # not given: it is never read plainly
-    return namespace
 
 
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
@@ -71,12 +51,12 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     return run_cancellable(main)
 
 
-def _checked(args: argparse.Namespace) -> tuple[Checkout, PrefsView, ConsultPlan]:
+def _checked(args: argparse.Namespace) -> tuple[Checkout, Prefs, ConsultPlan]:
     """The checkout, the prefs and the plan, or the first error in the order of the checks."""
     from review_loop.agents.errors import InputError
     from review_loop.orchestrator.cli.common import (
         checked_resume_id,
-        load_user_prefs_view,
+        load_user_prefs,
         parse_bool,
         positive_seconds,
     )
@@ -107,7 +87,7 @@ def _checked(args: argparse.Namespace) -> tuple[Checkout, PrefsView, ConsultPlan
             "non-blank text",
         )
     checkout = locate(args.repo)  # one git process: the top level and the common dir
-    prefs = load_user_prefs_view()
+    prefs = load_user_prefs()
     skip_host = parse_bool(args.skip_host, "--skip-host")
     if args.host is not None:
         resolve_peer(args.host, prefs, field="--host")

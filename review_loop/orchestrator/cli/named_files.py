@@ -46,7 +46,7 @@ def read_named_text(path_text: str, field: str, repo_text: str | None) -> str:
     """
     from review_loop.orchestrator.cli.common import read_text_file
     from review_loop.orchestrator.tree_files import (
-        TreeFileRefused,
+        TreeFileRefusedError,
         git_identities,
         read_tree_file,
         relative_path,
@@ -58,11 +58,11 @@ def read_named_text(path_text: str, field: str, repo_text: str | None) -> str:
     root, common_dir = reviewed
     try:
         relative = relative_path(root, Path(os.path.abspath(path_text)))
-    except TreeFileRefused:  # outside the repository: the caller's own file
+    except TreeFileRefusedError:  # outside the repository: the caller's own file
         return read_text_file(path_text, field)
     try:
         data = read_tree_file(root, relative, protected=git_identities([common_dir]))
-    except TreeFileRefused as refused:
+    except TreeFileRefusedError as refused:
         raise InputError(field, f"{path_text!r}: {refused.reason}", _ACCEPTED) from None
     except FileNotFoundError:
         raise InputError(

@@ -60,8 +60,8 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     path = prefs_path()
     known = known_products()
     action, values = args.action, list(args.values)
-    if action == "show":  # read-only: plain data, pydantic only for a file it must word
-        from review_loop.prefs.plain import defaults
+    if action == "show":  # read-only: the JSON form, no Prefs built
+        from review_loop.prefs.document import defaults
         from review_loop.prefs.store import load_prefs_document
 
         if values:
@@ -90,14 +90,14 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
             raise InputError(
                 "prefs set", f"got {values}", f"KEY VALUE with KEY one of {', '.join(SETTABLE)}"
             )
-        data = stored.model_dump(mode="json")
+        data = stored.document()
         data[values[0]] = _coerce(values[0], values[1])
         changed = parse_prefs(data, source="prefs set", known=known)
     elif action == "alias":
         if len(values) < 3:
             raise InputError("prefs alias", f"got {values}", "NAME PRODUCT COMMAND [ARG ...]")
         name, product, command = values[0], values[1], values[2:]
-        data = stored.model_dump(mode="json")
+        data = stored.document()
         data["peerCommands"][name] = {"product": product, "command": command}
         changed = parse_prefs(data, source="prefs alias", known=known)
     elif action == "unalias":
@@ -107,7 +107,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
                 f"no alias {values}",
                 ", ".join(stored.peerCommands) or "none defined",
             )
-        data = stored.model_dump(mode="json")
+        data = stored.document()
         del data["peerCommands"][values[0]]
         changed = parse_prefs(data, source="prefs unalias", known=known)
     else:
@@ -118,7 +118,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     return {
         "ok": True,
         "path": str(path),
-        "prefs": current.model_dump(mode="json"),
-        "defaults": Prefs().model_dump(mode="json"),
+        "prefs": current.document(),
+        "defaults": Prefs().document(),
         "changed": changed is not None,
     }

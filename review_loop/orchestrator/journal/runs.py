@@ -350,7 +350,7 @@ def rejection_text(verb: str, verification_type: str, error: Exception) -> str:
     """Render a refused mutation as the command's stderr text."""
     if isinstance(error, JournalSealedError):
         return ERRORS["RUN_FINISHED"]
-    if isinstance(error, v.TerminalRejection):
+    if isinstance(error, v.TerminalRejectedError):
         return v.render_rejection(
             ERRORS["TERMINAL_STATUS_CONFLICT" if error.conflict else "TERMINAL_METADATA_INVALID"],
             verification_type,
@@ -358,7 +358,7 @@ def rejection_text(verb: str, verification_type: str, error: Exception) -> str:
             error.reason,
             v.FINISH_RETRY_NOTE,
         )
-    if isinstance(error, v.PayloadRejection):
+    if isinstance(error, v.PayloadRejectedError):
         return v.render_rejection(
             ERRORS["FINDING_INVALID" if verb == "finding" else "SCOPE_INVALID"],
             verification_type,

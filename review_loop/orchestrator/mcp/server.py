@@ -349,7 +349,7 @@ async def serve_stdio(protocol_out: int) -> None:
 
     from mcp.server.stdio import stdio_server
 
-    from review_loop.orchestrator.std_streams import OutputLost
+    from review_loop.orchestrator.std_streams import OutputLostError
 
     table = JobTable()
     app = build(table)
@@ -363,7 +363,7 @@ async def serve_stdio(protocol_out: int) -> None:
             await server.run(read, write, server.create_initialization_options())
         group.cancel_scope.cancel()  # the client is gone: stop every job
     if out.failure is not None:
-        raise OutputLost(
+        raise OutputLostError(
             f"the MCP client's end of stdout failed ({out.failure}); every job was stopped"
         )
 

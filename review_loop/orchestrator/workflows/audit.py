@@ -62,7 +62,7 @@ CONCERNS_NAME = "audit-concerns.json"
 CONCERNS_ENV = "REVIEW_LOOP_AUDIT_CONCERNS"
 
 
-class Blocked(Exception):
+class AuditBlockedError(ReviewLoopError):
     """The audit stopped; ``fields`` are the BLOCKED diagnostic's."""
 
     def __init__(self, **fields: Any) -> None:
@@ -112,7 +112,7 @@ def _live_paths(repo: Path) -> list[str]:
 
     out = git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", check=False)
     if out.returncode != 0:
-        raise Blocked(
+        raise AuditBlockedError(
             command=f"git -C {_q(str(repo))} status --porcelain=v1 -z --untracked-files=all",
             exitCode=out.returncode,
             stderr=out.stderr.decode("utf-8", "replace").strip(),
@@ -143,7 +143,7 @@ def load_concern_agents(
     it is read from the audited base by :func:`add_repository_concerns`.
 
     Raises:
-        Blocked: a configuration file is unreadable or malformed, or names a prompt file
+        AuditBlockedError: a configuration file is unreadable or malformed, or names a prompt file
             that cannot be read (``diagnostic: configuration error``).
     """
     del repo
@@ -159,7 +159,7 @@ def load_user_concerns(
     """The user's concern agents as configured, and the shared rule catalog they set.
 
     Raises:
-        Blocked: as :func:`load_concern_agents`.
+        AuditBlockedError: as :func:`load_concern_agents`.
     """
     from review_loop.orchestrator.input_files import read_text
     from review_loop.prefs.home import state_home
@@ -187,7 +187,7 @@ def load_user_concerns(
                     entry["product"], text, entry["version"], entry["timeoutMs"], entry["rules"]
                 )
         except (OSError, ValueError) as error:
-            raise Blocked(
+            raise AuditBlockedError(
                 command=f"read concern configuration {_q(str(source))}",
                 stderr=str(error),
                 diagnostic=f"configuration error: {source}",
@@ -219,8 +219,8 @@ def add_repository_concerns(
     only narrows), and its agents get the user's shared ``catalog``.
 
     Raises:
-        Blocked: the file at ``base`` is malformed, or names a prompt that is not a regular
-            file inside the repository at ``base``.
+        AuditBlockedError: the file at ``base`` is malformed, or names a prompt that is not
+            a regular file inside the repository at ``base``.
     """
     from review_loop.orchestrator import repo_config
 
@@ -243,7 +243,7 @@ def add_repository_concerns(
                 entry["product"], body, entry["version"], entry["timeoutMs"], tuple(catalog) or None
             )
     except (repo_config.RepoConfigError, ValueError) as error:
-        raise Blocked(
+        raise AuditBlockedError(
             command=f"read concern configuration {where}",
             stderr=str(error),
             diagnostic=f"configuration error: {path}",
@@ -367,14 +367,14 @@ async def _dispatch(
                 timeout_ms=agent.timeout_ms or timeout_ms,
             )
         )
-    deliveries = await dispatcher.ask_all(requests) if requests else []
+    deliveries = await dispatcher.fan_out(requests) if requests else []
     results = []
     for (concern, agent), request, delivery in zip(installed, requests, deliveries, strict=True):
         # A required unit that cannot reach a final status is named by its unitId (seed).
         units = ", ".join(concern.unit_id(path) for path in concern.paths)
         command = f"dispatch {concern.skill} to {agent.product} (read-only) for {units}"
         if not delivery.ok or delivery.reply is None:
-            raise Blocked(
+            raise AuditBlockedError(
                 runToken=ctx.token,
                 command=command,
                 stderr=f"{delivery.state.value}: {delivery.reason or ''} {delivery.detail}".strip(),
@@ -383,7 +383,7 @@ async def _dispatch(
             result = va.parse_concern_reply(delivery.reply.text)
         except va.ConcernReplyError as error:
             # Drive the concern to a final result once: the same session, asked again.
-            retry = await dispatcher.ask(
+            retry = await dispatcher.consult(
                 PeerRequest(
                     peer=agent.product,
                     prompt=(
@@ -400,13 +400,13 @@ async def _dispatch(
                     raise va.ConcernReplyError(f"{retry.state.value}: {retry.reason or ''}")
                 result = va.parse_concern_reply(retry.reply.text)
             except va.ConcernReplyError as again:
-                raise Blocked(
+                raise AuditBlockedError(
                     runToken=ctx.token,
                     command=command,
                     stderr=f"unparseable concern reply: {again}",
                 ) from None
         if result.status == "failed":
-            raise Blocked(runToken=ctx.token, command=f"{command}: {result.failure}")
+            raise AuditBlockedError(runToken=ctx.token, command=f"{command}: {result.failure}")
         results.append(result)
     return results
 
@@ -571,7 +571,7 @@ async def _persist(
             except (OSError, ReviewLoopError) as error:
                 outcome = Refused(error)
             if isinstance(outcome, Refused):
-                raise Blocked(
+                raise AuditBlockedError(
                     runToken=ctx.token,
                     command=(
                         f"{ctx.command(f'{verb} add')} --idempotency-key {_q(key)} "
@@ -631,12 +631,12 @@ def _recording(token: str | None, path: Path, write: Callable[[], object]) -> No
     """Do one run-recording write; a refused write stops the audit right there (seed).
 
     Raises:
-        Blocked: ``diagnostic: configuration error <path>``, nothing retried elsewhere.
+        AuditBlockedError: ``diagnostic: configuration error <path>``, nothing retried elsewhere.
     """
     try:
         write()
     except OSError as error:
-        raise Blocked(
+        raise AuditBlockedError(
             runToken=token,
             command=f"write {_q(str(path))}",
             exitCode=1,
@@ -672,7 +672,7 @@ async def _reconcile(
     non-final required unit is BLOCKED at once: no inspection repairs those.
 
     Raises:
-        Blocked: the reconciler failed, or the run is still not reconciled.
+        AuditBlockedError: the reconciler failed, or the run is still not reconciled.
     """
     from review_loop.orchestrator import scope
 
@@ -686,14 +686,14 @@ async def _reconcile(
                 reconcile, ctx.repo, ctx.committed, ctx.token or "", ctx.identity
             )
         except scope.StaleBaseError as error:
-            raise Blocked(
+            raise AuditBlockedError(
                 runToken=ctx.token,
                 command=command,
                 exitCode=3,
                 stderr=scope.dump(error.diagnostic()),
             ) from None
         except scope.ScopeResolutionError as error:
-            raise Blocked(
+            raise AuditBlockedError(
                 runToken=ctx.token,
                 command=command,
                 exitCode=2,
@@ -703,7 +703,7 @@ async def _reconcile(
             return
         fields = [f for f in ("drifted", "unexpected", "nonfinal", "unaccounted") if verdict[f]]
         if fields != ["unaccounted"] or attempt == 2:
-            raise Blocked(
+            raise AuditBlockedError(
                 runToken=ctx.token,
                 command=command,
                 exitCode=code,
@@ -732,7 +732,7 @@ async def run_audit(
     say = progress or (lambda line: None)
     try:
         return await _audit(request, prefs=prefs, say=say, open_dispatcher=open_dispatcher)
-    except Blocked as blocked:
+    except AuditBlockedError as blocked:
         fields = {
             "runToken": blocked.fields.get("runToken") or "not-started",
             "command": blocked.fields.get("command"),
@@ -752,7 +752,7 @@ async def _audit(
     say: Progress,
     open_dispatcher: Callable[..., Any] | None,
 ) -> dict[str, Any]:
-    """The seed's steps, in order; any step stops the audit with ``Blocked``."""
+    """The seed's steps, in order; any step stops the audit with ``AuditBlockedError``."""
     from review_loop.orchestrator import repo_config, scope
 
     _refuse_incomplete(request)
@@ -805,15 +805,15 @@ def _refuse_incomplete(request: AuditRequest) -> None:
     """Stage 1: a selector and a run-driver identity are required before anything else.
 
     Raises:
-        Blocked: ``not-started``, naming what is missing and what is accepted.
+        AuditBlockedError: ``not-started``, naming what is missing and what is accepted.
     """
     if not request.selector.strip():
-        raise Blocked(
+        raise AuditBlockedError(
             command="review-loop audit", stderr="no selector: HEAD, a branch, or <base>...<head>"
         )
     if not request.driver:
         # Seed 002: accept the identity generically, never infer it; without it nothing starts.
-        raise Blocked(
+        raise AuditBlockedError(
             command="review-loop audit "
             + " ".join(_q(t) for t in (request.selector, request.directory) if t),
             stderr="no run-driver identity: --driver FILE with the six producer fields "
@@ -828,7 +828,7 @@ async def _anchor(
     an advisory selector, and the scratch directory; nothing of the run exists yet.
 
     Raises:
-        Blocked: not a repository, a configuration error, or an unwritable scratch dir.
+        AuditBlockedError: not a repository, a configuration error, or an unwritable scratch dir.
     """
     from review_loop.orchestrator.files import file_stamp, utc_now
     from review_loop.orchestrator.git import ensure_layout, repo_root
@@ -837,7 +837,7 @@ async def _anchor(
     try:
         repo = repo_root(directory)
     except ReviewLoopError as error:
-        raise Blocked(
+        raise AuditBlockedError(
             command=f"git -C {_q(directory)} rev-parse --show-toplevel",
             exitCode=128,
             stderr=str(error),
@@ -866,13 +866,13 @@ def _check_products(agents: Mapping[str, va.ConcernAgent], prefs: Prefs) -> None
     """Every concern agent's product resolves (installed or not) under ``prefs``.
 
     Raises:
-        Blocked: ``configuration error: concern configuration``, naming the concern.
+        AuditBlockedError: ``configuration error: concern configuration``, naming the concern.
     """
     for name, agent in agents.items():
         try:
             resolve_peer(agent.product, prefs, field=f"concern {name}")
         except ReviewLoopError as error:
-            raise Blocked(
+            raise AuditBlockedError(
                 command=f"resolve the product of concern {name}",
                 stderr=str(error),
                 diagnostic="configuration error: concern configuration",
@@ -891,7 +891,7 @@ async def _repository_configuration(
     said on stderr.
 
     Raises:
-        Blocked: the base's file is malformed, or a product does not resolve.
+        AuditBlockedError: the base's file is malformed, or a product does not resolve.
     """
     from review_loop.agents.scope_rules import skills_of
     from review_loop.orchestrator import scope
@@ -899,7 +899,7 @@ async def _repository_configuration(
     try:
         trusted = skills_of(await _thread(scope.load_registry, ctx.repo))
     except scope.ScopeResolutionError as error:
-        raise Blocked(command="load the artifact registry", stderr=str(error)) from None
+        raise AuditBlockedError(command="load the artifact registry", stderr=str(error)) from None
     merged = await _thread(
         add_repository_concerns, ctx.repo, ctx.base, agents, trusted, refused, ctx.catalog
     )
@@ -927,7 +927,7 @@ async def _resolve(
     are retained only for the audited head (else ``unestablished``, with a note).
 
     Raises:
-        Blocked: the scope does not resolve (exit 2), a stale base (exit 3), or a write
+        AuditBlockedError: the scope does not resolve (exit 2), a stale base (exit 3), or a write
             into the scratch dir is refused.
     """
     from review_loop.orchestrator import scope
@@ -960,11 +960,11 @@ async def _resolve(
             partial(scope.resolve, refused=refused), ctx.repo, ctx.committed, audit_input
         )
     except scope.StaleBaseError as error:
-        raise Blocked(
+        raise AuditBlockedError(
             command=resolve_command, exitCode=3, stderr=scope.dump(error.diagnostic())
         ) from None
     except scope.ScopeResolutionError as error:
-        raise Blocked(
+        raise AuditBlockedError(
             command=resolve_command, exitCode=2, stderr=f"{scope.ERROR_PREFIX}: {error}"
         ) from None
     ctx.base, ctx.head = resolved["base"], resolved["head"]
@@ -982,7 +982,7 @@ async def _start(ctx: _Context, start_path: Path) -> dict[str, Any]:
     """Stage 2: open the run with the start-input file; sets the context's run token.
 
     Raises:
-        Blocked: ``not-started``, with the start command and the store's refusal.
+        AuditBlockedError: ``not-started``, with the start command and the store's refusal.
     """
     start_command = (
         f"review-loop verification run start -C {_q(str(ctx.repo))} --verification-type audit "
@@ -999,7 +999,7 @@ async def _start(ctx: _Context, start_path: Path) -> dict[str, Any]:
             emit=lambda e: None,
         )
     except ReviewLoopError as error:
-        raise Blocked(command=start_command, exitCode=1, stderr=str(error)) from None
+        raise AuditBlockedError(command=start_command, exitCode=1, stderr=str(error)) from None
     ctx.token = started["runToken"]
     return started
 
@@ -1018,14 +1018,14 @@ async def _read_sealed(ctx: _Context, run: runs.RunAddress) -> _Sealed:
     """Stage 3-4: the selection from the run's sealed input, never from the resolver again.
 
     Raises:
-        Blocked: the sealed input cannot be read or is not JSON (the run stays open).
+        AuditBlockedError: the sealed input cannot be read or is not JSON (the run stays open).
     """
     from review_loop.orchestrator import scope
 
     try:
         sealed = json.loads((await _thread(runs.read_input, run))["content"])
     except (ReviewLoopError, ValueError) as error:
-        raise Blocked(
+        raise AuditBlockedError(
             runToken=ctx.token, command=ctx.command("input"), exitCode=1, stderr=str(error)
         ) from None
     changed = list(sealed.get("changed_paths") or [])
@@ -1052,7 +1052,7 @@ async def _dispatch_concerns(
     """Stage 5: every installed selected concern, read-only, in parallel; by skill.
 
     Raises:
-        Blocked: a concern did not reach a final result (see ``_dispatch``).
+        AuditBlockedError: a concern did not reach a final result (see ``_dispatch``).
     """
     installed = [(c, a) for c in concerns if (a := agents.get(c.skill) or agents.get("*"))]
     if open_dispatcher is None:
@@ -1080,7 +1080,7 @@ async def _persist_plan(
     """Stage 6: plan every record, then persist them one at a time in the seed's order.
 
     Raises:
-        Blocked: the journal refused a record (its payload file and key are named).
+        AuditBlockedError: the journal refused a record (its payload file and key are named).
     """
     touched = await _thread(_touched_text, ctx.repo, ctx.base, ctx.head, sealed.live)
     plan = _plan(
@@ -1098,7 +1098,7 @@ async def _finish(ctx: _Context, run: runs.RunAddress) -> tuple[dict[str, Any], 
     """After stage 7: finish with the status the evidence derives, then render the run.
 
     Raises:
-        Blocked: the store refused to finish or render (the run stays open).
+        AuditBlockedError: the store refused to finish or render (the run stays open).
     """
     state = await _thread(run.log.state)
     status = v.expected_audit_status(state.view, run.selector)
@@ -1106,7 +1106,7 @@ async def _finish(ctx: _Context, run: runs.RunAddress) -> tuple[dict[str, Any], 
         finished = await _thread(runs.finish, run, status, emit=lambda e: None)
         projection = await _thread(runs.render, run)
     except ReviewLoopError as error:
-        raise Blocked(
+        raise AuditBlockedError(
             runToken=ctx.token,
             command=f"{ctx.command('finish')} --terminal-status {status}",
             exitCode=1,

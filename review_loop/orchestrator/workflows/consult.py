@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 import anyio
 
@@ -32,15 +32,9 @@ from review_loop.orchestrator.files import (
     make_dir_exclusive,
     utc_now,
 )
-from review_loop.orchestrator.recording import RecordingFailed, record_error
+from review_loop.orchestrator.recording import RecordingError, record_error
 from review_loop.orchestrator.trust import note_stop, reporting_async
-from review_loop.prefs.view import PrefsView
-
-if TYPE_CHECKING:
-    from review_loop.prefs.model import Prefs
-
-AnyPrefs = TypeVar("AnyPrefs", "Prefs", PrefsView)
-"""The prefs model (embedders, ``converge``) or its plain view (``consult``), kept as given."""
+from review_loop.prefs.model import PeerCommand, Prefs
 
 ADVISORY_MESSAGE = (
     "Advisory only: weigh this stance, do not adopt it automatically unless the user "
@@ -71,8 +65,8 @@ class ConsultPlan(NamedTuple):
 
 
 def with_peer_command(
-    prefs: AnyPrefs, peers: list[str], name: str, which: Any
-) -> tuple[AnyPrefs, list[str]]:
+    prefs: Prefs, peers: list[str], name: str, which: Any
+) -> tuple[Prefs, list[str]]:
     """Route the peer of ``name``'s product through the alias or executable ``name``.
 
     ``which(name)`` finds an executable on PATH (injected for tests). Returns prefs that
@@ -112,19 +106,12 @@ def with_peer_command(
     return prefs, [name if p == alias.product else p for p in peers]
 
 
-def _with_alias(prefs: AnyPrefs, name: str, product: str) -> AnyPrefs:
+def _with_alias(prefs: Prefs, name: str, product: str) -> Prefs:
     """``prefs`` with ``name`` bound to the launcher ``name`` of ``product``."""
-    if isinstance(prefs, PrefsView):
-        from review_loop.prefs.peer_command_view import PeerCommandView
-
-        return prefs.with_alias(name, PeerCommandView(product=product, command=(name,)))
-    from review_loop.prefs.model import PeerCommand
-
-    alias = PeerCommand(product=product, command=(name,))
-    return prefs.model_copy(update={"peerCommands": {**prefs.peerCommands, name: alias}})
+    return prefs.with_alias(name, PeerCommand(product=product, command=(name,)))
 
 
-def _launched_product(prefs: Prefs | PrefsView, peers: list[str], name: str) -> str:
+def _launched_product(prefs: Prefs, peers: list[str], name: str) -> str:
     """The product a launcher that is no alias stands for: by its name, else the only peer.
 
     The name starts with the product (``codex002``) or with one of the adapter's
@@ -170,7 +157,7 @@ def _name_prefix(product: str, name: str) -> int | None:
 
 
 def select_peers(
-    prefs: Prefs | PrefsView, named: list[str], host: str | None, skip_host: bool | None
+    prefs: Prefs, named: list[str], host: str | None, skip_host: bool | None
 ) -> list[str]:
     """The named peers, else the first two of the prefs order.
 
@@ -191,7 +178,7 @@ def select_peers(
 
 
 def resolve_fallbacks(
-    prefs: Prefs | PrefsView, values: list[str], *, host: str | None = None
+    prefs: Prefs, values: list[str], *, host: str | None = None
 ) -> tuple[str, ...]:
     """``--fallback`` values in order; ``auto`` expands to every product a swap may use.
 
@@ -222,7 +209,7 @@ def resolve_fallbacks(
     return tuple(out)
 
 
-def _automatic_fallbacks(prefs: Prefs | PrefsView, host_product: str | None) -> list[str]:
+def _automatic_fallbacks(prefs: Prefs, host_product: str | None) -> list[str]:
     """What ``auto`` stands for (see :func:`resolve_fallbacks`), in order."""
     from review_loop.adapters.registry import OFFLINE, product_names
 
@@ -328,7 +315,7 @@ def claim_record_name(parent: Path, name: str) -> str:
     directories: ``mkdir`` fails on an existing directory, so no two callers both own one.
 
     Raises:
-        RecordingFailed: the directory cannot be made (names the path and the errno).
+        RecordingError: the directory cannot be made (names the path and the errno).
     """
     for index in range(1, MAX_NAME_SUFFIX + 1):
         candidate = name if index == 1 else f"{name}-{index}"
@@ -337,9 +324,9 @@ def claim_record_name(parent: Path, name: str) -> str:
         except FileExistsError:
             continue
         except OSError as error:
-            raise RecordingFailed(record_error(parent / candidate, error)) from None
+            raise RecordingError(record_error(parent / candidate, error)) from None
         return candidate
-    raise RecordingFailed(
+    raise RecordingError(
         RecordError(
             path=str(parent / name),
             errno="EEXIST",
@@ -379,7 +366,7 @@ async def run_consult(
     the cancellation then propagates.
 
     Raises:
-        RecordingFailed: a record directory cannot be made (nothing was asked).
+        RecordingError: a record directory cannot be made (nothing was asked).
     """
     repo = dispatcher.repo
     note_stop(repo)  # a committed STOP stops every peer: say so (``tracked``)
@@ -404,7 +391,7 @@ async def run_consult(
         for peer, name in zip(resolved, names, strict=True)
     ]
     try:
-        deliveries = await dispatcher.ask_all(requests)
+        deliveries = await dispatcher.fan_out(requests)
     except anyio.get_cancelled_exc_class():
         if interrupted is not None:
             ended = [dispatcher.outcome_of(request) for request in requests]

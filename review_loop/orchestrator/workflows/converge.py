@@ -57,7 +57,7 @@ from review_loop.orchestrator.workflows.converge_store import (
     save_ledger,
     sha256_text,
 )
-from review_loop.prefs import Prefs, PrefsView
+from review_loop.prefs import Prefs
 
 SIDES = ("A", "B")
 
@@ -143,7 +143,7 @@ def check_peers(prefs: Prefs, peers: list[str], host: str | None) -> None:
 
 
 def _split_fallbacks(
-    prefs: Prefs | PrefsView, fallback: tuple[str, ...], avoid: set[str], both: bool
+    prefs: Prefs, fallback: tuple[str, ...], avoid: set[str], both: bool
 ) -> dict[str, tuple[str, ...]]:
     """Each side's fallback list; disjoint when both sides are asked at once."""
     usable: list[str] = []

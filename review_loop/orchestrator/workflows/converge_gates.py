@@ -46,7 +46,7 @@ from review_loop.agents.converge import (
     Ledger,
     LedgerItem,
     LedgerStatus,
-    MalformedReview,
+    MalformedReviewError,
     PreflightSummary,
     Result,
     blind_review_prompt,
@@ -308,7 +308,7 @@ async def run_blind_review(
         record_path = paths.dir / f"blind-review-{round_number}.md"
         try:
             verdict, findings = parse_blind_review(text)
-        except MalformedReview as error:
+        except MalformedReviewError as error:
             atomic_write_bytes(record_path.with_suffix(".malformed.md"), text.encode("utf-8"))
             journal.append("call.void", stage="blind", side="blind", key=key, reason=str(error))
             return _malformed(common, error)
@@ -412,7 +412,7 @@ def _not_delivered(common: dict[str, Any], entry: dict[str, Any]) -> dict[str, A
     }
 
 
-def _malformed(common: dict[str, Any], error: MalformedReview) -> dict[str, Any]:
+def _malformed(common: dict[str, Any], error: MalformedReviewError) -> dict[str, Any]:
     return {
         "ok": False,
         "status": "malformed_reviewer_output",

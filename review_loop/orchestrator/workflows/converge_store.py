@@ -44,7 +44,7 @@ from review_loop.orchestrator.trust import note_repo, note_untrusted
 
 if TYPE_CHECKING:  # ``ledger`` reads and writes the store without the dispatcher's imports
     from review_loop.agents.converge import Ledger
-    from review_loop.agents.records import Delivery
+    from review_loop.agents.outcomes import Delivery
     from review_loop.orchestrator.dispatcher import Dispatcher
 
 # MAC purposes: a MAC made for one kind of document never authenticates another.
@@ -259,7 +259,7 @@ class Journal:
 
 
 def _read_record(record_dir: Path) -> tuple[str, str] | None:
-    from review_loop.agents.records import SESSION_FILE
+    from review_loop.agents.constants import SESSION_FILE
 
     try:
         record = json.loads(read_bytes(record_dir / SESSION_FILE))
@@ -334,7 +334,7 @@ async def journaled_call(
         detail=delivery.detail,
         timedOut=any(a.timedOut for a in delivery.attempts),
         attempts=len(delivery.attempts),
-        fallbacks=[f.model_dump(by_alias=True) | {"stage": stage} for f in delivery.fallbacks],
+        fallbacks=[f.document() | {"stage": stage} for f in delivery.fallbacks],
         degraded=delivery.degradedReason,
         elapsedMs=delivery.elapsedMs,
         recordDir=str(record_dir),

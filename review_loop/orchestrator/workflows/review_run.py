@@ -67,7 +67,7 @@ from review_loop.orchestrator.files import (
 )
 from review_loop.orchestrator.git import current_branch, ensure_layout, rev_parse
 from review_loop.orchestrator.log import log_event
-from review_loop.orchestrator.recording import RecordingFailed, append_record, record_error
+from review_loop.orchestrator.recording import RecordingError, append_record, record_error
 from review_loop.orchestrator.trust import note_untrusted, reporting, reporting_async
 from review_loop.orchestrator.workflows.pending_answer import (
     PendingAnswer,
@@ -78,7 +78,7 @@ from review_loop.orchestrator.workflows.pending_answer import (
 )
 from review_loop.orchestrator.workflows.review_store import (
     PacketRef,
-    StateRecoveryRequired,
+    StateRecoveryRequiredError,
     branch_slugs,
     create_packet,
     latest_trusted_packet,
@@ -291,7 +291,7 @@ def _check_state(ref: PacketRef, data: bytes) -> tuple[dict[str, Any] | None, di
     """``(failure result or None, state)`` — the fail-closed checks of §3.7 step 5."""
     try:
         state = load_state(ref.runtime)
-    except StateRecoveryRequired as error:
+    except StateRecoveryRequiredError as error:
         return _fail_closed("STATE_RECOVERY_REQUIRED", str(error), ref), {}
     if state is None:
         return None, {}
@@ -762,8 +762,8 @@ async def _ask_first(asking: _Asking) -> tuple[Delivery, str, Path | None] | dic
         },
     )
     if unwritten is not None:
-        raise RecordingFailed(unwritten)  # nothing was asked: no answer to lose
-    delivery = await dispatcher.ask(
+        raise RecordingError(unwritten)  # nothing was asked: no answer to lose
+    delivery = await dispatcher.consult(
         PeerRequest(
             peer=reviewer,
             prompt=prompt.text,
@@ -790,7 +790,7 @@ async def _ask_correction(
     ref, state, prompt, dispatcher = asking.ref, asking.state, asking.prompt, asking.dispatcher
     runtime, round_number = ref.runtime, int(state["round"]) + 1
     session = delivery.sessionId
-    retry = await dispatcher.ask(
+    retry = await dispatcher.consult(
         PeerRequest(
             peer=asking.reviewer,
             prompt=correction_prompt(prompt, problem, round_number, resumed=bool(session)),

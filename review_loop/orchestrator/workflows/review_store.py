@@ -41,7 +41,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
-from review_loop.agents.errors import InputError, StateError
+from review_loop.agents.errors import InputError, ReviewLoopError, StateError
 from review_loop.agents.review import Finding, Ledger, branch_slug, legacy_branch_slug
 from review_loop.agents.review_packet import PACKET_NAME_RE, h1_sections, split_packet
 from review_loop.orchestrator import procfs, state_auth
@@ -515,7 +515,7 @@ def packet_lock(runtime: Path) -> Iterator[str]:
 # -- state --------------------------------------------------------------------------------
 
 
-class StateRecoveryRequired(Exception):
+class StateRecoveryRequiredError(ReviewLoopError):
     """The state file exists but cannot be read as the tool wrote it."""
 
 
@@ -570,7 +570,7 @@ def read_state(runtime: Path) -> tuple[dict[str, Any] | None, str | None]:
     MAC gives ``(None, reason)``: it is untrusted, never an error.
 
     Raises:
-        StateRecoveryRequired: the file cannot be read, or a state this user's
+        StateRecoveryRequiredError: the file cannot be read, or a state this user's
             review-loop signed has a key of the wrong type (names the file and the key).
     """
     path = runtime / STATE_FILE
@@ -581,7 +581,7 @@ def read_state(runtime: Path) -> tuple[dict[str, Any] | None, str | None]:
     except HandoffPathError:
         raise  # a link is refused as such, not as a recoverable state
     except OSError as error:
-        raise StateRecoveryRequired(f"{path} is unreadable: {error}") from None
+        raise StateRecoveryRequiredError(f"{path} is unreadable: {error}") from None
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
@@ -592,7 +592,7 @@ def read_state(runtime: Path) -> tuple[dict[str, Any] | None, str | None]:
     if not state_auth.verify(STATE_PURPOSE, data):
         return None, "no valid MAC" + (f"; {shape}" if shape else "")
     if shape:
-        raise StateRecoveryRequired(f"{path}: {shape}")
+        raise StateRecoveryRequiredError(f"{path}: {shape}")
     return data, None
 
 
@@ -602,7 +602,7 @@ def load_state(runtime: Path) -> dict[str, Any] | None:
     An untrusted file is reported (:func:`note_untrusted`) and treated as absent.
 
     Raises:
-        StateRecoveryRequired: see :func:`read_state`.
+        StateRecoveryRequiredError: see :func:`read_state`.
     """
     note_repo(runtime.parents[3])
     state, problem = read_state(runtime)
@@ -623,7 +623,7 @@ def packet_problem(ref: PacketRef) -> tuple[Path, str] | None:
     state_path = ref.runtime / STATE_FILE
     try:
         state, problem = read_state(ref.runtime)
-    except StateRecoveryRequired:
+    except StateRecoveryRequiredError:
         return None  # authenticated but damaged: the run fails closed on it, naming the key
     if problem is not None:
         return state_path, problem
@@ -665,7 +665,7 @@ def authenticated_archives(
                 continue
             try:
                 state, _ = read_state(ref.runtime)
-            except StateRecoveryRequired as error:
+            except StateRecoveryRequiredError as error:
                 note_untrusted(ref.runtime / STATE_FILE, str(error))
                 continue
             if state is not None:

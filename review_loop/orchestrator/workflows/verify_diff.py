@@ -57,7 +57,7 @@ from review_loop.orchestrator.files import (
 )
 from review_loop.orchestrator.git import ensure_layout, git, rev_parse
 from review_loop.orchestrator.tree_files import (
-    TreeFileRefused,
+    TreeFileRefusedError,
     git_identities,
     read_tree_file,
     relative_path,
@@ -125,7 +125,7 @@ def normalize_target(repo: Path, target: str) -> str:
     raw = target.strip()
     try:
         relative = relative_path(repo, Path(raw))
-    except TreeFileRefused:
+    except TreeFileRefusedError:
         if Path(os.path.normpath(repo / raw)) == Path(os.path.normpath(repo)):
             raise InputError(
                 "--target", f"{raw!r} is not a file of the work tree", "one file path"
@@ -238,7 +238,7 @@ class Tree:
         under ``.git``). ``note=False``: a read for a comparison, never for a prompt."""
         try:
             return read_tree_file(self.repo, path, protected=self.protected)
-        except TreeFileRefused as refused:
+        except TreeFileRefusedError as refused:
             if note:
                 self.skipped.setdefault(path, refused.reason)
         except OSError:
@@ -258,7 +258,7 @@ class Tree:
         or refused (then the edit is named in ``refused`` with why)."""
         try:
             return _decoded(read_tree_file(self.repo, path, protected=self.protected))
-        except TreeFileRefused as refused:
+        except TreeFileRefusedError as refused:
             self._refuse(path, refused.reason)
         except OSError:
             pass
@@ -270,7 +270,7 @@ class Tree:
         and nothing was written."""
         try:
             write_tree_file(self.repo, path, data, protected=self.protected)
-        except TreeFileRefused as refused:
+        except TreeFileRefusedError as refused:
             self._refuse(path, refused.reason)
             return False
         except OSError as error:
@@ -360,7 +360,7 @@ class _Run:
         """One fresh read-only session; its answer, or ``None`` for a dispatch error."""
         await _thread(self.tree.refuse_staged, during_run=True)
         await _thread(atomic_write_bytes, record_dir / "prompt.md", prompt.encode("utf-8"))
-        delivery = await self.dispatcher.ask(
+        delivery = await self.dispatcher.consult(
             PeerRequest(
                 peer=self.plan.executor,
                 prompt=prompt,
@@ -417,7 +417,7 @@ async def _explicit(
     target = normalize_target(repo, plan.target or "")
     try:
         await _thread(read_tree_file, repo, target, protected=_git_dirs(repo))
-    except TreeFileRefused as refused:
+    except TreeFileRefusedError as refused:
         if refused.kind == "directory":
             raise InputError("--target", f"{target!r} is a directory", "one file path") from None
         missing = vd.early_result("missing target").to_json()

@@ -25,7 +25,7 @@ def requirement(text: str) -> str:
 
 
 def reason_of(function: Any, *args: Any) -> str:
-    with pytest.raises(v.PayloadRejection) as caught:
+    with pytest.raises(v.PayloadRejectedError) as caught:
         function(*args)
     return caught.value.reason
 
@@ -367,7 +367,7 @@ def test_audit_approved_when_every_required_unit_is_covered_and_no_finding() -> 
 def test_audit_rejected_by_uncovered_evidence(units: list[dict[str, Any]]) -> None:
     view = view_with(*units)
     assert v.expected_audit_status(view, CHANGESET) == "rejected"
-    with pytest.raises(v.TerminalRejection) as caught:
+    with pytest.raises(v.TerminalRejectedError) as caught:
         audit_terminal("approved", view)
     assert caught.value.conflict
     assert caught.value.reason == (
@@ -379,7 +379,7 @@ def test_audit_rejected_by_uncovered_evidence(units: list[dict[str, Any]]) -> No
 def test_audit_rejected_by_any_finding() -> None:
     view = view_with(unit("a.py"), findings=1)
     assert audit_terminal("rejected", view) is None
-    with pytest.raises(v.TerminalRejection):
+    with pytest.raises(v.TerminalRejectedError):
         audit_terminal("approved", view)
 
 
@@ -395,7 +395,7 @@ def test_file_run_root_must_match_for_approval() -> None:
 
 
 def test_audit_refuses_terminal_metadata() -> None:
-    with pytest.raises(v.TerminalRejection) as caught:
+    with pytest.raises(v.TerminalRejectedError) as caught:
         v.check_terminal("audit", "approved", {}, view_with(unit()), CHANGESET, has_metadata=True)
     assert not caught.value.conflict
 
@@ -405,9 +405,9 @@ def test_test_runs_seal_with_runner_statuses() -> None:
         v.check_terminal("test", "passed", None, v.new_view(), CHANGESET, has_metadata=False)
         is None
     )
-    with pytest.raises(v.TerminalRejection):
+    with pytest.raises(v.TerminalRejectedError):
         v.check_terminal("test", "approved", None, v.new_view(), CHANGESET, has_metadata=False)
-    with pytest.raises(v.TerminalRejection):
+    with pytest.raises(v.TerminalRejectedError):
         v.check_terminal(
             "test", "passed", None, view_with(findings=1), CHANGESET, has_metadata=False
         )
@@ -423,16 +423,16 @@ def test_review_runs_follow_findings_and_metadata() -> None:
     }
     clean = v.new_view()
     assert v.check_terminal("review", "approved", metadata, clean, CHANGESET, has_metadata=True)
-    with pytest.raises(v.TerminalRejection):
+    with pytest.raises(v.TerminalRejectedError):
         v.check_terminal("review", "rejected", metadata, clean, CHANGESET, has_metadata=True)
-    with pytest.raises(v.TerminalRejection):
+    with pytest.raises(v.TerminalRejectedError):
         v.check_terminal(
             "review", "approved", metadata, view_with(findings=1), CHANGESET, has_metadata=True
         )
-    with pytest.raises(v.TerminalRejection):
+    with pytest.raises(v.TerminalRejectedError):
         v.check_terminal("review", "passed", None, clean, CHANGESET, has_metadata=False)
     bad = {**metadata, "state": "maybe"}
-    with pytest.raises(v.TerminalRejection) as caught:
+    with pytest.raises(v.TerminalRejectedError) as caught:
         v.check_terminal("review", "approved", bad, clean, CHANGESET, has_metadata=True)
     assert not caught.value.conflict
 

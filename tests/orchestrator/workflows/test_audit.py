@@ -23,7 +23,7 @@ from tests.orchestrator.test_scope import Remote
 
 pytestmark = pytest.mark.anyio
 
-PREFS = Prefs.model_validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
+PREFS = Prefs.validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
 PATHS = ["a.py", "notes.txt", "tests/test_a.py", "web/app.ts"]
 DRIVER = dict(va.DEFAULT_DRIVER)  # the run-driver identity is required (seed 002)
 

@@ -29,7 +29,7 @@ from tests.test_cli_audit_repo_config import (
 
 pytestmark = pytest.mark.anyio
 
-PREFS = Prefs.model_validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
+PREFS = Prefs.validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
 
 
 async def audit(repo: Path) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from review_loop.orchestrator.workflows.audit import Blocked, add_repository_concerns
+from review_loop.orchestrator.workflows.audit import AuditBlockedError, add_repository_concerns
 from tests.gitrepo import committed_repo, git
 
 SECRET = "-----BEGIN PRIVATE KEY----- the user's\n"
@@ -42,13 +42,13 @@ def load(repo: Path, base: str) -> dict[str, str]:
 
 def test_contract_an_absolute_prompt_outside_the_repository_is_refused(tmp_path: Path) -> None:
     repo, base = planted(tmp_path, str(tmp_path / "id_key"))
-    with pytest.raises(Blocked, match="inside the repository"):
+    with pytest.raises(AuditBlockedError, match="inside the repository"):
         load(repo, base)
 
 
 def test_contract_a_prompt_climbing_out_of_the_repository_is_refused(tmp_path: Path) -> None:
     repo, base = planted(tmp_path, "../../id_key")
-    with pytest.raises(Blocked, match="inside the repository"):
+    with pytest.raises(AuditBlockedError, match="inside the repository"):
         load(repo, base)
 
 
@@ -58,7 +58,7 @@ def test_contract_a_prompt_linked_out_of_the_repository_is_refused(tmp_path: Pat
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "link")
     base = git(repo, "rev-parse", "HEAD").strip()
-    with pytest.raises(Blocked, match="symbolic link") as refused:
+    with pytest.raises(AuditBlockedError, match="symbolic link") as refused:
         load(repo, base)
     assert SECRET not in str(refused.value.fields)
 
@@ -79,5 +79,5 @@ def test_contract_a_prompt_inside_the_repository_is_read_from_the_base(tmp_path:
 
 def test_contract_a_prompt_missing_at_the_base_is_a_configuration_error(tmp_path: Path) -> None:
     repo, base = planted(tmp_path, "prompt.md")
-    with pytest.raises(Blocked, match="no such file in the base commit"):
+    with pytest.raises(AuditBlockedError, match="no such file in the base commit"):
         load(repo, base)

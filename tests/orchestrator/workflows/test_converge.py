@@ -331,7 +331,7 @@ async def test_interrupted_run_resumes_without_reasking(
         peers=("codex", "grok"),
         timeout_ms=60_000,
     )
-    prefs = Prefs.model_validate({"graceMs": 300})
+    prefs = Prefs.validate({"graceMs": 300})
     async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as dispatcher:
         with anyio.CancelScope() as scope:
             async with anyio.create_task_group() as group:
@@ -359,13 +359,13 @@ def _journal_exists(repo: Path) -> bool:
 
 
 def test_peer_selection_skips_the_host_always() -> None:
-    prefs = Prefs.model_validate({"skipHost": False})
+    prefs = Prefs.validate({"skipHost": False})
     assert select_converge_peers(prefs, [], "claude") == ["codex", "grok"]
     assert select_converge_peers(prefs, [], "codex") == ["claude", "grok"]
     assert select_converge_peers(prefs, [], "grok") == ["claude", "codex"]
     assert select_converge_peers(prefs, ["gemini"], "claude") == ["gemini", "codex"]
     assert select_converge_peers(prefs, [], None) == ["claude", "codex"]
-    short = Prefs.model_validate({"order": ["claude", "codex"]})
+    short = Prefs.validate({"order": ["claude", "codex"]})
     assert select_converge_peers(short, [], "claude") == ["codex"]
 
 

@@ -32,7 +32,7 @@ from review_loop.orchestrator.workflows.converge_store import (
 from review_loop.orchestrator.workflows.review_store import (
     STATE_FILE,
     STATE_PURPOSE,
-    StateRecoveryRequired,
+    StateRecoveryRequiredError,
     load_state,
     read_state,
     save_state,
@@ -141,7 +141,7 @@ def test_a_wrongly_typed_key_names_the_file_and_the_key(repo: Path) -> None:
     path = runtime / STATE_FILE
     # signed (a bug, or an older writer): an error naming the file and the key
     path.write_text(json.dumps(state_auth.sign(STATE_PURPOSE, {**STATE, "round": "abc"})))
-    with pytest.raises(StateRecoveryRequired) as raised:
+    with pytest.raises(StateRecoveryRequiredError) as raised:
         read_state(runtime)
     assert str(path) in str(raised.value) and "key 'round'" in str(raised.value)
     assert "'abc'" in str(raised.value)

@@ -126,7 +126,7 @@ def explicit_plan(**changes: Any) -> VerifyDiffPlan:
 
 
 async def run(repo: Path, plan: VerifyDiffPlan) -> tuple[dict[str, Any], list[str]]:
-    prefs = Prefs.model_validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
+    prefs = Prefs.validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
     rows: list[str] = []
     async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as dispatcher:
         document = await run_verify_diff(dispatcher, plan, progress=rows.append)
@@ -456,7 +456,7 @@ async def test_staged_changes_are_refused(repo: Path, fakes: FakeCLIs) -> None:
 async def test_staging_during_the_run_stops_it(repo: Path, fakes: FakeCLIs) -> None:
     fakes.script(claude=[verdict(edits=[POLITER]), PASS])
     plan = explicit_plan(max_iterations=2)
-    prefs = Prefs.model_validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
+    prefs = Prefs.validate({"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000})
 
     def progress(row: str) -> None:
         if row.endswith("(1/2): completed — 1 edit(s) applied"):
