@@ -221,8 +221,11 @@ def test_events_link_planted_while_the_reviewer_runs(
                     running = False
                 if running:
                     events = record.parent / "events.jsonl"
-                    events.unlink(missing_ok=True)
-                    planted.append(plant(events, outside / "victim.txt"))
+                    # Made aside and renamed over: review-loop may be appending to the
+                    # file this instant (unlink, then symlink raced that write).
+                    aside = plant(record.parent / "events.jsonl.planting", outside / "victim.txt")
+                    os.replace(aside, events)
+                    planted.append(events)
                     return
             time.sleep(0.02)
 
