@@ -18,8 +18,10 @@ are compared with its ``help`` (its cheapest whole process: every module loaded,
 read), ``evidence`` with its own evidence code run as a process (``resolveBaseSha`` and
 ``freezeRoundEvidence`` of ``review-loop/evidence.mjs`` on the same change).
 
-The fake reviewer CLIs are instant shell scripts (one ``printf``), so a consult measures
-the tool, not the reviewer. The last row is a floor, not a command: a Python program that
+The fake reviewer CLIs are instant shell scripts (one ``printf``), so that consult measures
+the interpreter and the tool, not a review: it is printed as information. The target row is
+``consult, CLI answering in 1 s``: the same fake codex after ``sleep 1``, the reviewer a user
+actually waits on (at most 1.05x the original). The last row is a floor, not a command: a Python program that
 only runs the fake CLI once under ``anyio.run``, what any consult built on anyio pays before
 its own work. Nothing here is a test: it prints figures, it asserts nothing
 about time.
@@ -85,6 +87,9 @@ anyio.run(main)
 imports asyncio and anyio's backend) and one run of the instant fake reviewer."""
 
 
+CONSULT_1S = "consult, CLI answering in 1 s"
+
+
 def world(root: Path) -> tuple[dict[str, str], Path, Path]:
     """A temp HOME, state dir and PATH with the instant fakes; a changed repo; a repo
     holding ``SESSIONS`` session records (fields both tools read)."""
@@ -94,6 +99,12 @@ def world(root: Path) -> tuple[dict[str, str], Path, Path]:
         exe = bin_dir / product
         exe.write_text(INSTANT_CODEX)
         exe.chmod(0o755)
+    # The restated target's reviewer: the same codex answering after one second.
+    slow_dir = root / "bin-1s"
+    slow_dir.mkdir()
+    slow = slow_dir / "codex"
+    slow.write_text(INSTANT_CODEX.replace("cat >/dev/null\n", "cat >/dev/null\nsleep 1\n", 1))
+    slow.chmod(0o755)
     home = root / "home"
     home.mkdir()
     env = {
@@ -139,6 +150,9 @@ def cases(repo: Path, many: Path, original: Path | None, root: Path, ours: Path)
         evidence = ["node", str(script), str(repo)]
     node = ["node", str(original)] if original is not None else None
 
+    # ``env`` puts the one-second codex first on PATH, for both tools alike.
+    slow = ["env", f"PATH={root / 'bin-1s'}:{os.environ['PATH']}"]
+
     def theirs(*args: str) -> list[str] | None:
         return [*node, *args] if node is not None else None
 
@@ -168,6 +182,24 @@ def cases(repo: Path, many: Path, original: Path | None, root: Path, ours: Path)
             [str(ours), "consult", "--repo", str(repo), "--peer", "codex", "--question", "q"],
             theirs("consult", "--repo", str(repo), "--peer", "codex", "--question", "q"),
             "its consult",
+        ),
+        Case(
+            CONSULT_1S,
+            [
+                *slow,
+                str(ours),
+                "consult",
+                "--repo",
+                str(repo),
+                "--peer",
+                "codex",
+                "--question",
+                "q",
+            ],
+            [*slow, *theirs("consult", "--repo", str(repo), "--peer", "codex", "--question", "q")]
+            if node is not None
+            else None,
+            "its consult, same CLI",
         ),
         Case(
             FLOOR_CASE,
@@ -224,14 +256,13 @@ def report(all_cases: list[Case], found: dict[str, tuple[list[float], list[float
         mine = statistics.median(ours) * 1000
         if theirs:
             ratio = statistics.median(a / b for a, b in zip(ours, theirs, strict=True))
+            target = "(target <= 1.05)" if case.name == CONSULT_1S else "(target <= 1.00)"
+            if case.name == "consult --peer codex":
+                target = "(information: an instant CLI measures the interpreter)"
             print(
                 f"{case.name:<28} {mine:6.0f} ms   original ({case.equivalent}) "
                 f"{statistics.median(theirs) * 1000:6.0f} ms   ratio {ratio:.2f} "
-                + (
-                    "(a floor, not a target)"
-                    if case.name.startswith("floor")
-                    else "(target <= 1.00)"
-                )
+                + ("(a floor, not a target)" if case.name.startswith("floor") else target)
             )
         else:
             print(
