@@ -21,9 +21,9 @@ read), ``evidence`` with its own evidence code run as a process (``resolveBaseSh
 The fake reviewer CLIs are instant shell scripts (one ``printf``), so that consult measures
 the interpreter and the tool, not a review: it is printed as information. The target row is
 ``consult, CLI answering in 1 s``: the same fake codex after ``sleep 1``, the reviewer a user
-actually waits on (at most 1.05x the original). The last row is a floor, not a command: a Python program that
-only runs the fake CLI once under ``anyio.run``, what any consult built on anyio pays before
-its own work. Nothing here is a test: it prints figures, it asserts nothing
+actually waits on (at most 1.05x the original). The last row is a floor, not a command: a
+Python program that only runs the fake CLI once under ``anyio.run``, what any consult built
+on anyio pays before its own work. Nothing here is a test: it prints figures, it asserts nothing
 about time.
 """
 
