@@ -52,6 +52,11 @@ def read_text_file(path_text: str, field: str) -> str:
         raise InputError(field, f"{path_text!r} is {error.strerror}", accepted) from None
     except OSError as error:
         raise InputError(field, f"cannot read {path_text!r}: {error.strerror}") from None
+    return utf8_text(data, path_text, field)
+
+
+def utf8_text(data: bytes, path_text: str, field: str) -> str:
+    """``data`` read from ``path_text`` as text; not UTF-8 is refused naming ``field``."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

@@ -44,7 +44,7 @@ def read_named_text(path_text: str, field: str, repo_text: str | None) -> str:
         InputError: naming ``field``: missing, unreadable, not UTF-8, or (inside the
             repository) refused by the tree's read contract, with why.
     """
-    from review_loop.orchestrator.cli.common import read_text_file
+    from review_loop.orchestrator.cli.common import read_text_file, utf8_text
     from review_loop.orchestrator.tree_files import (
         TreeFileRefusedError,
         git_identities,
@@ -70,7 +70,4 @@ def read_named_text(path_text: str, field: str, repo_text: str | None) -> str:
         ) from None
     except OSError as error:
         raise InputError(field, f"cannot read {path_text!r}: {error.strerror}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(field, f"{path_text!r} is not UTF-8 text", "a UTF-8 text file") from None
+    return utf8_text(data, path_text, field)

@@ -6,6 +6,8 @@ import argparse
 from collections.abc import Mapping
 from typing import Any
 
+from review_loop.prefs.document import KEYS
+
 USAGE = [
     "review-loop prefs [show]",
     "review-loop prefs set order claude,codex,grok",
@@ -19,16 +21,7 @@ USAGE = [
     "review-loop prefs reset",
 ]
 OUTPUT = "json"
-SETTABLE = (
-    "order",
-    "skipHost",
-    "timeoutMs",
-    "graceMs",
-    "livenessMs",
-    "envPassthrough",
-    "skillDirs",
-    "allowUnprotected",
-)
+SETTABLE = tuple(key for key in KEYS if key != "peerCommands")  # aliases: their own verbs
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
