@@ -13,6 +13,10 @@ workflow accepts, so every workflow runs end to end without an API key:
 - blind review: ``None`` and ``Verdict: CLEAN``;
 - verify-diff: scenarios JSON, or an executor verdict (``objective_met: "yes"``).
 
+``REVIEW_LOOP_SIMULATED_REPLIES=<file>`` scripts it instead: each call takes the next answer
+of the file's JSON list, verbatim (:mod:`review_loop.simulated_replies`); the JSON line then
+also carries ``"scripted": <index>``. The built-in answers resume once the list is used up.
+
 It is an honest stand-in, not a reviewer: every answer says it is simulated, and it reads
 nothing but its prompt — no file of the repository, nothing it could run — so a hostile
 repository gains nothing from it. Sessions are not stored: a resumed id is answered as a new
@@ -158,6 +162,24 @@ def answer(prompt: str) -> str:
     return _consult(prompt)
 
 
+def _scripted() -> tuple[int, str] | str | None:
+    """The next answer of ``$REVIEW_LOOP_SIMULATED_REPLIES`` (:mod:`.simulated_replies`):
+    ``(index, text)``; ``None`` with no file or once its list is used up; the error's text
+    when the file cannot be used (the CLI then refuses, exit 2, before answering)."""
+    import os
+
+    if not os.environ.get("REVIEW_LOOP_SIMULATED_REPLIES"):
+        return None  # the usual case: nothing more is imported
+    from review_loop.agents.errors import InputError
+    from review_loop.simulated_replies import next_reply, replies_path
+
+    try:
+        path = replies_path(os.environ)
+        return next_reply(path) if path is not None else None
+    except InputError as error:
+        return str(error)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Answer one prompt; the session id is kept on ``--resume`` and new otherwise."""
     import argparse
@@ -171,7 +193,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("review-loop-simulated: the prompt is empty", file=sys.stderr)  # noqa: T201
         return 2
     session_id = args.resume or str(uuid.uuid4())
-    line = json.dumps({"session_id": session_id, "text": answer(prompt)}, ensure_ascii=False)
+    scripted = _scripted()
+    if isinstance(scripted, str):
+        print(f"review-loop-simulated: {scripted}", file=sys.stderr)  # noqa: T201
+        return 2
+    reply: dict[str, object] = {"session_id": session_id}
+    if scripted is None:
+        reply["text"] = answer(prompt)
+    else:
+        reply["scripted"], reply["text"] = scripted
+    line = json.dumps(reply, ensure_ascii=False)
     sys.stdout.write(line + "\n")
     return 0
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Final, final
 from review_loop.adapters._common import (
     checked_session_id,
     no_answer,
+    not_submitted,
     prompt_bytes,
     require_command,
     unknown,
@@ -29,6 +30,7 @@ from review_loop.adapters.base import (
     SessionFile,
     SessionStore,
     decode_utf8,
+    detail_of,
     generic_failure,
     json_lines,
     shell_join,
@@ -46,8 +48,12 @@ if TYPE_CHECKING:
 
 NAME: Final = "simulated"
 MODULE: Final = ("-I", "-B", "-m", "review_loop.simulated")
-# Nothing of the caller's environment: it needs no key and no configuration.
-ENV_PASSTHROUGH: Final = EnvPassthrough()
+REFUSED_EXIT: Final = 2
+REFUSED_PREFIX: Final = b"review-loop-simulated: "
+"""How the simulated CLI refuses before answering (exit 2, this prefix on stderr)."""
+# Nothing of the caller's environment (it needs no key and no configuration) but the
+# user's file of scripted answers (review_loop/simulated_replies.py).
+ENV_PASSTHROUGH: Final = EnvPassthrough(names=("REVIEW_LOOP_SIMULATED_REPLIES",))
 
 
 @final
@@ -95,12 +101,17 @@ class SimulatedAdapter:
         return any(isinstance(line.get("text"), str) for line in lines)
 
     def interpret(self, invocation: Invocation, completed: Completed) -> Outcome:
-        """The JSON line's ``text`` is the reply; anything else is ``DELIVERY_UNKNOWN``."""
+        """The JSON line's ``text`` is the reply; its own refusal (exit 2) is
+        ``NOT_SUBMITTED``; anything else is ``DELIVERY_UNKNOWN``."""
         from review_loop.agents.models import Reply
 
         generic = generic_failure(completed)
         if generic is not None:
             return generic
+        if completed.returncode == REFUSED_EXIT and completed.stderr.startswith(REFUSED_PREFIX):
+            # Its own refusal (an empty prompt, an unusable replies file): it answers nothing
+            # and sends nothing anywhere, so nothing was submitted.
+            return not_submitted("refused", detail_of(completed))
         stdout = decode_utf8(completed.stdout)
         if stdout is None:
             return unknown("output is not UTF-8", "")

@@ -220,6 +220,8 @@ def _execute(
     output = getattr(module, "OUTPUT", "json")
     try:
         namespace = _parsed(module, name, args[1:])
+        if name in REVIEWER_COMMANDS:
+            _check_simulated_replies()
         document = module.execute(namespace)
     except KeyboardInterrupt:
         raise
@@ -246,6 +248,19 @@ def _execute(
         return 1
     write(_dump(document, output))
     return 2 if document.get("ok") is False else 0
+
+
+def _check_simulated_replies() -> None:
+    """A file of scripted simulated answers (``$REVIEW_LOOP_SIMULATED_REPLIES``) is checked
+    before any reviewer runs: a bad one is this command's usage error, naming the item."""
+    import os
+
+    if os.environ.get("REVIEW_LOOP_SIMULATED_REPLIES"):
+        from pathlib import Path
+
+        from review_loop.simulated_replies import check_environment
+
+        check_environment(os.environ, Path.cwd())
 
 
 def _parsed(module: CommandModule, name: str, words: list[str]) -> Any:
