@@ -82,6 +82,18 @@ class Adapter(Protocol):
     (``True`` only for review-loop's own stand-in, which then runs without the reviewer
     sandbox), both read by the orchestrator's sandbox.
 
+    Likewise optional, and read by ``review-loop doctor`` and by every consult:
+    ``required_flags(capabilities) -> tuple[RequiredFlag, ...]``, every flag that keeps this
+    product read-only or locked down (the ones :meth:`build` passes), each with the help
+    page that lists it (``("exec", "--help")``). The orchestrator runs each help page once
+    per executable (cached by path, size and mtime), and refuses the product
+    (``NOT_SUBMITTED``, naming the flag) when a flag is not listed there
+    (:func:`missing_flags`): a CLI version that dropped a read-only flag is never run
+    without it. None declared means none checked (review-loop's own stand-in). And
+    ``login_args() -> tuple[str, ...] | None`` with ``login_state(output, returncode) ->
+    LoginState``: the command that tells, without a model call, whether the CLI is logged
+    in (``("auth", "status")``), and its reading; without them the state is ``unknown``.
+
     Likewise optional: ``user_config_files(env, home) -> tuple[Path, ...]``, the user's own
     (home-directory) configuration files of the CLI that may name the variables it reads
     credentials from (a last component holding ``*`` is a pattern), and
@@ -162,6 +174,121 @@ class Adapter(Protocol):
     def resume_commands(self, session_id: str, command: Sequence[str]) -> ResumeCommands:
         """Copy-ready shell commands that resume ``session_id`` (interactive, headless)."""
         ...
+
+
+class RequiredFlag(NamedTuple):
+    """A flag that keeps a product read-only or locked down, and where its help lists it.
+
+    Attributes:
+        flag: the flag as :meth:`Adapter.build` passes it and the help lists it (``-s``,
+            ``--permission-mode``).
+        purpose: ``"read-only"`` (what the reviewer may do) or ``"lockdown"`` (nothing the
+            repository provides runs: its settings, hooks, MCP servers, rules).
+        help_args: the arguments that print the help page listing it.
+    """
+
+    flag: str
+    purpose: str
+    help_args: tuple[str, ...] = ("--help",)
+
+
+class LoginState(NamedTuple):
+    """What a CLI says of its login, asked without a model call.
+
+    Attributes:
+        state: ``"logged-in"``, ``"logged-out"`` or ``"unknown"``.
+        detail: what it said, in a line (``api_key from ANTHROPIC_API_KEY``).
+    """
+
+    state: str
+    detail: str = ""
+
+
+UNKNOWN_LOGIN = LoginState("unknown", "this CLI cannot tell without a model call")
+
+
+def required_flags(adapter: object, capabilities: Capabilities) -> tuple[RequiredFlag, ...]:
+    """The adapter's ``required_flags(capabilities)``; ``()`` for an adapter without one."""
+    declared = getattr(adapter, "required_flags", None)
+    return tuple(declared(capabilities)) if callable(declared) else ()
+
+
+def flag_requirements(
+    words: Sequence[str], purpose: str, help_args: tuple[str, ...] = ("--help",)
+) -> tuple[RequiredFlag, ...]:
+    """A :class:`RequiredFlag` for each flag (a word starting with ``-``) of ``words``, an
+    argv fragment like an adapter's ``READ_ONLY_FLAGS`` (its values are skipped)."""
+    flags = dict.fromkeys(word for word in words if word.startswith("-"))
+    return tuple(RequiredFlag(flag, purpose, help_args) for flag in flags)
+
+
+def help_pages(flags: Sequence[RequiredFlag]) -> tuple[tuple[str, ...], ...]:
+    """The distinct help pages ``flags`` are listed on, in first-use order."""
+    return tuple(dict.fromkeys(flag.help_args for flag in flags))
+
+
+_OPTION_INDENT = 8
+"""The deepest indentation of an option line in the help of commander (2), yargs (2) and
+clap (2 or 6); descriptions continue at 10 columns or more."""
+
+
+def listed_flags(help_text: str) -> frozenset[str]:
+    """Every flag a help page defines: the words starting with ``-`` in the option column
+    of each line that starts (after indentation) with ``-``.
+
+    The option column ends at the first run of two spaces (commander, yargs) or at the end
+    of the line (clap's long help puts the description below). A flag only named in the
+    prose of another flag (``--settings`` in claude's ``--bare`` description, on a
+    continuation line of its own) is not listed: an option line is indented at most
+    :data:`_OPTION_INDENT` columns, a description's continuation much further.
+    """
+    import re
+
+    found: set[str] = set()
+    for line in help_text.splitlines():
+        stripped = line.strip()
+        if not stripped.startswith("-") or len(line) - len(line.lstrip()) > _OPTION_INDENT:
+            continue
+        column = re.split(r"\s{2,}", stripped, maxsplit=1)[0]
+        for word in re.split(r"[\s,=\[<]+", column):
+            if re.fullmatch(r"--?[A-Za-z0-9][\w-]*", word):
+                found.add(word)
+    return frozenset(found)
+
+
+def missing_flags(
+    flags: Sequence[RequiredFlag], help_texts: Mapping[tuple[str, ...], str | None]
+) -> tuple[RequiredFlag, ...]:
+    """The flags of ``flags`` that their help page (``help_texts[flag.help_args]``, what
+    the CLI printed; ``None`` when it could not be run) does not list. Pure."""
+    listed = {args: listed_flags(text) for args, text in help_texts.items() if text is not None}
+    return tuple(flag for flag in flags if flag.flag not in listed.get(flag.help_args, ()))
+
+
+def describe_missing(product: str, version: str | None, missing: Sequence[RequiredFlag]) -> str:
+    """Why a product is refused: ``codex 0.99.0 lacks -s (read-only; codex exec --help)``."""
+    named = ", ".join(
+        f"{flag.flag} ({flag.purpose}; not in `{product} {' '.join(flag.help_args)}`)"
+        for flag in missing
+    )
+    return (
+        f"this {product} ({version or 'version unknown'}) lacks {named}: review-loop never "
+        f"runs it without the flags that keep it read-only; install a version that has them "
+        f"(review-loop doctor lists what each product needs)"
+    )
+
+
+def login_state(adapter: object, output: str, returncode: int | None) -> LoginState:
+    """The adapter's reading of its ``login_args`` command; unknown when it has none or
+    fails to tell."""
+    read = getattr(adapter, "login_state", None)
+    if not callable(read):
+        return UNKNOWN_LOGIN
+    try:
+        state = read(output, returncode)
+    except Exception:
+        return UNKNOWN_LOGIN
+    return state if isinstance(state, LoginState) else UNKNOWN_LOGIN
 
 
 def output_complete(adapter: object, invocation: Invocation, completed: Completed) -> bool:

@@ -46,10 +46,13 @@ from review_loop.adapters._common import (
     version_in,
 )
 from review_loop.adapters.base import (
+    LoginState,
+    RequiredFlag,
     SessionFile,
     SessionStore,
     decode_utf8,
     detail_of,
+    flag_requirements,
     generic_failure,
 )
 from review_loop.agents.models import EnvPassthrough, ResumeCommands, StoredSession
@@ -216,6 +219,34 @@ class ClaudeAdapter:
         from review_loop.agents.models import Capabilities
 
         return Capabilities(version=version_in(probe_output))
+
+    def required_flags(self, capabilities: Capabilities) -> tuple[RequiredFlag, ...]:
+        """:data:`READ_ONLY_FLAGS` (read-only) and :data:`NO_PROJECT_CODE_FLAGS`
+        (lockdown), as ``claude --help`` lists them."""
+        return (
+            *flag_requirements(READ_ONLY_FLAGS, "read-only"),
+            *flag_requirements(NO_PROJECT_CODE_FLAGS, "lockdown"),
+        )
+
+    def login_args(self) -> tuple[str, ...] | None:
+        """``claude auth status`` prints JSON (``loggedIn``, ``authMethod``) from the local
+        credentials and exits 1 when logged out; it asks no model."""
+        return ("auth", "status")
+
+    def login_state(self, output: str, returncode: int | None) -> LoginState:
+        """``loggedIn`` of its JSON, with the method and the key's source as the detail."""
+        import json
+
+        start = output.find("{")
+        try:
+            status = json.loads(output[start:]) if start >= 0 else None
+        except ValueError:
+            status = None
+        if not isinstance(status, dict) or not isinstance(status.get("loggedIn"), bool):
+            return LoginState("unknown", output.strip()[:200])
+        words = (status.get("authMethod"), status.get("apiKeySource"))
+        detail = " from ".join(str(word) for word in words if isinstance(word, str))
+        return LoginState("logged-in" if status["loggedIn"] else "logged-out", detail)
 
     def build(
         self, request: AgentRequest, *, command: Sequence[str], capabilities: Capabilities

@@ -39,10 +39,13 @@ from review_loop.adapters._common import (
     version_in,
 )
 from review_loop.adapters.base import (
+    LoginState,
+    RequiredFlag,
     SessionFile,
     SessionStore,
     decode_utf8,
     detail_of,
+    flag_requirements,
     generic_failure,
     json_lines,
 )
@@ -72,6 +75,9 @@ READ_ONLY_FLAGS: Final = (
     'approval_policy="never"',
 )
 """Present in every argv ``build`` returns, before any subcommand."""
+
+HELP_ARGS: Final = ("exec", "--help")
+"""The help page that lists the flags of ``codex exec``, which every run is."""
 
 NO_PROJECT_CODE_FLAGS: Final = ("--ignore-rules",)
 """Present in every argv ``build`` returns: the repository's execpolicy ``.rules`` (which
@@ -262,6 +268,34 @@ class CodexAdapter:
 
         found = re.search(r"codex-cli\s+(\S+)", probe_output or "")
         return Capabilities(version=found.group(1) if found else version_in(probe_output))
+
+    def required_flags(self, capabilities: Capabilities) -> tuple[RequiredFlag, ...]:
+        """:data:`READ_ONLY_FLAGS` (read-only) and :data:`NO_PROJECT_CODE_FLAGS` (lockdown;
+        the untrusted-project override is a ``-c``, already required), as ``codex exec
+        --help`` lists them: they are ``exec``'s flags."""
+        return (
+            *flag_requirements(READ_ONLY_FLAGS, "read-only", HELP_ARGS),
+            *flag_requirements(NO_PROJECT_CODE_FLAGS, "lockdown", HELP_ARGS),
+        )
+
+    def login_args(self) -> tuple[str, ...] | None:
+        """``codex login status`` reads the stored login (``auth.json``); no model call."""
+        return ("login", "status")
+
+    def login_state(self, output: str, returncode: int | None) -> LoginState:
+        """``Logged in using …`` (exit 0) or ``Not logged in`` (exit 1). A key in the
+        environment, or a custom provider's ``env_key``, works without a stored login."""
+        lines = [line.strip() for line in output.splitlines() if line.strip()]
+        said = next((line for line in lines if "logged in" in line.lower()), "")
+        if returncode == 0 and said.lower().startswith("logged in"):
+            return LoginState("logged-in", said[:200])
+        if said.lower().startswith("not logged in"):
+            return LoginState(
+                "logged-out",
+                f"{said}: no stored login (an API key in the environment or a custom "
+                "provider's env_key works without one)",
+            )
+        return LoginState("unknown", (lines[-1] if lines else "")[:200])
 
     def build(
         self, request: AgentRequest, *, command: Sequence[str], capabilities: Capabilities

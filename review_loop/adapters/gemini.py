@@ -45,10 +45,12 @@ from review_loop.adapters._common import (
     version_in,
 )
 from review_loop.adapters.base import (
+    RequiredFlag,
     SessionFile,
     SessionStore,
     decode_utf8,
     detail_of,
+    flag_requirements,
     generic_failure,
     json_lines,
 )
@@ -237,6 +239,11 @@ class GeminiAdapter:
         from review_loop.agents.models import Capabilities
 
         return Capabilities(version=version_in(probe_output))
+
+    def required_flags(self, capabilities: Capabilities) -> tuple[RequiredFlag, ...]:
+        """:data:`READ_ONLY_FLAGS`, as ``gemini --help`` lists them. Its lockdown is the
+        covering of :data:`HIDDEN_PATHS` (no flag turns the project's files off)."""
+        return flag_requirements(READ_ONLY_FLAGS, "read-only")
 
     def build(
         self, request: AgentRequest, *, command: Sequence[str], capabilities: Capabilities

@@ -49,10 +49,12 @@ from review_loop.adapters._common import (
     version_in,
 )
 from review_loop.adapters.base import (
+    RequiredFlag,
     SessionFile,
     SessionStore,
     decode_utf8,
     detail_of,
+    flag_requirements,
     generic_failure,
     json_lines,
 )
@@ -169,6 +171,13 @@ class GrokAdapter:
             return Capabilities(variant=BUILD, version=version_in(text))
         variant = VIBE if "--max-tool-rounds" in text else UNKNOWN
         return Capabilities(variant=variant, read_only=False, resumable=False, isolate_in_copy=True)
+
+    def required_flags(self, capabilities: Capabilities) -> tuple[RequiredFlag, ...]:
+        """Grok Build: :data:`SANDBOX_FLAGS`, as ``grok --help`` lists them. The npm CLI
+        has none to require: it runs in a throw-away copy of the repository instead."""
+        if not _is_build(capabilities):
+            return ()
+        return flag_requirements(SANDBOX_FLAGS, "read-only")
 
     def build(
         self, request: AgentRequest, *, command: Sequence[str], capabilities: Capabilities

@@ -39,7 +39,7 @@ import anyio
 from anyio.lowlevel import checkpoint
 
 from review_loop.adapters import Adapter, get_adapter, is_product, product_names
-from review_loop.adapters.base import answered, output_complete
+from review_loop.adapters.base import RequiredFlag, answered, output_complete
 from review_loop.agents.errors import AdapterRefusalError, InputError
 from review_loop.agents.models import (
     AgentRequest,
@@ -71,7 +71,6 @@ from review_loop.orchestrator.explain import (
     timeout_detail,
 )
 from review_loop.orchestrator.files import (
-    atomic_write_json,
     make_dir_exclusive,
     make_file,
     read_bytes,
@@ -107,7 +106,6 @@ from review_loop.orchestrator.recording import (
     write_record,
 )
 from review_loop.prefs.defaults import MAX_TIMEOUT_MS
-from review_loop.prefs.home import state_home
 from review_loop.prefs.model import Prefs
 
 if TYPE_CHECKING:
@@ -115,7 +113,6 @@ if TYPE_CHECKING:
 
 RESUME_NOT_FOUND_WINDOW_MS = 5000
 EVENTS_FILE = "events.jsonl"
-PROBE_DEADLINE_S = 15.0
 OUTCOMES_KEPT = 128
 """How many deliveries :attr:`Dispatcher.outcomes` keeps (the newest), by default."""
 
@@ -225,26 +222,6 @@ def resolve_peer(name: str, prefs: Prefs, *, field: str = "--peer") -> ResolvedP
 def is_installed(peer: ResolvedPeer, env: dict[str, str] | None = None) -> bool:
     """Whether the peer's executable (or launcher) is on PATH."""
     return resolve_executable(peer.command[0], dict(os.environ if env is None else env)) is not None
-
-
-def _probe_cache_path() -> Path:
-    return state_home() / "probes.json"
-
-
-def _probe_cache_lookup(
-    command: tuple[str, ...], args: tuple[str, ...]
-) -> tuple[str, list[int], dict[str, object]] | None:
-    """The cache key and stamp of an executable, and the cache; ``None`` if not on PATH."""
-    executable = resolve_executable(command[0], dict(os.environ))
-    if executable is None:
-        return None
-    stat = os.stat(executable)
-    key = json.dumps([os.path.realpath(executable), *command[1:], *args])
-    try:
-        cache = json.loads(_probe_cache_path().read_bytes())
-    except (OSError, ValueError):
-        cache = {}
-    return key, [stat.st_size, stat.st_mtime_ns], cache if isinstance(cache, dict) else {}
 
 
 def _clock(seconds: float) -> str:
@@ -421,6 +398,7 @@ class Dispatcher:
         self.keep_outcomes = _outcomes_bound(keep_outcomes)
         self._interrupted: dict[Path, Attempt] = {}
         self._capabilities: dict[tuple[str, ...], Capabilities] = {}
+        self._flag_checks: dict[tuple[str, ...], tuple[RequiredFlag, ...]] = {}
         self._placed: dict[int, Path] = {}
 
     @property
@@ -644,28 +622,27 @@ class Dispatcher:
         """What ``[*command, *args]`` prints, cached per executable (path, size, mtime).
 
         Probing costs a whole CLI start (hundreds of ms for a Node CLI), so the answer is
-        kept in the user's state until the executable changes. The lookup (a PATH search
-        and one small file of the user's state) runs in the event loop's thread: cheaper
-        than a hop to a worker thread and back.
+        kept in the user's state until the executable changes (:mod:`.flag_probe`).
         """
-        lookup = _probe_cache_lookup(peer.command, args)
-        if lookup is None:
-            return None  # the attempt itself will report the missing executable
-        key, stamp, cache = lookup
-        hit = cache.get(key)
-        if isinstance(hit, dict) and hit.get("stamp") == stamp:
-            return str(hit.get("output", ""))
-        probe = Invocation(argv=(*peer.command, *args), cwd=self.repo, pass_env=self._env(peer))
-        done = await run_process(probe, deadline=PROBE_DEADLINE_S, grace=1.0)
-        output = (done.stdout + b"\n" + done.stderr).decode("utf-8", "replace")
-        if done.returncode == 0:
-            cache[key] = {"stamp": stamp, "output": output}
-            path = _probe_cache_path()
-            with suppress(OSError):  # a cache: never half-written, but not worth an fsync
-                await anyio.to_thread.run_sync(
-                    lambda: atomic_write_json(path, cache, durable=False)
-                )
-        return output
+        from review_loop.orchestrator.flag_probe import cached_output
+
+        return await cached_output(peer.command, args, cwd=self.repo, pass_env=self._env(peer))
+
+    async def _flag_refusal(self, peer: ResolvedPeer, capabilities: Capabilities) -> str | None:
+        """Why ``peer`` must not run: a flag that keeps it read-only or locked down that its
+        help does not list (:mod:`.flag_probe`); ``None`` when all are there. Checked once
+        per executable and dispatcher (the help pages are cached across processes)."""
+        from review_loop.adapters.base import describe_missing
+        from review_loop.orchestrator.flag_probe import check_flags
+
+        key = peer.command
+        if key not in self._flag_checks:
+            checked = await check_flags(
+                peer.adapter, key, capabilities, cwd=self.repo, pass_env=self._env(peer)
+            )
+            self._flag_checks[key] = checked.missing
+        missing = self._flag_checks[key]
+        return describe_missing(peer.product, capabilities.version, missing) if missing else None
 
     def _pick_fallback(
         self, request: PeerRequest, tried: set[str], claimed: set[str]
@@ -863,6 +840,9 @@ class Dispatcher:
             capabilities = await self._capabilities_of(peer)
             if resume is not None and not capabilities.resumable:
                 raise AdapterRefusalError(peer.product, "this CLI version cannot resume sessions")
+            missing = await self._flag_refusal(peer, capabilities)
+            if missing is not None:  # never run without the flags that keep it read-only
+                raise AdapterRefusalError(peer.product, missing)
             agent_request = AgentRequest(
                 prompt=request.prompt, cwd=self.repo, resume_session_id=resume
             )

@@ -50,7 +50,73 @@ GROK_BUILD_HELP = """Usage: grok [options]
   --sandbox <mode>             read-only | workspace-write
   -r, --resume <id>            resume a session
   --permission-mode <mode>     default | dontAsk
+  --tools <tools>              the tools the model may use
+  --disallowed-tools <tools>   tools the model may not use
+  --deny <rule>                a permission rule that denies
+  --no-subagents               start no subagent
+  --disable-web-search         no web search
+  --no-auto-update             do not update itself
 """
+HELP = {
+    "claude": """Usage: claude [options] [command] [prompt]
+Options:
+  -p, --print                           Print response and exit
+  --output-format <format>              text, json or stream-json
+  --permission-mode <mode>              Permission mode to use for the session
+  --tools <tools...>                    Specify the list of available tools
+  --disallowedTools, --disallowed-tools <tools...>  Tools to deny
+  --setting-sources <sources>           Comma-separated list of setting sources
+  --strict-mcp-config                   Only use MCP servers from --mcp-config
+  --mcp-config <configs...>             Load MCP servers from JSON files or strings
+  --settings <file-or-json>             A settings JSON file or string
+  -r, --resume [value]                  Resume a conversation by session ID
+  --session-id <uuid>                   Use a specific session ID
+""",
+    "codex": """Run Codex non-interactively
+
+Usage: codex exec [OPTIONS] [PROMPT] [COMMAND]
+
+Options:
+  -c, --config <key=value>
+          Override a configuration value
+  -s, --sandbox <SANDBOX_MODE>
+          Select the sandbox policy
+  -C, --cd <DIR>
+          Tell the agent to use the specified directory as its working root
+      --skip-git-repo-check
+          Allow running Codex outside a Git repository
+      --disable <FEATURE>
+          Disable a feature (repeatable)
+      --ignore-rules
+          Do not load execpolicy .rules files
+      --json
+          Print events to stdout as JSONL
+""",
+    "gemini": """Usage: gemini [options] [command]
+Options:
+  -p, --prompt                    Run in non-interactive (headless) mode  [string]
+      --skip-trust                Trust the current workspace for this session.  [boolean]
+      --approval-mode             Set the approval mode: plan (read-only mode)  [string]
+      --admin-policy              Additional admin policy files  [array]
+  -r, --resume                    Resume a previous session.  [string]
+      --session-id                Start a new session with this UUID.  [string]
+  -o, --output-format             The format of the CLI output.  [string]
+""",
+}
+"""What ``--help`` prints: the real CLIs' layout, every flag the adapters require (as of
+the pinned versions). ``$FAKE_AGENT_HELP_DROP`` (comma-separated flags) leaves out the
+lines that define them: a CLI version that dropped a flag."""
+
+
+def _help(product: str, grok_variant: str) -> str:
+    if product == "grok":
+        text = GROK_VIBE_HELP if grok_variant == "vibe" else GROK_BUILD_HELP
+    else:
+        text = HELP.get(product, f"Usage: {product} [options]\n")
+    dropped = {flag for flag in os.environ.get("FAKE_AGENT_HELP_DROP", "").split(",") if flag}
+    lines = text.splitlines()
+    kept = [line for line in lines if not dropped & set(re.split(r"[\s,<\[]+", line.strip()))]
+    return "\n".join(kept)
 GROK_VIBE_HELP = """Usage: grok [options] [command] [message...]
 Options:
   -V, --version               output the version number
@@ -354,10 +420,7 @@ def main(product: str) -> int:
     argv = sys.argv[1:]
     grok_variant = os.environ.get("FAKE_GROK_VARIANT", "build")
     if "--help" in argv or "-h" in argv:
-        if product == "grok":
-            _print(GROK_VIBE_HELP if grok_variant == "vibe" else GROK_BUILD_HELP)
-        else:
-            _print(f"Usage: {product} [options]")
+        _print(_help(product, grok_variant))
         return 0
     if "--version" in argv or "-V" in argv:
         _print("1.0.1" if product == "grok" and grok_variant == "vibe" else f"{product} 9.9.9")

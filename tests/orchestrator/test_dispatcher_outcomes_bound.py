@@ -23,6 +23,7 @@ from review_loop.orchestrator.dispatcher import (
     open_dispatcher,
 )
 from review_loop.prefs import Prefs
+from tests.fakes.fake_agent import HELP
 from tests.gitrepo import committed_repo
 
 pytestmark = pytest.mark.anyio
@@ -47,8 +48,13 @@ def instant_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     }
     answer = tmp_path / "answer.json"
     answer.write_text(json.dumps(result) + "\n")
+    help_page = tmp_path / "help.txt"  # --help lists the flags that keep it read-only
+    help_page.write_text(HELP["claude"])
     exe = bin_dir / "claude"
-    exe.write_text(f"#!/bin/sh\ncat >/dev/null\ncat '{answer}'\n")
+    exe.write_text(
+        f"#!/bin/sh\n[ \"$1\" = --help ] && exec cat '{help_page}'\n"
+        f"cat >/dev/null\ncat '{answer}'\n"
+    )
     exe.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
     return exe
