@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         @classmethod
         def model_validate(cls, value: object, *, strict: bool) -> _Answer: ...
 
+
 REPLIES_ENV: Final = "REVIEW_LOOP_SIMULATED_REPLIES"
 """The variable naming the replies file (absolute; the command line makes it so)."""
 POSITION_SUFFIX: Final = ".position"
