@@ -244,9 +244,10 @@ class ClaudeAdapter:
             status = None
         if not isinstance(status, dict) or not isinstance(status.get("loggedIn"), bool):
             return LoginState("unknown", output.strip()[:200])
+        if not status["loggedIn"]:
+            return LoginState("logged-out", "claude auth status: not logged in")
         words = (status.get("authMethod"), status.get("apiKeySource"))
-        detail = " from ".join(str(word) for word in words if isinstance(word, str))
-        return LoginState("logged-in" if status["loggedIn"] else "logged-out", detail)
+        return LoginState("logged-in", " from ".join(w for w in words if isinstance(w, str)))
 
     def build(
         self, request: AgentRequest, *, command: Sequence[str], capabilities: Capabilities

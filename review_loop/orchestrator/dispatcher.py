@@ -219,6 +219,17 @@ def resolve_peer(name: str, prefs: Prefs, *, field: str = "--peer") -> ResolvedP
     raise InputError(field, f"unknown product or peer-command {name!r}", accepted)
 
 
+def reviewer_env(peer: ResolvedPeer, prefs: Prefs, repo: Path) -> EnvPassthrough:
+    """What of the caller's environment this peer's CLI gets: its adapter's, the names
+    its user configuration gives for credentials (``orchestrator/user_config.py``), and
+    prefs'."""
+    from review_loop.orchestrator.user_config import configured_names
+
+    configured = configured_names(peer.adapter, os.environ, repo)
+    declared = peer.adapter.env_passthrough.plus(EnvPassthrough(names=configured))
+    return reviewer_passthrough(declared, prefs.envPassthrough)
+
+
 def is_installed(peer: ResolvedPeer, env: dict[str, str] | None = None) -> bool:
     """Whether the peer's executable (or launcher) is on PATH."""
     return resolve_executable(peer.command[0], dict(os.environ if env is None else env)) is not None
@@ -597,14 +608,8 @@ class Dispatcher:
         return attempt
 
     def _env(self, peer: ResolvedPeer) -> EnvPassthrough:
-        """What of the caller's environment this peer's CLI gets: its adapter's, the names
-        its user configuration gives for credentials (``orchestrator/user_config.py``), and
-        prefs'."""
-        from review_loop.orchestrator.user_config import configured_names
-
-        configured = configured_names(peer.adapter, os.environ, self.repo)
-        declared = peer.adapter.env_passthrough.plus(EnvPassthrough(names=configured))
-        return reviewer_passthrough(declared, self.prefs.envPassthrough)
+        """What of the caller's environment this peer's CLI gets (:func:`reviewer_env`)."""
+        return reviewer_env(peer, self.prefs, self.repo)
 
     async def _capabilities_of(self, peer: ResolvedPeer) -> Capabilities:
         key = peer.command

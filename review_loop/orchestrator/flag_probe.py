@@ -75,7 +75,6 @@ async def cached_output(
     import anyio
 
     from review_loop.agents.models import Invocation
-    from review_loop.orchestrator.files import atomic_write_json
     from review_loop.orchestrator.process import run_process
 
     lookup = _lookup(command, args)
@@ -89,11 +88,29 @@ async def cached_output(
     done = await run_process(probe, deadline=PROBE_DEADLINE_S, grace=1.0)
     output = (done.stdout + b"\n" + done.stderr).decode("utf-8", "replace")
     if done.returncode == 0:
-        cache[key] = {"stamp": stamp, "output": output}
-        path = cache_path()
+        entry = {"stamp": stamp, "output": output}
         with suppress(OSError):  # a cache: never half-written, but not worth an fsync
-            await anyio.to_thread.run_sync(lambda: atomic_write_json(path, cache, durable=False))
+            await anyio.to_thread.run_sync(_store, key, entry)
     return output
+
+
+def _store(key: str, entry: dict[str, object]) -> None:
+    """Add one answer to the cache: read, update and replace it under an exclusive lock,
+    so that probes finishing together (a fan-out, ``doctor``) all keep their answers."""
+    import fcntl
+
+    from review_loop.orchestrator.files import atomic_write_json
+
+    path = cache_path()
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            cache = json.loads(path.read_bytes())
+        except (OSError, ValueError):
+            cache = {}
+        cache = cache if isinstance(cache, dict) else {}
+        cache[key] = entry
+        atomic_write_json(path, cache, durable=False)
 
 
 class FlagCheck(NamedTuple):

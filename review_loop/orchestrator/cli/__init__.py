@@ -53,12 +53,23 @@ COMMANDS: dict[str, str] = {
     "audit": "audit",
     "shim": "shim",
     "mcp": "mcp",
+    "doctor": "doctor",
     "help": "help",
 }
 # Commands that run reviewers: a signal cancels them instead of killing them (see .stops),
 # and they exit 128 + the signal. ``mcp`` runs them through its jobs.
 REVIEWER_COMMANDS = frozenset(
-    {"consult", "run", "verify-diff", "converge", "blind-review", "preflight", "audit", "mcp"}
+    {
+        "consult",
+        "run",
+        "verify-diff",
+        "converge",
+        "blind-review",
+        "preflight",
+        "audit",
+        "mcp",
+        "doctor",
+    }
 )
 # The words that ask for a person's help or the version. Here, not in .manual: a command
 # line without one never imports the help pages (docs/performance.md).

@@ -1,0 +1,109 @@
+"""``review-loop doctor``: which reviewers are installed, which version, logged in or not,
+and whether this version still has the flags that keep it read-only.
+
+One JSON document on stdout (:func:`review_loop.orchestrator.workflows.doctor.diagnose`);
+when stdout is a terminal, a readable table on stderr too, so a person sees it at a glance
+and a program still reads the document. Exit 0 when at least one reviewer is usable, 2 when
+none is (``ok: false``). Works outside a git checkout (then no repository skill counts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+USAGE = ["review-loop doctor [--repo R]"]
+OUTPUT = "json"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """``--repo`` (optional): the checkout whose skill locations count."""
+    from review_loop.orchestrator.cli.common import add_repo_option
+
+    add_repo_option(parser)
+
+
+def _repo(value: str | None) -> Any:
+    """``--repo``'s top level; without it, the cwd's when it is in a checkout, else none."""
+    from review_loop.agents.errors import NotAGitRepositoryError
+    from review_loop.orchestrator.git import repo_root
+
+    if value is not None:
+        return repo_root(value)
+    try:
+        return repo_root(None)
+    except NotAGitRepositoryError:
+        return None
+
+
+def _cell(row: Mapping[str, Any]) -> list[str]:
+    login = row.get("login") or {}
+    missing = [flag["flag"] for flag in (row.get("flags") or {}).get("missing", [])]
+    flags = "-" if "flags" not in row else ("ok" if not missing else "MISSING " + ",".join(missing))
+    usable = "yes" if row["usable"] else "no"
+    if row.get("offline"):
+        usable += " (offline stand-in)"
+    return [
+        row["name"],
+        row.get("version") or "-",
+        login.get("state", "-"),
+        flags,
+        usable,
+        row.get("executable") or "not found",
+    ]
+
+
+def table(document: Mapping[str, Any]) -> str:
+    """The document as a person reads it: one line per product, then the lockdown, the
+    skills and the reasons a product is not usable."""
+    header = ["reviewer", "version", "login", "read-only flags", "usable", "executable"]
+    rows = [header, *(_cell(row) for row in document["products"])]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        for row in rows
+    ]
+    lines = [line.rstrip() for line in lines]
+    sandbox = document["lockdown"]["reviewerSandbox"]
+    lines.append("")
+    lines.append(
+        "repository-code lockdown (private mount namespace): "
+        + ("available" if sandbox["available"] else f"NOT available: {sandbox['why']}")
+    )
+    found = [skill["name"] for skill in document["skills"] if skill["found"]]
+    missing = [skill["name"] for skill in document["skills"] if not skill["found"]]
+    lines.append(f"loop skills found: {', '.join(found) or 'none'}")
+    if missing:
+        lines.append(f"loop skills missing (preflight needs them): {', '.join(missing)}")
+    for row in document["products"]:
+        if not row["usable"] and row.get("why"):
+            lines.append(f"{row['name']}: {row['why']}")
+    lines.append(document["message"])
+    return "\n".join(lines)
+
+
+def execute(args: argparse.Namespace) -> Mapping[str, Any]:
+    """Probe every product (in parallel), then print the table when stdout is a terminal."""
+    from review_loop.orchestrator.cli.common import load_user_prefs
+    from review_loop.orchestrator.cli.stops import Stop, run_cancellable
+    from review_loop.orchestrator.workflows.doctor import diagnose
+
+    repo = _repo(args.repo)
+    prefs = load_user_prefs()
+
+    async def body(stop: Stop) -> Mapping[str, Any]:
+        return await diagnose(prefs=prefs, repo=repo)
+
+    document = run_cancellable(body)
+    if _is_terminal(sys.stdout):
+        print(table(document), file=sys.stderr, flush=True)
+    return document
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False

@@ -1,0 +1,177 @@
+"""``review-loop doctor``: which reviewers can be asked here, safely, and why not.
+
+For every registered product (and every prefs alias), from the installed CLI itself:
+
+- the executable found on PATH (its path), and its version (the adapter's probe);
+- its login state, where the CLI can tell without a model call (the adapter's
+  ``login_args``; ``unknown`` otherwise);
+- whether this version lists every flag that keeps it read-only or locked down, probed from
+  its own ``--help`` (the adapter's ``required_flags``; :mod:`..flag_probe`), the same check
+  every consult makes before it asks;
+- whether it is usable: found, no flag missing, and the protection it needs can be set up
+  here (the reviewer sandbox's private mount namespace; a throw-away copy for a CLI with no
+  read-only mode).
+
+Then whether the repository-code lockdown can be set up on this machine, and where the
+loop's skills (the ones ``preflight`` requires) were found. The login state is reported,
+not judged: a key in the environment works without a stored login.
+
+Every probe runs in a new empty directory, never in a repository: a CLI asked for its login
+may read the project's settings of the directory it runs in. The offline stand-in
+(``simulated``) is listed but never counted as a usable reviewer.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from review_loop.adapters.base import RequiredFlag, describe_missing, login_state
+from review_loop.adapters.registry import OFFLINE, product_names
+from review_loop.prefs.model import Prefs
+
+LOGIN_DEADLINE_S = 20.0
+
+
+def _flag_document(flag: RequiredFlag) -> dict[str, Any]:
+    return {"flag": flag.flag, "purpose": flag.purpose, "helpArgs": list(flag.help_args)}
+
+
+def _read_only_mode(adapter: object, capabilities: Any, flags: tuple[RequiredFlag, ...]) -> str:
+    """How this product is kept read-only, in words."""
+    from review_loop.orchestrator import sandbox
+
+    if sandbox.exempt(adapter):  # type: ignore[arg-type]
+        return "reads only its prompt (review-loop's own offline stand-in)"
+    if capabilities.isolate_in_copy:
+        return "no read-only mode: run in a throw-away copy of the repository"
+    return "its own read-only flags" if flags else "no flag required by its adapter"
+
+
+async def _login(adapter: object, command: tuple[str, ...], cwd: Path, env: Any) -> dict[str, str]:
+    """The CLI's own account of its login (``unknown`` when it has no such command)."""
+    from review_loop.agents.models import Invocation
+    from review_loop.orchestrator.process import run_process
+
+    args_of = getattr(adapter, "login_args", None)
+    args = args_of() if callable(args_of) else None
+    if not args:
+        state = login_state(adapter, "", None)
+        return {"state": state.state, "detail": state.detail}
+    probe = Invocation(argv=(*command, *args), cwd=cwd, pass_env=env)
+    done = await run_process(probe, deadline=LOGIN_DEADLINE_S, grace=1.0)
+    output = (done.stdout + b"\n" + done.stderr).decode("utf-8", "replace")
+    if done.timed_out:
+        return {"state": "unknown", "detail": f"`{' '.join(args)}` did not answer in time"}
+    state = login_state(adapter, output, done.returncode)
+    return {"state": state.state, "detail": state.detail}
+
+
+async def _product(
+    name: str, prefs: Prefs, cwd: Path, protection: dict[str, Any]
+) -> dict[str, Any]:
+    """One product's row (see the module docstring)."""
+    from review_loop.orchestrator import sandbox
+    from review_loop.orchestrator.dispatcher import resolve_peer, reviewer_env
+    from review_loop.orchestrator.flag_probe import cached_output, check_flags, executable_of
+
+    peer = resolve_peer(name, prefs)
+    adapter = peer.adapter
+    row: dict[str, Any] = {"name": name, "product": peer.product, "command": list(peer.command)}
+    row["offline"] = peer.product in OFFLINE
+    executable = executable_of(peer.command)
+    row["executable"] = executable
+    if executable is None:
+        searched = os.environ.get("PATH", "")
+        why = f"{peer.command[0]!r} is not in any directory on PATH ({searched})"
+        return {**row, "version": None, "usable": False, "why": why}
+    env = reviewer_env(peer, prefs, cwd)
+    probe_args = adapter.probe_args()
+    output = None
+    if probe_args is not None:
+        output = await cached_output(peer.command, probe_args, cwd=cwd, pass_env=env)
+    capabilities = adapter.capabilities(output)
+    checked = await check_flags(adapter, peer.command, capabilities, cwd=cwd, pass_env=env)
+    row["version"] = capabilities.version
+    row["variant"] = capabilities.variant
+    row["readOnly"] = _read_only_mode(adapter, capabilities, checked.required)
+    if row["offline"]:
+        row["login"] = {"state": "not-needed", "detail": "an offline stand-in: no account"}
+    else:
+        row["login"] = await _login(adapter, peer.command, cwd, env)
+    row["flags"] = {
+        "required": [_flag_document(flag) for flag in checked.required],
+        "missing": [_flag_document(flag) for flag in checked.missing],
+    }
+    why = None
+    if checked.missing:
+        why = describe_missing(peer.product, capabilities.version, checked.missing)
+    elif capabilities.isolate_in_copy and not protection["isolatedCopy"]["available"]:
+        why = "it needs a throw-away copy in a read-only mount namespace, which cannot be made here"
+    elif not sandbox.exempt(adapter) and not protection["reviewerSandbox"]["usable"]:
+        why = protection["reviewerSandbox"]["why"]
+    return {**row, "usable": why is None, "why": why}
+
+
+async def _protection(prefs: Prefs) -> dict[str, Any]:
+    """Whether the reviewer sandbox and the isolated copy can be set up on this machine."""
+    from review_loop.orchestrator import isolation, sandbox
+
+    why = await sandbox.unavailable()
+    copy = await isolation.namespace_available()
+    allowed = prefs.allowUnprotected
+    return {
+        "reviewerSandbox": {
+            "available": why is None,
+            "why": why,
+            "allowUnprotected": allowed,
+            "usable": why is None or allowed,
+            "allow": None if why is None else sandbox.ALLOW_COMMAND,
+        },
+        "isolatedCopy": {"available": copy},
+    }
+
+
+def _skills(repo: Path | None, prefs: Prefs) -> list[dict[str, Any]]:
+    """Where each skill the loop's ``preflight`` requires was found (``found``: a path)."""
+    from review_loop.orchestrator.skills import resolve_skills
+
+    root = repo if repo is not None else Path.cwd()
+    checks = resolve_skills(root, host=None, extra_dirs=prefs.skillDirs)
+    return [check.model_dump() for check in checks]
+
+
+async def diagnose(*, prefs: Prefs, repo: Path | None) -> dict[str, Any]:
+    """The ``doctor`` document: ``ok`` when at least one reviewer (not the offline
+    stand-in) is usable. ``repo``: the checkout whose skill locations count (else none)."""
+    names = [*product_names(), *sorted(prefs.peerCommands)]
+    protection = await _protection(prefs)
+    rows: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="review-loop-doctor-") as scratch:
+        cwd = Path(scratch)
+
+        async def one(name: str) -> None:
+            rows[name] = await _product(name, prefs, cwd, protection)
+
+        async with anyio.create_task_group() as group:
+            for name in names:
+                group.start_soon(one, name)
+    products = [rows[name] for name in names]
+    usable = [row["name"] for row in products if row["usable"] and not row["offline"]]
+    return {
+        "ok": bool(usable),
+        "status": "ready" if usable else "no-reviewer",
+        "usable": usable,
+        "products": products,
+        "lockdown": protection,
+        "skills": _skills(repo, prefs),
+        "message": (
+            f"usable reviewers: {', '.join(usable)}"
+            if usable
+            else "no reviewer can be asked here: install one, or see each product's 'why'"
+        ),
+    }
