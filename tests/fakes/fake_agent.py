@@ -117,6 +117,8 @@ def _help(product: str, grok_variant: str) -> str:
     lines = text.splitlines()
     kept = [line for line in lines if not dropped & set(re.split(r"[\s,<\[]+", line.strip()))]
     return "\n".join(kept)
+
+
 GROK_VIBE_HELP = """Usage: grok [options] [command] [message...]
 Options:
   -V, --version               output the version number

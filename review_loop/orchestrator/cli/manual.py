@@ -426,6 +426,24 @@ PAGES: dict[str, Page] = {
         ),
         ("claude mcp add -s user review-loop -- review-loop mcp",),
     ),
+    "doctor": Page(
+        "Check which reviewers can be asked here: per product the executable on PATH, its "
+        "version, its login (as the CLI itself tells it, without a model call), and whether "
+        "this version's --help still lists every flag that keeps it read-only and locked "
+        "down (a consult refuses a product that lacks one, NOT_SUBMITTED naming the flag); "
+        "then whether the repository-code lockdown can be set up on this machine and where "
+        "the loop's skills were found. Runs no model. Exit 0 when at least one reviewer "
+        "(not the offline stand-in) is usable, 2 when none is; a table on stderr when "
+        "stdout is a terminal.",
+        (
+            Flag(
+                "--repo R",
+                "the checkout whose own skill locations count (alias --repo-root)",
+                "the git top level of the cwd, or none outside a checkout",
+            ),
+        ),
+        ("review-loop doctor", "review-loop doctor | jq '.products[] | {name, usable, why}'"),
+    ),
     "help": Page(
         "Print the JSON document agents read: every synopsis, defaults and exit codes.",
         (),
