@@ -96,7 +96,7 @@ def test_contract_not_json_and_a_relative_path_are_refused(tmp_path: Path) -> No
     _write(tmp_path / "r.json", ["a"])
     check_environment(environ, tmp_path)  # the command line makes it absolute
     assert environ[REPLIES_ENV] == str(tmp_path / "r.json")
-    with pytest.raises(InputError, match="missing.json: cannot be read"):
+    with pytest.raises(InputError, match=r"missing\.json: cannot be read"):
         check_environment({REPLIES_ENV: str(tmp_path / "missing.json")}, tmp_path)
 
 
