@@ -113,7 +113,7 @@ def load_command(name: str) -> CommandModule:
 def _dump(document: Mapping[str, Any], output: str) -> str:
     if output == "line":
         return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-    from review_loop.orchestrator.json_text import pretty  # json.dumps(indent=2), faster
+    from review_loop.orchestrator.handoff.json_text import pretty  # json.dumps(indent=2), faster
 
     return pretty(document)
 
