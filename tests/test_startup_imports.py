@@ -54,11 +54,9 @@ FORBIDDEN: dict[str, set[str]] = {
     "prefs show": RUNTIME | DISPATCH | PYDANTIC | PLAIN | {"tomli_w"},
     # records are read by their exact JSON types, no pydantic (orchestrator/sessions/records.py);
     # uuid (and platform) and hashlib only where a session id is made or an old gemini read;
-    # the run vocabulary (dataclasses, hence inspect) only where a CLI runs (docs/performance.md)
     "sessions": RUNTIME
     | DISPATCH
     | {"pydantic", "pydantic_core", "review_loop.agents.outcomes", "uuid", "platform", "hashlib"}
-    | {"dataclasses", "inspect", "review_loop.agents.run_vocabulary"}
     | {"datetime"}  # only a CLI's own store's session times (adapters._common.iso_utc)
     | {"shutil"},  # argparse asks no terminal width (cli.new_parser)
     # the fields it computed are printed as they are: no model built (and no adapters)
@@ -84,9 +82,6 @@ FORBIDDEN: dict[str, set[str]] = {
         "review_loop.orchestrator.sessions.records",
         # only a request without a record directory names one with uuid (dispatcher._place)
         "uuid",
-        # the scratch sweep finds the temp directory itself (isolation.temp_directories)
-        "tempfile",
-        "random",
         # the CLI is found on PATH by which's rules without shutil (process.resolve_executable)
         "shutil",
         "bz2",

@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import time
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -212,26 +212,10 @@ async def unavailable() -> str | None:
     return _probed[found]
 
 
-def _probe_directory() -> Path:
-    """A new private directory for the probe, made without :mod:`tempfile` (which, with
-    :mod:`random` and :mod:`shutil`, would cost every ``consult`` a few milliseconds)."""
-    from review_loop.orchestrator.sandbox.isolation import temp_directories
-
-    base = temp_directories()[0]
-    for attempt in range(100):
-        place = base / f"review-loop-sandbox-check-{os.getpid()}-{time.monotonic_ns()}-{attempt}"
-        try:
-            place.mkdir(mode=0o700)
-        except FileExistsError:
-            continue
-        return place
-    raise FileExistsError(f"cannot make a new probe directory in {base}")
-
-
 async def _probe() -> str | None:
     from review_loop.orchestrator.process.run import run_process
 
-    tmp = _probe_directory()
+    tmp = Path(tempfile.mkdtemp(prefix="review-loop-sandbox-check-"))
     secret_dir, secret_file = tmp / "store", tmp / "state-secret"
     try:
         secret_dir.mkdir()
