@@ -82,10 +82,6 @@ FORBIDDEN: dict[str, set[str]] = {
         "review_loop.orchestrator.sessions.records",
         # only a request without a record directory names one with uuid (dispatcher._place)
         "uuid",
-        # the CLI is found on PATH by which's rules without shutil (process.resolve_executable)
-        "shutil",
-        "bz2",
-        "lzma",
         # time stamps are printed with time (files.iso_utc)
         "datetime",
     }

@@ -277,12 +277,13 @@ def test_process_another_users_environment_is_unreadable(world_readable: Path) -
     if python is None:
         pytest.skip("needs /usr/bin/python3 (procfs is stdlib only) to act as nobody")
     package = world_readable / "review_loop"
-    (package / "orchestrator").mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "orchestrator" / "__init__.py").write_text("")
+    room = package / "orchestrator" / "process"
+    room.mkdir(parents=True)
+    for init in (package, package / "orchestrator", room):
+        (init / "__init__.py").write_text("")
     for name in ("procfs.py", "subreaper.py"):
         source = Path(procfs.__file__).with_name(name)
-        (package / "orchestrator" / name).write_text(source.read_text())
+        (room / name).write_text(source.read_text())
     for path in world_readable.rglob("*"):
         path.chmod(0o755)
     reply = subprocess.run(

@@ -197,4 +197,4 @@ def test_process_records_are_listed_without_pydantic(tmp_path: Path) -> None:
     env = {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
     imported = imported_modules(["sessions", "--repo", str(repo)], repo, env)
     assert "review_loop.orchestrator.sessions.records" in imported
-    assert not {"pydantic", "dataclasses", "review_loop.agents.outcomes"} & imported
+    assert not {"pydantic", "review_loop.agents.outcomes"} & imported
