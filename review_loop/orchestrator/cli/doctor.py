@@ -28,7 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _repo(value: str | None) -> Any:
     """``--repo``'s top level; without it, the cwd's when it is in a checkout, else none."""
     from review_loop.agents.errors import NotAGitRepositoryError
-    from review_loop.orchestrator.git import repo_root
+    from review_loop.orchestrator.handoff.git import repo_root
 
     if value is not None:
         return repo_root(value)

@@ -6,7 +6,7 @@ For every registered product (and every prefs alias), from the installed CLI its
 - its login state, where the CLI can tell without a model call (the adapter's
   ``login_args``; ``unknown`` otherwise);
 - whether this version lists every flag that keeps it read-only or locked down, probed from
-  its own ``--help`` (the adapter's ``required_flags``; :mod:`..flag_probe`), the same check
+  its own ``--help`` (the adapter's ``required_flags``; :mod:`..sandbox.flags`), the same check
   every consult makes before it asks;
 - whether it is usable: found, no flag missing, and the protection it needs can be set up
   here (the reviewer sandbox's private mount namespace; a throw-away copy for a CLI with no
@@ -43,7 +43,7 @@ def _flag_document(flag: RequiredFlag) -> dict[str, Any]:
 
 def _read_only_mode(adapter: object, capabilities: Any, flags: tuple[RequiredFlag, ...]) -> str:
     """How this product is kept read-only, in words."""
-    from review_loop.orchestrator import sandbox
+    from review_loop.orchestrator.sandbox import reviewer as sandbox
 
     if sandbox.exempt(adapter):  # type: ignore[arg-type]
         return "reads only its prompt (review-loop's own offline stand-in)"
@@ -55,7 +55,7 @@ def _read_only_mode(adapter: object, capabilities: Any, flags: tuple[RequiredFla
 async def _login(adapter: object, command: tuple[str, ...], cwd: Path, env: Any) -> dict[str, str]:
     """The CLI's own account of its login (``unknown`` when it has no such command)."""
     from review_loop.agents.models import Invocation
-    from review_loop.orchestrator.process import run_process
+    from review_loop.orchestrator.process.run import run_process
 
     args_of = getattr(adapter, "login_args", None)
     args = args_of() if callable(args_of) else None
@@ -75,9 +75,9 @@ async def _product(
     name: str, prefs: Prefs, cwd: Path, protection: dict[str, Any]
 ) -> dict[str, Any]:
     """One product's row (see the module docstring)."""
-    from review_loop.orchestrator import sandbox
+    from review_loop.orchestrator.sandbox import reviewer as sandbox
     from review_loop.orchestrator.dispatcher import resolve_peer, reviewer_env
-    from review_loop.orchestrator.flag_probe import cached_output, check_flags, executable_of
+    from review_loop.orchestrator.sandbox.flags import cached_output, check_flags, executable_of
 
     peer = resolve_peer(name, prefs)
     adapter = peer.adapter
@@ -119,7 +119,8 @@ async def _product(
 
 async def _protection(prefs: Prefs) -> dict[str, Any]:
     """Whether the reviewer sandbox and the isolated copy can be set up on this machine."""
-    from review_loop.orchestrator import isolation, sandbox
+    from review_loop.orchestrator.sandbox import isolation
+    from review_loop.orchestrator.sandbox import reviewer as sandbox
 
     why = await sandbox.unavailable()
     copy = await isolation.namespace_available()
@@ -138,7 +139,7 @@ async def _protection(prefs: Prefs) -> dict[str, Any]:
 
 def _skills(repo: Path | None, prefs: Prefs) -> list[dict[str, Any]]:
     """Where each skill the loop's ``preflight`` requires was found (``found``: a path)."""
-    from review_loop.orchestrator.skills import resolve_skills
+    from review_loop.orchestrator.workflows.skills import resolve_skills
 
     root = repo if repo is not None else Path.cwd()
     checks = resolve_skills(root, host=None, extra_dirs=prefs.skillDirs)

@@ -1,0 +1,149 @@
+"""Whether an installed reviewer CLI still lists the flags that keep it read-only.
+
+CLIs change: a release can drop or rename a flag review-loop relies on (one once silently
+ignored its sandbox flag for two releases). Each adapter declares those flags and the help
+page that lists them (``required_flags``, :mod:`review_loop.adapters.base`); this module
+runs the help pages and says which are missing. The dispatcher refuses a product with a
+missing flag (``NOT_SUBMITTED``, naming it) before anything is asked, and ``review-loop
+doctor`` reports it.
+
+What a probe prints is cached in the user's state (``probes.json``, with the version
+probe's answers) per executable: its real path, its size and its mtime. A consult pays for
+a help page once per installed version; afterwards the check is a PATH search, a ``stat``
+and the read of that small file (measured in ``docs/reviewer-lockdown.md``, "Flags a CLI version must have").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from contextlib import suppress
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from review_loop.adapters.base import RequiredFlag, help_pages, missing_flags, required_flags
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from review_loop.agents.models import Capabilities, EnvPassthrough
+
+PROBE_DEADLINE_S = 15.0
+"""How long a probe (``--version``, ``--help``) may run."""
+
+
+def cache_path() -> Path:
+    """The probe cache: ``$REVIEW_LOOP_HOME/probes.json``."""
+    from review_loop.prefs.home import state_home
+
+    return state_home() / "probes.json"
+
+
+def executable_of(command: Sequence[str]) -> str | None:
+    """The path ``command[0]`` runs as on this process's PATH, or ``None``."""
+    from review_loop.orchestrator.process.run import resolve_executable
+
+    return resolve_executable(command[0], dict(os.environ))
+
+
+def _lookup(
+    command: Sequence[str], args: Sequence[str]
+) -> tuple[str, list[int], dict[str, object]] | None:
+    """The cache key and stamp of an executable, and the cache; ``None`` if not on PATH."""
+    executable = executable_of(command)
+    if executable is None:
+        return None
+    stat = os.stat(executable)
+    key = json.dumps([os.path.realpath(executable), *command[1:], *args])
+    try:
+        cache = json.loads(cache_path().read_bytes())
+    except (OSError, ValueError):
+        cache = {}
+    return key, [stat.st_size, stat.st_mtime_ns], cache if isinstance(cache, dict) else {}
+
+
+async def cached_output(
+    command: Sequence[str], args: Sequence[str], *, cwd: Path, pass_env: EnvPassthrough
+) -> str | None:
+    """What ``[*command, *args]`` prints (stdout, then stderr), cached per executable
+    (path, size, mtime); ``None`` when ``command`` is not on PATH.
+
+    Only an answer that exited 0 is kept: a probe that failed or timed out is run again
+    next time. The lookup runs in the event loop's thread: cheaper than a hop to a worker
+    thread and back.
+    """
+    import anyio
+
+    from review_loop.agents.models import Invocation
+    from review_loop.orchestrator.process.run import run_process
+
+    lookup = _lookup(command, args)
+    if lookup is None:
+        return None
+    key, stamp, cache = lookup
+    hit = cache.get(key)
+    if isinstance(hit, dict) and hit.get("stamp") == stamp:
+        return str(hit.get("output", ""))
+    probe = Invocation(argv=(*command, *args), cwd=cwd, pass_env=pass_env)
+    done = await run_process(probe, deadline=PROBE_DEADLINE_S, grace=1.0)
+    output = (done.stdout + b"\n" + done.stderr).decode("utf-8", "replace")
+    if done.returncode == 0:
+        entry = {"stamp": stamp, "output": output}
+        with suppress(OSError):  # a cache: never half-written, but not worth an fsync
+            await anyio.to_thread.run_sync(_store, key, entry)
+    return output
+
+
+def _store(key: str, entry: dict[str, object]) -> None:
+    """Add one answer to the cache: read, update and replace it under an exclusive lock,
+    so that probes finishing together (a fan-out, ``doctor``) all keep their answers."""
+    import fcntl
+
+    from review_loop.orchestrator.handoff.files import atomic_write_json
+
+    path = cache_path()
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            cache = json.loads(path.read_bytes())
+        except (OSError, ValueError):
+            cache = {}
+        cache = cache if isinstance(cache, dict) else {}
+        cache[key] = entry
+        atomic_write_json(path, cache, durable=False)
+
+
+class FlagCheck(NamedTuple):
+    """What the help pages of one executable say of the flags its adapter requires.
+
+    Attributes:
+        required: every flag the adapter requires for these capabilities.
+        missing: those its help page does not list (empty: all there).
+        checked: ``False`` when the executable is not on PATH (nothing was probed; the
+            attempt itself reports the missing executable).
+    """
+
+    required: tuple[RequiredFlag, ...]
+    missing: tuple[RequiredFlag, ...]
+    checked: bool
+
+
+async def check_flags(
+    adapter: object,
+    command: Sequence[str],
+    capabilities: Capabilities,
+    *,
+    cwd: Path,
+    pass_env: EnvPassthrough,
+) -> FlagCheck:
+    """Run (or read from the cache) each help page ``adapter``'s required flags are listed
+    on, and say which flags are missing. A help page that cannot be run lists nothing:
+    every flag on it is missing (fail closed)."""
+    required = required_flags(adapter, capabilities)
+    texts: dict[tuple[str, ...], str | None] = {}
+    for args in help_pages(required):
+        text = await cached_output(command, args, cwd=cwd, pass_env=pass_env)
+        if text is None:
+            return FlagCheck(required, (), checked=False)
+        texts[args] = text
+    return FlagCheck(required, missing_flags(required, texts), checked=True)
