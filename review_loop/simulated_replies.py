@@ -33,18 +33,10 @@ import json
 import os
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from typing import Protocol
-
     from review_loop.agents.errors import InputError
-
-    class _Answer(Protocol):
-        text: str
-
-        @classmethod
-        def model_validate(cls, value: object, *, strict: bool) -> _Answer: ...
 
 
 REPLIES_ENV: Final = "REVIEW_LOOP_SIMULATED_REPLIES"
@@ -102,7 +94,7 @@ def parse_replies(data: bytes, *, source: str) -> tuple[str, ...]:
 
 
 @functools.cache
-def _answer_model() -> type[_Answer]:
+def _answer_model() -> Any:
     """The pydantic model of one answer (built on first use: pydantic is imported only when
     a replies file is named)."""
     from typing import Annotated

@@ -10,7 +10,8 @@ doctor`` reports it.
 What a probe prints is cached in the user's state (``probes.json``, with the version
 probe's answers) per executable: its real path, its size and its mtime. A consult pays for
 a help page once per installed version; afterwards the check is a PATH search, a ``stat``
-and the read of that small file (measured in ``docs/reviewer-lockdown.md``, "Flags a CLI version must have").
+and the read of that small file (measured in ``docs/reviewer-lockdown.md``, "Flags a CLI
+version must have").
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ async def cached_output(
     done = await run_process(probe, deadline=PROBE_DEADLINE_S, grace=1.0)
     output = (done.stdout + b"\n" + done.stderr).decode("utf-8", "replace")
     if done.returncode == 0:
-        entry = {"stamp": stamp, "output": output}
+        entry: dict[str, object] = {"stamp": stamp, "output": output}
         with suppress(OSError):  # a cache: never half-written, but not worth an fsync
             await anyio.to_thread.run_sync(_store, key, entry)
     return output

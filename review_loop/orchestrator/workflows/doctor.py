@@ -75,8 +75,8 @@ async def _product(
     name: str, prefs: Prefs, cwd: Path, protection: dict[str, Any]
 ) -> dict[str, Any]:
     """One product's row (see the module docstring)."""
-    from review_loop.orchestrator.sandbox import reviewer as sandbox
     from review_loop.orchestrator.dispatcher import resolve_peer, reviewer_env
+    from review_loop.orchestrator.sandbox import reviewer as sandbox
     from review_loop.orchestrator.sandbox.flags import cached_output, check_flags, executable_of
 
     peer = resolve_peer(name, prefs)
@@ -87,8 +87,8 @@ async def _product(
     row["executable"] = executable
     if executable is None:
         searched = os.environ.get("PATH", "")
-        why = f"{peer.command[0]!r} is not in any directory on PATH ({searched})"
-        return {**row, "version": None, "usable": False, "why": why}
+        absent = f"{peer.command[0]!r} is not in any directory on PATH ({searched})"
+        return {**row, "version": None, "usable": False, "why": absent}
     env = reviewer_env(peer, prefs, cwd)
     probe_args = adapter.probe_args()
     output = None
@@ -107,7 +107,7 @@ async def _product(
         "required": [_flag_document(flag) for flag in checked.required],
         "missing": [_flag_document(flag) for flag in checked.missing],
     }
-    why = None
+    why: str | None = None
     if checked.missing:
         why = describe_missing(peer.product, capabilities.version, checked.missing)
     elif capabilities.isolate_in_copy and not protection["isolatedCopy"]["available"]:
