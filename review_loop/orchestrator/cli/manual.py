@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 # The help words live with the entry (:mod:`review_loop.orchestrator.cli`), which imports
 # this module only when a command line holds one of them (or is empty).
+from review_loop.agents.constants import DEFAULT_ROUNDS
 from review_loop.orchestrator.cli.flags import HELP_FLAGS
 
 
@@ -75,10 +76,18 @@ _FALLBACK = Flag(
 _RUN_NAME = Flag("--run NAME", "the name of the convergence run to create or continue", "a new run")
 _BASE = Flag("--base REF", "the commit the changes are compared with", "HEAD")
 _PATHS = Flag("--paths a,b", "limit the diff to these paths (alias --path)", "every changed path")
+_PACKET_MEANING = (
+    "the review packet: the file 'run' printed as packetPath "
+    "(.review-handoff/active/<branch>/<name>.md), or its packetId (alias --packet-path)"
+)
 _PACKET = Flag(
-    "--packet PATH",
-    "the review packet (a directory under .review-handoff/) printed by 'run' (alias --packet-path)",
-    "the latest packet",
+    "--packet PATH", _PACKET_MEANING, "with --continue, the scope's latest active packet"
+)
+_PACKET_REQUIRED = Flag("--packet PATH", f"required: {_PACKET_MEANING}")
+_CONSULT_PEER = Flag(
+    _PEER.spelling,
+    _PEER.meaning,
+    "none: name one, or give --host H --skip-host to ask the prefs order without the host",
 )
 
 PAGES: dict[str, Page] = {
@@ -87,7 +96,7 @@ PAGES: dict[str, Page] = {
         "answers. Nothing in the repository is changed.",
         (
             _REPO,
-            _PEER,
+            _CONSULT_PEER,
             _FALLBACK,
             Flag(
                 "--question-file Q", "read the question from this UTF-8 file (alias --questionFile)"
@@ -186,7 +195,7 @@ PAGES: dict[str, Page] = {
             Flag("--completion pass|review", "what ends the loop", "review"),
             Flag("--until-pass", "the same as --completion pass"),
             Flag("--base REF", "the commit the changes are compared with", "HEAD"),
-            Flag("--rounds N|+N", "the round budget (or N more rounds)", "the workflow default"),
+            Flag("--rounds N|+N", "the round budget (or N more rounds)", str(DEFAULT_ROUNDS)),
             Flag("--continue [true|false]", "continue the current packet (alias --cont)"),
             Flag("--scope SLUG", "the scope name (alias --scope-slug)", "auto-loop"),
             _PACKET,
@@ -207,16 +216,16 @@ PAGES: dict[str, Page] = {
         "Record the fixer's answer to a review packet (what was fixed, what was not).",
         (
             _REPO,
-            _PACKET,
+            _PACKET_REQUIRED,
             Flag("--body-file F", "read the answer from this file (alias --bodyFile)"),
             Flag("--body TEXT", "the answer itself (give this or --body-file)"),
         ),
-        ("review-loop fix-completion --packet .review-handoff/<packet> --body-file fix.md",),
+        ('review-loop fix-completion --packet "$(jq -r .packetPath run.json)" --body-file fix.md',),
     ),
     "close": Page(
         "Close a review packet without a passing verdict.",
-        (_REPO, _PACKET, Flag("--reason accept-concerns", "why it is closed")),
-        ("review-loop close --packet .review-handoff/<packet> --reason accept-concerns",),
+        (_REPO, _PACKET_REQUIRED, Flag("--reason accept-concerns", "why it is closed")),
+        ('review-loop close --packet "$(jq -r .packetPath run.json)" --reason accept-concerns',),
     ),
     "preflight": Page(
         "Check before a convergence run that both peers and the blind reviewer answer.",
