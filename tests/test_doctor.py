@@ -128,6 +128,25 @@ async def test_collaboration_a_cli_whose_help_lacks_a_read_only_flag_is_refused(
 
 
 @pytest.mark.anyio
+async def test_collaboration_a_cli_whose_help_fails_is_refused_and_asked_again_later(
+    repo: Path, fakes: FakeCLIs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def ask(n: int) -> tuple[DeliveryState, str]:
+        record = repo / ".review-handoff" / "runtime" / f"doctor-help-{n}"
+        async with open_dispatcher(repo=repo, prefs=Prefs(), progress=lambda _: None) as d:
+            delivery = await d.consult(PeerRequest(peer="gemini", prompt="Hi", record_dir=record))
+        return delivery.state, delivery.attempts[-1].detail or ""
+
+    monkeypatch.setenv("FAKE_AGENT_HELP_EXIT", "3")
+    state, detail = await ask(1)
+    assert state is DeliveryState.NOT_SUBMITTED
+    assert "could not show its help (`gemini --help`: exit 3)" in detail, detail
+    assert "--approval-mode" in detail and fakes.calls() == []
+    monkeypatch.delenv("FAKE_AGENT_HELP_EXIT")  # a failed help is not cached: read again
+    assert (await ask(2))[0] is DeliveryState.DELIVERED
+
+
+@pytest.mark.anyio
 async def test_collaboration_the_help_is_read_from_the_cache_until_the_executable_changes(
     repo: Path, fakes: FakeCLIs, monkeypatch: pytest.MonkeyPatch
 ) -> None:

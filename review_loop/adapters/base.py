@@ -265,8 +265,23 @@ def missing_flags(
     return tuple(flag for flag in flags if flag.flag not in listed.get(flag.help_args, ()))
 
 
-def describe_missing(product: str, version: str | None, missing: Sequence[RequiredFlag]) -> str:
-    """Why a product is refused: ``codex 0.99.0 lacks -s (read-only; codex exec --help)``."""
+def describe_missing(
+    product: str,
+    version: str | None,
+    missing: Sequence[RequiredFlag],
+    *,
+    unread: Sequence[str] = (),
+) -> str:
+    """Why a product is refused: ``codex 0.99.0 lacks -s (read-only; codex exec --help)``;
+    ``unread`` names help pages that could not be read (why each flag on them counts as
+    missing)."""
+    if unread:
+        return (
+            f"this {product} ({version or 'version unknown'}) could not show its help "
+            f"({'; '.join(unread)}), so the flags that keep it read-only "
+            f"({', '.join(flag.flag for flag in missing)}) are unproven: review-loop does not "
+            "run it unproven; ask again (the help is read again), or run review-loop doctor"
+        )
     named = ", ".join(
         f"{flag.flag} ({flag.purpose}; not in `{product} {' '.join(flag.help_args)}`)"
         for flag in missing

@@ -410,7 +410,9 @@ class Dispatcher:
         self.keep_outcomes = _outcomes_bound(keep_outcomes)
         self._interrupted: dict[Path, Attempt] = {}
         self._capabilities: dict[tuple[str, ...], Capabilities] = {}
-        self._flag_checks: dict[tuple[str, ...], tuple[RequiredFlag, ...]] = {}
+        self._flag_checks: dict[
+            tuple[str, ...], tuple[tuple[RequiredFlag, ...], tuple[str, ...]]
+        ] = {}
         self._placed: dict[int, Path] = {}
 
     @property
@@ -646,9 +648,11 @@ class Dispatcher:
             checked = await check_flags(
                 peer.adapter, key, capabilities, cwd=self.repo, pass_env=self._env(peer)
             )
-            self._flag_checks[key] = checked.missing
-        missing = self._flag_checks[key]
-        return describe_missing(peer.product, capabilities.version, missing) if missing else None
+            self._flag_checks[key] = (checked.missing, checked.unread)
+        missing, unread = self._flag_checks[key]
+        if not missing:
+            return None
+        return describe_missing(peer.product, capabilities.version, missing, unread=unread)
 
     def _pick_fallback(
         self, request: PeerRequest, tried: set[str], claimed: set[str]

@@ -17,6 +17,7 @@ FAKE_ENV_NAMES = (
     "FAKE_AGENT_LOG",
     "FAKE_GROK_VARIANT",
     "FAKE_AGENT_HELP_DROP",
+    "FAKE_AGENT_HELP_EXIT",
 )
 """What the fake CLIs read from their environment; the tests, as the user, pass them on."""
 

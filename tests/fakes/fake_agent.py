@@ -105,7 +105,8 @@ Options:
 }
 """What ``--help`` prints: the real CLIs' layout, every flag the adapters require (as of
 the pinned versions). ``$FAKE_AGENT_HELP_DROP`` (comma-separated flags) leaves out the
-lines that define them: a CLI version that dropped a flag."""
+lines that define them: a CLI version that dropped a flag; ``$FAKE_AGENT_HELP_EXIT`` is
+its exit status (a help that fails)."""
 
 
 def _help(product: str, grok_variant: str) -> str:
@@ -423,7 +424,7 @@ def main(product: str) -> int:
     grok_variant = os.environ.get("FAKE_GROK_VARIANT", "build")
     if "--help" in argv or "-h" in argv:
         _print(_help(product, grok_variant))
-        return 0
+        return int(os.environ.get("FAKE_AGENT_HELP_EXIT") or 0)
     if "--version" in argv or "-V" in argv:
         _print("1.0.1" if product == "grok" and grok_variant == "vibe" else f"{product} 9.9.9")
         return 0

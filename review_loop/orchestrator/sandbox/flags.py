@@ -30,7 +30,10 @@ if TYPE_CHECKING:
     from review_loop.agents.models import Capabilities, EnvPassthrough
 
 PROBE_DEADLINE_S = 15.0
-"""How long a probe (``--version``, ``--help``) may run."""
+"""How long a version probe may run."""
+HELP_DEADLINE_S = 60.0
+"""How long a help page may take: once per installed version, and a slow start (a loaded
+machine, a Node CLI's first run) must not read as a missing flag."""
 
 
 def cache_path() -> Path:
@@ -67,7 +70,30 @@ async def cached_output(
     command: Sequence[str], args: Sequence[str], *, cwd: Path, pass_env: EnvPassthrough
 ) -> str | None:
     """What ``[*command, *args]`` prints (stdout, then stderr), cached per executable
-    (path, size, mtime); ``None`` when ``command`` is not on PATH.
+    (path, size, mtime); ``None`` when ``command`` is not on PATH (:func:`cached_probe`)."""
+    probed = await cached_probe(command, args, cwd=cwd, pass_env=pass_env)
+    return None if probed is None else probed.output
+
+
+class Probe(NamedTuple):
+    """What one probe printed, and whether it ran to a clean end (exit 0 in time)."""
+
+    output: str
+    ok: bool
+    failure: str = ""
+    """Why it did not (``timed out after 60 s``, ``exit 1``)."""
+
+
+async def cached_probe(
+    command: Sequence[str],
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    pass_env: EnvPassthrough,
+    deadline: float = PROBE_DEADLINE_S,
+) -> Probe | None:
+    """Run ``[*command, *args]`` (or read its cached answer); ``None`` when ``command`` is
+    not on PATH.
 
     Only an answer that exited 0 is kept: a probe that failed or timed out is run again
     next time. The lookup runs in the event loop's thread: cheaper than a hop to a worker
@@ -84,15 +110,17 @@ async def cached_output(
     key, stamp, cache = lookup
     hit = cache.get(key)
     if isinstance(hit, dict) and hit.get("stamp") == stamp:
-        return str(hit.get("output", ""))
+        return Probe(str(hit.get("output", "")), ok=True)
     probe = Invocation(argv=(*command, *args), cwd=cwd, pass_env=pass_env)
-    done = await run_process(probe, deadline=PROBE_DEADLINE_S, grace=1.0)
+    done = await run_process(probe, deadline=deadline, grace=1.0)
     output = (done.stdout + b"\n" + done.stderr).decode("utf-8", "replace")
-    if done.returncode == 0:
+    if done.returncode == 0 and not done.timed_out:
         entry: dict[str, object] = {"stamp": stamp, "output": output}
         with suppress(OSError):  # a cache: never half-written, but not worth an fsync
             await anyio.to_thread.run_sync(_store, key, entry)
-    return output
+        return Probe(output, ok=True)
+    failure = f"timed out after {deadline:g} s" if done.timed_out else f"exit {done.returncode}"
+    return Probe(output, ok=False, failure=failure)
 
 
 def _store(key: str, entry: dict[str, object]) -> None:
@@ -127,6 +155,9 @@ class FlagCheck(NamedTuple):
     required: tuple[RequiredFlag, ...]
     missing: tuple[RequiredFlag, ...]
     checked: bool
+    unread: tuple[str, ...] = ()
+    """The help pages that could not be read, each with why (``gemini --help: timed out
+    after 60 s``): every flag on them is in ``missing``."""
 
 
 async def check_flags(
@@ -142,9 +173,14 @@ async def check_flags(
     every flag on it is missing (fail closed)."""
     required = required_flags(adapter, capabilities)
     texts: dict[tuple[str, ...], str | None] = {}
+    unread: list[str] = []
     for args in help_pages(required):
-        text = await cached_output(command, args, cwd=cwd, pass_env=pass_env)
-        if text is None:
+        probed = await cached_probe(
+            command, args, cwd=cwd, pass_env=pass_env, deadline=HELP_DEADLINE_S
+        )
+        if probed is None:
             return FlagCheck(required, (), checked=False)
-        texts[args] = text
-    return FlagCheck(required, missing_flags(required, texts), checked=True)
+        texts[args] = probed.output if probed.ok else None
+        if not probed.ok:
+            unread.append(f"`{' '.join([Path(command[0]).name, *args])}`: {probed.failure}")
+    return FlagCheck(required, missing_flags(required, texts), True, tuple(unread))

@@ -109,7 +109,9 @@ async def _product(
     }
     why: str | None = None
     if checked.missing:
-        why = describe_missing(peer.product, capabilities.version, checked.missing)
+        why = describe_missing(
+            peer.product, capabilities.version, checked.missing, unread=checked.unread
+        )
     elif capabilities.isolate_in_copy and not protection["isolatedCopy"]["available"]:
         why = "it needs a throw-away copy in a read-only mount namespace, which cannot be made here"
     elif not sandbox.exempt(adapter) and not protection["reviewerSandbox"]["usable"]:
