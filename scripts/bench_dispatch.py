@@ -38,11 +38,17 @@ RESULT = (
     '{"type":"result","subtype":"success","is_error":false,"result":"ok",'
     '"session_id":"%s","total_cost_usd":0}\\n'
 )
+# ``--help`` lists the flags review-loop requires of claude (orchestrator/sandbox/flags.py).
+_HELP = "".join(f"  {flag}  x\\n" for flag in ("-p", "--output-format", "--permission-mode",
+    "--tools", "--disallowedTools", "--setting-sources", "--strict-mcp-config", "--mcp-config",
+    "--settings"))  # fmt: skip
 INSTANT_CLAUDE = f"""#!/bin/sh
+[ "$1" = --help ] && {{ printf '{_HELP}'; exit 0; }}
 cat >/dev/null
 printf '{RESULT}' "$(cat /proc/sys/kernel/random/uuid)"
 """
 SLOW_CLAUDE = f"""#!/bin/sh
+[ "$1" = --help ] && {{ printf '{_HELP}'; exit 0; }}
 cat >/dev/null
 sleep 1
 printf '{RESULT}' "$(cat /proc/sys/kernel/random/uuid)"
