@@ -77,7 +77,12 @@ async def _product(
     """One product's row (see the module docstring)."""
     from review_loop.orchestrator.dispatcher import resolve_peer, reviewer_env
     from review_loop.orchestrator.sandbox import reviewer as sandbox
-    from review_loop.orchestrator.sandbox.flags import cached_output, check_flags, executable_of
+    from review_loop.orchestrator.sandbox.flags import (
+        HELP_DEADLINE_S,
+        cached_probe,
+        check_flags,
+        executable_of,
+    )
 
     peer = resolve_peer(name, prefs)
     adapter = peer.adapter
@@ -92,8 +97,13 @@ async def _product(
     env = reviewer_env(peer, prefs, cwd)
     probe_args = adapter.probe_args()
     output = None
-    if probe_args is not None:
-        output = await cached_output(peer.command, probe_args, cwd=cwd, pass_env=env)
+    if probe_args is not None:  # a person waits here anyway: a slow start is no failure
+        probed = await cached_probe(
+            peer.command, probe_args, cwd=cwd, pass_env=env, deadline=HELP_DEADLINE_S
+        )
+        output = probed.output if probed is not None else None
+        if probed is not None and not probed.ok:
+            row["versionProbe"] = f"`{' '.join(probe_args)}`: {probed.failure}"
     capabilities = adapter.capabilities(output)
     checked = await check_flags(adapter, peer.command, capabilities, cwd=cwd, pass_env=env)
     row["version"] = capabilities.version
