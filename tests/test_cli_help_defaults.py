@@ -206,3 +206,36 @@ def test_the_offline_docs_say_what_the_simulated_reviewer_does(
     code, _, _ = _cli("prefs", "set", "order", "simulated,claude", env=env)
     code, doc, stderr = _cli("run", "--repo", str(repo), env=env)
     assert code == 0 and doc["reviewer"] == "simulated", (doc, stderr)
+
+
+def test_consult_resume_and_fallback_defaults(repo: Path, env: dict[str, str]) -> None:
+    assert documented("consult", "--resume SESSION_ID") == "a new session"
+    assert documented("consult", "--fallback F|auto") == "no fallback"
+    quiet = {k: v for k, v in env.items() if k != "REVIEW_LOOP_SIMULATED_REPLIES"}
+    ask = ["consult", "--repo", str(repo), "--peer", "simulated", "--question", "hi"]
+    code, first, _ = _cli(*ask, env=quiet)
+    code_again, second, _ = _cli(*ask, env=quiet)
+    assert code == code_again == 0 and first["sessionId"] != second["sessionId"]
+    # a peer that is not installed, no --fallback: nobody else is asked
+    missing = {**quiet, "PATH": "/usr/bin:/bin"}
+    code, doc, _ = _cli("consult", "--repo", str(repo), "--peer", "codex", "--question", "hi",
+                        env=missing)  # fmt: skip
+    assert code == 2 and doc["fallbacks"] == [] and doc["delivery"] == "NOT_SUBMITTED", doc
+
+
+@pytest.mark.parametrize("command", ["evidence", "sessions"])
+def test_repo_default_is_the_git_top_level_of_the_cwd(
+    command: str, repo: Path, env: dict[str, str]
+) -> None:
+    assert documented(command, "--repo R") == "the git top level of the cwd"
+    (repo / "deep" / "er").mkdir(parents=True)
+    code, from_below, _ = _cli(command, env=env, cwd=repo / "deep" / "er")
+    code_top, at_top, _ = _cli(command, "--repo", str(repo), env=env)
+    assert code == code_top == 0 and from_below == at_top
+
+
+def test_blind_review_reviewer_default_is_claude(repo: Path, env: dict[str, str]) -> None:
+    assert documented("blind-review", "--reviewer P") == "claude"
+    code, doc, _ = _cli("blind-review", "--repo", str(repo), env={**env, "PATH": "/usr/bin:/bin"})
+    text = json.dumps(doc)
+    assert code == 2 and "claude" in text and "executable not found: claude" in text, doc
