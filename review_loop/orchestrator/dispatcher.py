@@ -645,9 +645,7 @@ class Dispatcher:
 
         key = peer.command
         if key not in self._flag_checks:
-            checked = await check_flags(
-                peer.adapter, key, capabilities, cwd=self.repo, pass_env=self._env(peer)
-            )
+            checked = await check_flags(peer.adapter, key, capabilities, pass_env=self._env(peer))
             self._flag_checks[key] = (checked.missing, checked.unread)
         missing, unread = self._flag_checks[key]
         if not missing:

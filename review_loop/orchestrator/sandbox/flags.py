@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 
     from review_loop.agents.models import Capabilities, EnvPassthrough
 
+NEUTRAL_CWD = Path("/")
+"""Where a help page runs by default: a directory no repository (and no other user) can
+plant a CLI's project settings in, and where a help page finds nothing to read."""
 PROBE_DEADLINE_S = 15.0
 """How long a version probe may run."""
 HELP_DEADLINE_S = 60.0
@@ -165,13 +168,18 @@ async def check_flags(
     command: Sequence[str],
     capabilities: Capabilities,
     *,
-    cwd: Path,
+    cwd: Path | None = None,
     pass_env: EnvPassthrough,
 ) -> FlagCheck:
     """Run (or read from the cache) each help page ``adapter``'s required flags are listed
     on, and say which flags are missing. A help page that cannot be run lists nothing:
-    every flag on it is missing (fail closed)."""
+    every flag on it is missing (fail closed).
+
+    ``cwd`` (default :data:`NEUTRAL_CWD`) is where the help runs: never the reviewed
+    repository, whose project settings a CLI might read at start, even for ``--help``.
+    """
     required = required_flags(adapter, capabilities)
+    cwd = NEUTRAL_CWD if cwd is None else cwd
     texts: dict[tuple[str, ...], str | None] = {}
     unread: list[str] = []
     for args in help_pages(required):
