@@ -284,7 +284,8 @@ def main() -> NoReturn:
 
     to_stderr()  # the command prints its diagnostics; a library leaves that to its host
     try:
-        with terminal_status():  # on a terminal: reviewers as a live table on stderr
+        with terminal_status() as finish_status:  # on a terminal: a live table on stderr
+            document.before = finish_status  # finished before the document is written
             code = run(sys.argv[1:], stdout=document)
     except KeyboardInterrupt:
         # Ctrl-C to a command that runs no reviewer: its default stop, without a traceback.
@@ -317,8 +318,10 @@ class _Document:
 
     def __init__(self, *, stdout_closed: bool) -> None:
         self.failure = "stdout was closed when review-loop started" if stdout_closed else None
+        self.before: Callable[[], None] = lambda: None  # the live table's finish
 
     def __call__(self, text: str) -> None:
+        self.before()  # the table's last frame above, never drawn over the document
         if self.failure is not None:
             return
         try:
