@@ -121,3 +121,20 @@ def test_contract_did_you_mean_reads_as_a_sentence() -> None:
     assert did_you_mean([]) == ""
     assert did_you_mean(["a"]) == " (did you mean a?)"
     assert did_you_mean(["a", "b", "c"]) == " (did you mean a, b or c?)"
+
+
+def test_process_verification_keeps_its_stderr_contract_and_names_the_near_verb(
+    repo: Path,
+) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "review_loop", "verification", "run", "statu"],
+        capture_output=True,
+        text=True,
+        cwd=repo,
+        timeout=120,
+    )
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        "review-loop verification run: unknown verb 'statu' (accepted: start, input, scope, "
+        "finding, finish, status, render) (did you mean status?)"
+    ]

@@ -66,8 +66,11 @@ def parse_verb(rest: Sequence[str], root: str | None) -> argparse.Namespace:
         )
     verb = words[1] if len(words) > 1 else ""
     if verb not in VERBS:
+        from review_loop.orchestrator.cli.usage import closest
+
         raise UsageError(
-            f"review-loop verification run: unknown verb {verb!r} (accepted: {', '.join(VERBS)})"
+            f"review-loop verification run: unknown verb {verb!r} (accepted: {', '.join(VERBS)})",
+            closest(verb, VERBS),
         )
     options = words[2:]
     name = f"review-loop verification run {verb}"
