@@ -32,17 +32,29 @@ _LAUNCHER = (
 )
 
 
+def open_terminal() -> tuple[int, int]:
+    """A new pseudo-terminal of :data:`COLUMNS` x :data:`ROWS`: ``(master, slave)``."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
+    return master, slave
+
+
+def controlling(argv: list[str]) -> list[str]:
+    """``argv`` run with its stdin's terminal as its controlling terminal (the process is
+    the same: the launcher execs it). Start it with ``start_new_session=True``."""
+    return [sys.executable, "-c", _LAUNCHER, *argv]
+
+
 def on_terminal(
     command: str, *, cwd: Path, env: Mapping[str, str], timeout: float = 120
 ) -> tuple[int, bytes]:
     """Run ``bash -c command`` on a fresh pseudo-terminal; its exit code and the bytes shown."""
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
+    master, slave = open_terminal()
     full_env = dict(env)
     full_env.update({"TERM": "xterm-256color", "COLUMNS": str(COLUMNS), "LINES": str(ROWS)})
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-c", _LAUNCHER, "bash", "--norc", "--noprofile", "-c", command],
+            controlling(["bash", "--norc", "--noprofile", "-c", command]),
             stdin=slave,
             stdout=slave,
             stderr=slave,
