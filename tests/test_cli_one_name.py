@@ -118,3 +118,34 @@ def test_process_verify_diff_takes_reviewer_and_run_takes_peer(tmp_path: Path) -
         "--target", "README", cwd=repo,
     )  # fmt: skip
     assert code in (0, 2) and "executor" not in str(verified.get("error", "")), (verified, err)
+
+
+UNKNOWN_PRODUCT = {
+    "consult": ["consult", "--peer", "kodex", "--question", "q"],
+    "run": ["run", "--reviewer", "kodex"],
+    "verify-diff": [
+        "verify-diff",
+        "--executor",
+        "kodex",
+        "--description",
+        "d",
+        "--fix-direction",
+        "f",
+        "--target",
+        "README",
+    ],
+    "blind-review": ["blind-review", "--reviewer", "kodex"],
+    "sessions": ["sessions", "--product", "kodex"],
+    "fallback": ["consult", "--peer", "simulated", "--fallback", "kodex", "--question", "q"],
+}
+
+
+@pytest.mark.parametrize("case", list(UNKNOWN_PRODUCT))
+def test_process_an_unknown_product_is_exit_1_naming_the_accepted_ones(
+    case: str, tmp_path: Path
+) -> None:
+    repo = git_repo(tmp_path / "repo")
+    code, document, err = _run(*UNKNOWN_PRODUCT[case], cwd=repo)
+    assert code == 1 and document["ok"] is False, document
+    assert "'kodex' (accepted: claude, codex, " in str(document["error"])
+    assert err.splitlines()[-1].endswith("(did you mean codex?)")
