@@ -78,26 +78,9 @@ from review_loop.orchestrator.files import (
     utc_now,
 )
 from review_loop.orchestrator.git import Checkout, ensure_layout, locate
-from review_loop.orchestrator.isolation import (
-    isolation_failed,
-    make_scratch,
-    namespace_available,
-    orphaned_scratch,
-    protected_paths,
-    read_only_argv,
-    remove_orphaned_scratch,
-    sandbox_argv,
-    scratch_prefix,
-)
+from review_loop.orchestrator.isolation import orphaned_scratch, remove_orphaned_scratch
 from review_loop.orchestrator.log import log_event
-from review_loop.orchestrator.masking import mask_failed, remove_from_copy
-from review_loop.orchestrator.process import (
-    Started,
-    Supervisors,
-    open_supervisors,
-    resolve_executable,
-    run_process,
-)
+from review_loop.orchestrator.process import Supervisors, resolve_executable
 from review_loop.orchestrator.procfs import start_time
 from review_loop.orchestrator.recording import (
     RecordingError,
@@ -105,6 +88,14 @@ from review_loop.orchestrator.recording import (
     record_error,
     write_or_raise,
     write_record,
+)
+from review_loop.orchestrator.runner import (
+    Confinement,
+    LaunchRefusedError,
+    ProcessRunner,
+    Runner,
+    Started,
+    open_process_runner,
 )
 from review_loop.prefs.defaults import MAX_TIMEOUT_MS
 from review_loop.prefs.home import state_home
@@ -390,7 +381,10 @@ class Dispatcher:
         repo: the checkout's top level.
         prefs: deadlines, grace, liveness interval and aliases (plain view).
         progress: receives the liveness and progress lines.
-        supervisors: where each session's supervisor is taken from.
+        runner: what runs each attempt's invocation (:mod:`.runner`: the contract);
+            a :class:`~.runner.ProcessRunner` unless the embedder gave its own.
+        supervisors: where the process runner takes each session's supervisor from
+            (``None`` for another runner).
         checkout: the located checkout (``git.locate``), when known.
         reaped: the records the start-up reaper finished.
         outcomes: what became of the requests asked so far, in order: the newest
@@ -408,13 +402,14 @@ class Dispatcher:
         supervisors: Supervisors | None = None,
         checkout: Checkout | None = None,
         keep_outcomes: int = OUTCOMES_KEPT,
+        runner: Runner | None = None,
     ) -> None:
         # A plain class, not a dataclass: its generated methods (eq, repr) were never used,
         # and building them cost every command's start about half a millisecond.
         self.repo = repo
         self.prefs = prefs
         self.progress = progress
-        self.supervisors = supervisors
+        self.runner: Runner = ProcessRunner(supervisors) if runner is None else runner
         self.checkout = checkout
         self.reaped: list[SessionRecord] = []
         self.outcomes: list[Delivery] = []
@@ -422,6 +417,11 @@ class Dispatcher:
         self._interrupted: dict[Path, Attempt] = {}
         self._capabilities: dict[tuple[str, ...], Capabilities] = {}
         self._placed: dict[int, Path] = {}
+
+    @property
+    def supervisors(self) -> Supervisors | None:
+        """The process runner's pool of session supervisors (``None`` for another runner)."""
+        return self.runner.supervisors if isinstance(self.runner, ProcessRunner) else None
 
     @property
     def global_stop_file(self) -> Path:
@@ -656,7 +656,7 @@ class Dispatcher:
         if isinstance(hit, dict) and hit.get("stamp") == stamp:
             return str(hit.get("output", ""))
         probe = Invocation(argv=(*peer.command, *args), cwd=self.repo, pass_env=self._env(peer))
-        done = await run_process(probe, deadline=PROBE_DEADLINE_S, grace=1.0)
+        done = await self.runner.run(probe, deadline=PROBE_DEADLINE_S, grace=1.0)
         output = (done.stdout + b"\n" + done.stderr).decode("utf-8", "replace")
         if done.returncode == 0:
             cache[key] = {"stamp": stamp, "output": output}
@@ -776,8 +776,8 @@ class Dispatcher:
         """One supervised launch of ``peer``; returns (outcome, attempt, failed fast).
 
         Its steps, each a method below: check STOP; build the invocation; write the record
-        (no record, no launch); prepare the launch (executable, namespace, masking); run
-        the process with liveness lines; interpret what it left. Every path ends in
+        (no record, no launch); run it through the runner (which owns the sandbox and the
+        process) with liveness lines; interpret what it left. Every path ends in
         :meth:`_finish`; a cancellation finishes the record ``interrupted`` and goes on
         (:meth:`_run`).
         """
@@ -796,13 +796,10 @@ class Dispatcher:
                 state=DeliveryState.NOT_SUBMITTED, reason="record failed", detail=failed.message
             )
             return self._finish(current, reason, None, failed)
-        prepared = await self._prepare_launch(current, invocation)
-        if isinstance(prepared, Failure):
-            return self._finish(current, prepared, None)
-        ran = await self._run(current, prepared, whole_filesystem=not capabilities.read_only)
+        ran = await self._run(current, invocation, capabilities)
         if not isinstance(ran, Completed):
-            return ran  # finished inside the run: the pid could not be recorded
-        return self._finish(current, self._interpret(current, prepared, ran), ran)
+            return ran  # finished inside the run: refused, or the pid could not be recorded
+        return self._finish(current, self._interpret(current, invocation, ran), ran)
 
     def _begin(
         self, request: PeerRequest, peer: ResolvedPeer, resume: str | None, *, number: int
@@ -890,56 +887,17 @@ class Dispatcher:
             current.record = dataclasses.replace(current.record, sessionId=invocation.session_id)
         return current.write(durable=False)
 
-    async def _prepare_launch(
-        self, current: _InFlight, invocation: Invocation
-    ) -> Invocation | Failure:
-        """The invocation as it will be spawned, or why it must not be (``NOT_SUBMITTED``).
-
-        Owns the isolation and masking decisions: a wrapped CLI is first proven present; a
-        throw-away copy needs a read-only mount namespace, else the CLI is refused rather
-        than run able to write the repository; project files to hide are masked in place
-        unless the copy already leaves them out.
-        """
-        if not sandbox.exempt(current.peer.adapter):
-            # The namespace wrapper becomes argv[0]; the CLI itself must still be proven
-            # present, or a missing one would look like a crash instead of NOT_SUBMITTED.
-            executable = resolve_executable(invocation.argv[0], dict(os.environ))
-            if executable is None:
-                return Failure(
-                    state=DeliveryState.NOT_SUBMITTED,
-                    reason="spawn failed",
-                    detail=f"executable not found: {invocation.argv[0]}",
-                )
-            invocation = dataclasses.replace(invocation, argv=(executable, *invocation.argv[1:]))
-        if invocation.isolate_in_copy and not await namespace_available():
-            return Failure(
-                state=DeliveryState.NOT_SUBMITTED,
-                reason="refused",
-                detail=(
-                    f"{current.peer.product} has no read-only mode here and no read-only mount "
-                    "namespace can be made here (docs/reviewer-lockdown.md), so it cannot run "
-                    "without being able to write to the repository"
-                ),
-            )
-        protected = await sandbox.protect(  # what it must not read, out of sight
-            invocation,
-            current.peer.adapter,
-            repo=self.repo,
-            allow_unprotected=self.prefs.allowUnprotected,
-        )
-        if isinstance(protected, str):
-            return Failure(state=DeliveryState.NOT_SUBMITTED, reason="refused", detail=protected)
-        return protected
-
     async def _run(
-        self, current: _InFlight, invocation: Invocation, *, whole_filesystem: bool
+        self, current: _InFlight, invocation: Invocation, capabilities: Capabilities
     ) -> Completed | _Result:
-        """Run the process (in its throw-away copy, if any) with liveness lines.
+        """Run the invocation through the runner, with liveness lines.
 
         The pid is recorded before a byte of stdin is written; when it cannot be, the
-        session is ended and the attempt finished here. Cancelled: the process layer has
-        ended the session's tree; the record is finished ``interrupted`` and the
-        cancellation goes on. Liveness lines start only once the process exists.
+        session is ended and the attempt finished here, as it is when the runner proves
+        the CLI never ran (``NOT_SUBMITTED``: a sandbox that cannot be made here, a missing
+        executable). Cancelled: the runner has ended the session; the record is finished
+        ``interrupted`` and the cancellation goes on. Liveness lines start only once the
+        process exists.
         """
         launched = anyio.Event()  # liveness lines only for a process that exists
 
@@ -948,25 +906,34 @@ class Dispatcher:
             launched.set()
 
         deadline = current.deadline_ms / 1000
-        isolated = self._isolated(
-            invocation, whole_filesystem=whole_filesystem, adapter=current.peer.adapter
+        confine = Confinement(
+            adapter=current.peer.adapter,
+            repo=self.repo,
+            whole_filesystem=not capabilities.read_only,
+            allow_unprotected=self.prefs.allowUnprotected,
         )
-        async with isolated as runnable, anyio.create_task_group() as group:
+        async with anyio.create_task_group() as group:
             group.start_soon(self._liveness, current.peer.name, deadline, launched)
             group.start_soon(_make_ahead, current, launched)
             try:
-                completed = await run_process(
-                    runnable,
+                completed = await self.runner.run(
+                    invocation,
                     deadline=deadline,
                     grace=self.prefs.graceMs / 1000,
                     stop_files=current.stop_files,
                     on_started=on_started,
                     complete=partial(output_complete, current.peer.adapter, invocation),
-                    supervisors=self.supervisors,
+                    confine=confine,
                 )
+            except LaunchRefusedError as refused:
+                group.cancel_scope.cancel()
+                failure = Failure(
+                    state=DeliveryState.NOT_SUBMITTED, reason=refused.reason, detail=refused.detail
+                )
+                return self._finish(current, failure, refused.completed)
             except RecordingError as unrecorded:
                 group.cancel_scope.cancel()
-                failure = _unrecorded_launch(runnable, unrecorded)
+                failure = _unrecorded_launch(invocation, unrecorded)
                 return self._finish(current, failure, None, unrecorded.error)
             except anyio.get_cancelled_exc_class():
                 self._finish_interrupted(current)
@@ -1009,11 +976,8 @@ class Dispatcher:
     def _interpret(
         self, current: _InFlight, invocation: Invocation, completed: Completed
     ) -> Reply | Failure:
-        """What the ended process means: the adapter's reading, unless the sandbox failed.
-
-        A namespace or mask that could not be set up is ``NOT_SUBMITTED`` (the CLI never
-        ran); the adapter is not asked to read a wrapper's error.
-        """
+        """What the ended process means: the adapter's reading (a sandbox that failed to
+        set up never gets here: the runner raised :class:`.LaunchRefusedError`)."""
         if completed.killed_after_grace:
             log_event(
                 "escalated-to-sigkill",
@@ -1021,14 +985,6 @@ class Dispatcher:
                 peer=current.peer.name,
                 graceMs=self.prefs.graceMs,
                 why="the session ignored SIGTERM for the whole grace period",
-            )
-        if (
-            invocation.isolate_in_copy and isolation_failed(completed.returncode, completed.stderr)
-        ) or mask_failed(completed.returncode, completed.stderr):
-            return Failure(
-                state=DeliveryState.NOT_SUBMITTED,
-                reason="refused",
-                detail=completed.stderr.decode("utf-8", "replace").strip(),
             )
         if completed.stdout_spill_error is not None:
             log_event(
@@ -1112,57 +1068,6 @@ class Dispatcher:
             )
             await anyio.sleep(interval)
 
-    @asynccontextmanager
-    async def _isolated(
-        self, invocation: Invocation, *, whole_filesystem: bool, adapter: Adapter
-    ) -> AsyncIterator[Invocation]:
-        """Run ``invocation`` in a throw-away copy of the repository, when it asks for that.
-
-        ``whole_filesystem`` (a CLI without a read-only mode): every mount read-only but
-        the scratch directory, which holds the copy, a scratch HOME with the adapter's
-        ``home_files`` and a scratch TMPDIR. Otherwise (a read-only CLI kept from earlier
-        records): the repository read-only. The scratch directory is removed afterwards.
-        See :mod:`~review_loop.orchestrator.isolation`; the caller has checked that a
-        read-only mount namespace is available.
-        """
-        if not invocation.isolate_in_copy:
-            yield invocation
-            return
-        import shutil  # here, not at import: only an isolated run makes a scratch copy
-        import tempfile
-
-        root = Path(tempfile.mkdtemp(prefix=scratch_prefix()))
-        source_home = Path(invocation.env.get("HOME") or os.environ.get("HOME") or Path.home())
-        home_files = invocation.home_files if whole_filesystem else ()
-        try:
-            scratch = await anyio.to_thread.run_sync(
-                lambda: make_scratch(
-                    root, self.repo, source_home=source_home, home_files=home_files
-                )
-            )
-            await anyio.to_thread.run_sync(remove_from_copy, scratch.copy, invocation.hidden_paths)
-            argv = tuple(
-                str(scratch.copy) if word == str(invocation.cwd) else word
-                for word in invocation.argv
-            )
-            plan = sandbox.exposure(adapter, repo=self.repo, cwd=scratch.copy, project=())
-            hide = sandbox.hide_options(plan)
-            if whole_filesystem:
-                yield dataclasses.replace(
-                    invocation,
-                    cwd=scratch.copy,
-                    argv=sandbox_argv([root], argv, hide),
-                    env={**invocation.env, **scratch.env()},
-                )
-            else:
-                protected = await protected_paths(self.repo)
-                yield dataclasses.replace(
-                    invocation, cwd=scratch.copy, argv=read_only_argv(protected, argv, hide)
-                )
-        finally:
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(lambda: shutil.rmtree(root, ignore_errors=True))
-
 
 async def _make_ahead(current: _InFlight, launched: anyio.Event) -> None:
     """Make the files the attempt's finish writes while its CLI runs.
@@ -1236,6 +1141,7 @@ async def open_dispatcher(
     progress: Callable[[str], None] | None = None,
     reap: bool = True,
     keep_outcomes: int = OUTCOMES_KEPT,
+    runner: Runner | None = None,
 ) -> AsyncIterator[Dispatcher]:
     """Open a dispatcher for ``repo``.
 
@@ -1252,15 +1158,21 @@ async def open_dispatcher(
         reap: first find sessions of this repository whose recorded process is gone or
             whose owner died, end orphans, and mark their records (``Dispatcher.reaped``).
         keep_outcomes: how many of the newest deliveries ``Dispatcher.outcomes`` keeps.
-
-    The first session's supervisor is started first (a warm spare, :class:`.Supervisors`),
-    so its interpreter starts while the repository is located and reaped.
+        runner: what runs each attempt (the contract: :mod:`.runner`), owned and closed
+            by the caller. Default: a :class:`~.runner.ProcessRunner`, opened and closed
+            here, whose first session supervisor is started first (a warm spare,
+            :class:`.Supervisors`), so its interpreter starts while the repository is
+            located and reaped.
     """
     bound = _outcomes_bound(keep_outcomes)
-    async with open_supervisors() as supervisors:
+    if runner is not None:
         dispatcher = await _opened(repo, prefs, progress or _stderr_line, reap=reap)
-        dispatcher.supervisors = supervisors
-        dispatcher.keep_outcomes = bound
+        dispatcher.runner, dispatcher.keep_outcomes = runner, bound
+        yield dispatcher
+        return
+    async with open_process_runner() as process_runner:
+        dispatcher = await _opened(repo, prefs, progress or _stderr_line, reap=reap)
+        dispatcher.runner, dispatcher.keep_outcomes = process_runner, bound
         yield dispatcher
 
 
