@@ -37,7 +37,7 @@ from review_loop.orchestrator.runner import Confinement, LaunchRefusedError, Sta
 from tests.fakes import fake_agent
 
 Handler = Callable[[Invocation], "Completed | Awaitable[Completed]"]
-STOP_POLL_S = 0.01
+STOP_POLL_S = 0.2  # as the process layer polls
 FAKE_MARKER = "fake-runner"
 
 __all__ = ["FakeRunner", "LaunchRefusedError", "Run", "Script", "printed", "product_of"]
@@ -158,26 +158,30 @@ def printed(invocation: Invocation, mode: str = "ok", *, text: str | None = None
 
 
 def _print_step(product: str, argv: list[str], mode: str, text: str | None) -> int:
-    variant = "build"
+    """Print what ``fake_agent`` prints for ``mode``; its exit status."""
     if "--version" in argv or "--help" in argv:
-        if product == "grok":
-            fake_agent._print(fake_agent.GROK_BUILD_HELP)
-        else:
-            fake_agent._print(f"{product} 9.9.9")
+        help_text = fake_agent.GROK_BUILD_HELP if product == "grok" else f"{product} 9.9.9"
+        fake_agent._print(help_text)
         return 0
     sid = fake_agent._session_id(product, argv)
-    steps: dict[str, Callable[[], int | None]] = {
-        "ok": lambda: fake_agent._ok(product, sid, text or f"FAKE-ANSWER from {product}", variant),
-        "fail": lambda: fake_agent._fail(product, sid, variant),
-        "not-logged-in": lambda: fake_agent._not_logged_in(product, sid),
-        "session-not-found": lambda: fake_agent._session_not_found(product, sid),
-        "bad-args": lambda: (
-            fake_agent._print("error: unexpected argument '--bogus'", err=True) or 2
-        ),
-        "garbage": lambda: fake_agent._print("this is not json {{{ at all"),
-        "empty": lambda: None,
-    }
-    return steps[mode]() or 0
+    if mode == "ok":
+        fake_agent._ok(product, sid, text or f"FAKE-ANSWER from {product}", "build")
+        return 0
+    if mode == "fail":
+        return fake_agent._fail(product, sid, "build")
+    if mode == "not-logged-in":
+        return fake_agent._not_logged_in(product, sid)
+    if mode == "session-not-found":
+        return fake_agent._session_not_found(product, sid)
+    if mode == "bad-args":
+        fake_agent._print("error: unexpected argument '--bogus' found", err=True)
+        return 2
+    if mode == "garbage":
+        fake_agent._print("this is not json {{{ at all")
+        return 0
+    if mode == "empty":
+        return 0
+    raise ValueError(f"FakeRunner: unknown mode {mode!r}")
 
 
 class Script:

@@ -58,7 +58,7 @@ def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Checkout:
 
 
 def prefs(**changes: object) -> Prefs:
-    base = {"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000}
+    base: dict[str, object] = {"timeoutMs": 20_000, "graceMs": 300, "livenessMs": 60_000}
     base.update(changes)
     return Prefs.validate(base)
 
@@ -397,3 +397,53 @@ async def test_an_embedders_runner_leaves_no_supervisor_pool(checkout: Checkout)
     ) as d:
         assert d.supervisors is None
         assert (await d.consult(request(checkout))).ok
+
+
+class TestInVirtualTime:
+    """Trio only, on its ``MockClock``: deadlines and liveness asserted exactly, in
+    milliseconds of the test's time. (The tests above run on both backends.)"""
+
+    @pytest.fixture
+    def anyio_backend(self) -> tuple[str, dict[str, object]]:
+        from trio.testing import MockClock
+
+        return "trio", {"clock": MockClock(autojump_threshold=0)}
+
+    async def test_a_fallback_after_a_timeout_gets_the_whole_deadline_again(
+        self, checkout: Checkout
+    ) -> None:
+        answer = {"mode": "ok", "text": "B", "delay": 1500 / 1000}
+        runner = FakeRunner(Script(claude=["hang"], codex=[answer]))
+        req = request(checkout, timeout_ms=2000, fallback=("codex",))
+        delivery = await consult(checkout, runner, req)
+        assert delivery.ok and delivery.product == "codex"
+        assert [a.elapsedMs for a in delivery.attempts] == [2000, 1500]
+        assert delivery.elapsedMs == 2000 + 1500
+        assert delivery.attempts[0].detail == (
+            "timeout after 2000 ms (+ grace; the process ended after 2000 ms)"
+        )
+
+    async def test_liveness_lines_come_each_interval_until_the_answer(
+        self, checkout: Checkout
+    ) -> None:
+        lines: list[str] = []
+        runner = FakeRunner(Script(claude=[{"mode": "ok", "delay": 95}]))
+        async with open_dispatcher(
+            repo=checkout, prefs=prefs(livenessMs=30_000, timeoutMs=600_000), progress=lines.append,
+            runner=runner, reap=False,
+        ) as d:  # fmt: skip
+            assert (await d.consult(request(checkout))).ok
+        active = "[review-loop] reviewer=claude status=active elapsed={} timeout=10:00"
+        assert lines == [
+            *(active.format(at) for at in ("00:00", "00:30", "01:00", "01:30")),
+            "[review-loop] reviewer=claude status=answered elapsed=01:35",
+        ]
+
+    async def test_a_run_never_outlives_its_deadline(self, checkout: Checkout) -> None:
+        runner = FakeRunner(Script(claude=["hang"]))
+        delivery = await consult(checkout, runner, request(checkout), timeoutMs=120_000)
+        assert delivery.reason == "timeout" and delivery.reply is None
+        (session,) = runner.sessions
+        assert session.ended_at is not None
+        assert session.ended_at - session.started_at == 120
+        assert delivery.elapsedMs == 120_000
