@@ -1,4 +1,4 @@
-"""Policy over the process layer: peers, retry, fallback, resume, fan-out, records.
+"""Policy over a runner: peers, retry, fallback, resume, fan-out, records.
 
 Usage::
 
@@ -9,9 +9,10 @@ Usage::
 
 Rules (docs/design.md, "The dispatcher"):
 
-- Each attempt is one supervised process (:func:`~.process.run_process`) with its own full
-  deadline. Its session record is written before spawn and updated with the pid before a
-  byte of the prompt is sent.
+- Each attempt is one run of the runner (:mod:`.runner` holds its contract; by default a
+  supervised process in the reviewer sandbox) with its own full deadline. Its session
+  record is written before the run and updated with the pid before a byte of the prompt
+  is sent.
 - Only a proven ``NOT_SUBMITTED`` is retried, once, with the same parameters.
   ``DELIVERY_UNKNOWN`` is never re-sent to the same product.
 - Fallback: on a timeout or a proven ``NOT_SUBMITTED``, swap in the next installed product
