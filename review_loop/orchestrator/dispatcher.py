@@ -62,8 +62,6 @@ from review_loop.agents.outcomes import (
     SessionRecord,
     SessionStatus,
 )
-from review_loop.orchestrator import sandbox, unfinished
-from review_loop.orchestrator.environment import reviewer_passthrough
 from review_loop.orchestrator.explain import (
     emit_progress,
     progress_line,
@@ -71,25 +69,26 @@ from review_loop.orchestrator.explain import (
     stop_hint,
     timeout_detail,
 )
-from review_loop.orchestrator.files import (
+from review_loop.orchestrator.handoff import unfinished
+from review_loop.orchestrator.handoff.files import (
     atomic_write_json,
     make_dir_exclusive,
     make_file,
     read_bytes,
     utc_now,
 )
-from review_loop.orchestrator.git import Checkout, ensure_layout, locate
-from review_loop.orchestrator.isolation import orphaned_scratch, remove_orphaned_scratch
-from review_loop.orchestrator.log import log_event
-from review_loop.orchestrator.process import Supervisors, resolve_executable
-from review_loop.orchestrator.procfs import start_time
-from review_loop.orchestrator.recording import (
+from review_loop.orchestrator.handoff.git import Checkout, ensure_layout, locate
+from review_loop.orchestrator.handoff.recording import (
     RecordingError,
     append_record,
     record_error,
     write_or_raise,
     write_record,
 )
+from review_loop.orchestrator.log import log_event
+from review_loop.orchestrator.process.environment import reviewer_passthrough
+from review_loop.orchestrator.process.procfs import start_time
+from review_loop.orchestrator.process.run import Supervisors, resolve_executable
 from review_loop.orchestrator.runner import (
     Confinement,
     LaunchRefusedError,
@@ -98,6 +97,8 @@ from review_loop.orchestrator.runner import (
     Started,
     open_process_runner,
 )
+from review_loop.orchestrator.sandbox import reviewer as sandbox
+from review_loop.orchestrator.sandbox.isolation import orphaned_scratch, remove_orphaned_scratch
 from review_loop.prefs.defaults import MAX_TIMEOUT_MS
 from review_loop.prefs.home import state_home
 from review_loop.prefs.model import Prefs
@@ -621,9 +622,9 @@ class Dispatcher:
 
     def _env(self, peer: ResolvedPeer) -> EnvPassthrough:
         """What of the caller's environment this peer's CLI gets: its adapter's, the names
-        its user configuration gives for credentials (``orchestrator/user_config.py``), and
+        its user configuration gives for credentials (``orchestrator/sandbox/user_config.py``), and
         prefs'."""
-        from review_loop.orchestrator.user_config import configured_names
+        from review_loop.orchestrator.sandbox.user_config import configured_names
 
         configured = configured_names(peer.adapter, os.environ, self.repo)
         declared = peer.adapter.env_passthrough.plus(EnvPassthrough(names=configured))
@@ -1181,7 +1182,7 @@ def _reap_and_sweep(repo: Path, grace: float) -> list[SessionRecord]:
     """The start-up reaper, then the throw-away copies of isolated runs whose review-loop
     was killed with SIGKILL: one worker thread for both (each hop costs a few tenths of a
     millisecond of every command's start)."""
-    from review_loop.orchestrator.reaper import reap_sync
+    from review_loop.orchestrator.process.reaper import reap_sync
 
     reaped = reap_sync(repo, grace)
     remove_orphaned_scratch()
@@ -1197,7 +1198,7 @@ async def _opened(
         repo = await anyio.to_thread.run_sync(locate, repo)
     dispatcher = Dispatcher(repo=repo.root, prefs=prefs, progress=progress, checkout=repo)
     if reap:
-        from review_loop.orchestrator.reaper import nothing_to_reap
+        from review_loop.orchestrator.process.reaper import nothing_to_reap
 
         # The usual case is checked here, without starting a worker thread (several
         # tenths of a millisecond, more under load): a trusted index naming no dead

@@ -49,8 +49,15 @@ import anyio
 from review_loop.adapters import Adapter
 from review_loop.agents.errors import ReviewLoopError
 from review_loop.agents.models import Completed, Invocation
-from review_loop.orchestrator import sandbox
-from review_loop.orchestrator.isolation import (
+from review_loop.orchestrator.process.run import (
+    Started,
+    Supervisors,
+    open_supervisors,
+    resolve_executable,
+    run_process,
+)
+from review_loop.orchestrator.sandbox import reviewer as sandbox
+from review_loop.orchestrator.sandbox.isolation import (
     isolation_failed,
     make_scratch,
     namespace_available,
@@ -59,14 +66,7 @@ from review_loop.orchestrator.isolation import (
     sandbox_argv,
     scratch_prefix,
 )
-from review_loop.orchestrator.masking import mask_failed, remove_from_copy
-from review_loop.orchestrator.process import (
-    Started,
-    Supervisors,
-    open_supervisors,
-    resolve_executable,
-    run_process,
-)
+from review_loop.orchestrator.sandbox.masking import mask_failed, remove_from_copy
 
 __all__ = [
     "Confinement",
@@ -137,8 +137,9 @@ class ProcessRunner:
     """The default runner: one supervised process per run, in the reviewer sandbox.
 
     A confined run takes its session supervisor from ``supervisors`` (a warm spare); its
-    CLI is proven present, then wrapped by the sandbox (:mod:`.sandbox`) or run in a
-    throw-away copy of the repository (:mod:`.isolation`), and :func:`.process.run_process`
+    CLI is proven present, then wrapped by the sandbox (:mod:`.sandbox.reviewer`) or run in a
+    throw-away copy of the repository (:mod:`.sandbox.isolation`), and
+    :func:`.process.run.run_process`
     runs it: spawn, drain, deadline, TERM, grace, KILL, reap.
     """
 
@@ -227,7 +228,7 @@ async def _isolated(invocation: Invocation, confine: Confinement) -> AsyncIterat
     but the scratch directory, which holds the copy, a scratch HOME with the adapter's
     ``home_files`` and a scratch TMPDIR. Otherwise (a read-only CLI kept from earlier
     records): the repository read-only. The scratch directory is removed afterwards. See
-    :mod:`~review_loop.orchestrator.isolation`; :func:`_launchable` has checked that a
+    :mod:`~review_loop.orchestrator.sandbox.isolation`; :func:`_launchable` has checked that a
     read-only mount namespace is available.
     """
     if not invocation.isolate_in_copy:

@@ -21,7 +21,7 @@ import pytest
 from review_loop.agents.models import Completed, DeliveryState, Invocation
 from review_loop.orchestrator import dispatcher as dispatcher_module
 from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
-from review_loop.orchestrator.git import Checkout
+from review_loop.orchestrator.handoff.git import Checkout
 from review_loop.orchestrator.runner import LaunchRefusedError
 from review_loop.prefs import Prefs
 from tests.fakes.runner import FakeRunner, Script, printed
