@@ -1167,15 +1167,12 @@ async def open_dispatcher(
             located and reaped.
     """
     bound = _outcomes_bound(keep_outcomes)
+    opened = partial(_opened, repo, prefs, progress or _stderr_line, reap=reap, keep=bound)
     if runner is not None:
-        dispatcher = await _opened(repo, prefs, progress or _stderr_line, reap=reap)
-        dispatcher.runner, dispatcher.keep_outcomes = runner, bound
-        yield dispatcher
+        yield await opened(runner=runner)
         return
     async with open_process_runner() as process_runner:
-        dispatcher = await _opened(repo, prefs, progress or _stderr_line, reap=reap)
-        dispatcher.runner, dispatcher.keep_outcomes = process_runner, bound
-        yield dispatcher
+        yield await opened(runner=process_runner)
 
 
 def _reap_and_sweep(repo: Path, grace: float) -> list[SessionRecord]:
@@ -1190,13 +1187,22 @@ def _reap_and_sweep(repo: Path, grace: float) -> list[SessionRecord]:
 
 
 async def _opened(
-    repo: Path | str | Checkout, prefs: Prefs, progress: Callable[[str], None], *, reap: bool
+    repo: Path | str | Checkout,
+    prefs: Prefs,
+    progress: Callable[[str], None],
+    *,
+    reap: bool,
+    keep: int,
+    runner: Runner,
 ) -> Dispatcher:
     """The dispatcher of :func:`open_dispatcher`, with its repository located and reaped."""
     # An existing git checkout (its top level), never created.
     if not isinstance(repo, Checkout):
         repo = await anyio.to_thread.run_sync(locate, repo)
-    dispatcher = Dispatcher(repo=repo.root, prefs=prefs, progress=progress, checkout=repo)
+    dispatcher = Dispatcher(
+        repo=repo.root, prefs=prefs, progress=progress, checkout=repo, keep_outcomes=keep,
+        runner=runner,
+    )  # fmt: skip
     if reap:
         from review_loop.orchestrator.process.reaper import nothing_to_reap
 
