@@ -9,12 +9,12 @@ default, runs real processes in the reviewer sandbox. The contract, for every ru
         spill_dir=..., confine=...,
     )
 
-- ``run`` returns the :class:`~review_loop.agents.run_vocabulary.Completed` of a run that
+- ``run`` returns the :class:`~review_loop.agents.models.Completed` of a run that
   started: what it printed, its exit status, ``elapsed_ms``, and ``timed_out`` (the
   ``deadline``, in seconds, passed; the run was then ended) or ``stopped`` (one of
   ``stop_files`` appeared). It never raises for the CLI's own failures: those are in the
   result, for the adapter to read. A CLI that could not be started at all (a missing
-  executable) is a ``Completed`` with ``spawn_error``.
+  executable) is a ``Completed`` with ``spawn_error``, or a :class:`LaunchRefusedError`.
 - ``on_started`` is awaited once the run exists and before a byte of its input is sent (the
   dispatcher records the pid there). An exception it raises ends the run, which is then
   re-raised: nothing was sent when the prompt goes on stdin.
@@ -137,10 +137,10 @@ class ProcessRunner:
     """The default runner: one supervised process per run, in the reviewer sandbox.
 
     A confined run takes its session supervisor from ``supervisors`` (a warm spare); its
-    CLI is proven present, then wrapped by the sandbox (:mod:`.sandbox.reviewer`) or run in a
-    throw-away copy of the repository (:mod:`.sandbox.isolation`), and
-    :func:`.process.run.run_process`
-    runs it: spawn, drain, deadline, TERM, grace, KILL, reap.
+    CLI is proven present, then wrapped by the sandbox (:mod:`.sandbox.reviewer`) or run
+    in a throw-away copy of the repository (:mod:`.sandbox.isolation`), and
+    :func:`.process.run.run_process` runs it: spawn, drain, deadline, TERM, grace, KILL,
+    reap.
     """
 
     def __init__(self, supervisors: Supervisors | None = None) -> None:
