@@ -399,6 +399,16 @@ async def test_an_embedders_runner_leaves_no_supervisor_pool(checkout: Checkout)
         assert (await d.consult(request(checkout))).ok
 
 
+async def test_an_embedders_runner_keeps_the_outcome_bound(checkout: Checkout) -> None:
+    async with open_dispatcher(
+        repo=checkout, prefs=prefs(), progress=lambda _: None, runner=FakeRunner(Script()),
+        reap=False, keep_outcomes=1,
+    ) as d:  # fmt: skip
+        await d.consult(request(checkout))
+        await d.consult(request(checkout, "codex"))
+        assert [o.product for o in d.outcomes] == ["codex"]
+
+
 class TestInVirtualTime:
     """Trio only, on its ``MockClock``: deadlines and liveness asserted exactly, in
     milliseconds of the test's time. (The tests above run on both backends.)"""
