@@ -49,6 +49,8 @@ with the module that defines it (a class defined in a higher layer is named by i
     │                               as it is at the base commit
     ├── GitCommandError             evidence: a git command the evidence needs failed
     ├── RecordingError              recording: a record that must exist could not be written
+    ├── LaunchRefusedError          runner: a runner proved the CLI never ran (the
+    │                               dispatcher's NOT_SUBMITTED; an embedder's runner raises it)
     ├── InputTooLargeError          input_files: an input past its limit (also an OSError)
     ├── TreeFileRefusedError        tree_files: a file of the reviewed tree refused (a link,
     │                               ``.git``, not regular, too large; also an OSError)

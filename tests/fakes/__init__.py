@@ -1,4 +1,5 @@
-"""Test doubles of the outside world: fake reviewer CLIs and (in model_api) a fake model API."""
+"""Test doubles of the outside world: fake reviewer CLIs, (in model_api) a fake model API and
+(in runner) a fake runner under the dispatcher, without a process."""
 
 from __future__ import annotations
 

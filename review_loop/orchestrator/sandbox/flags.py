@@ -25,9 +25,13 @@ from typing import TYPE_CHECKING, NamedTuple
 from review_loop.adapters.base import RequiredFlag, help_pages, missing_flags, required_flags
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Awaitable, Callable, Sequence
 
-    from review_loop.agents.models import Capabilities, EnvPassthrough
+    from review_loop.agents.models import Capabilities, Completed, EnvPassthrough
+
+    RunProcess = Callable[..., Awaitable[Completed]]
+    """How a probe is run: ``run(invocation, deadline=..., grace=...)`` (a dispatcher's
+    runner's ``run``, or :func:`~..process.run.run_process`)."""
 
 NEUTRAL_CWD = Path("/")
 """Where a help page runs by default: a directory no repository (and no other user) can
@@ -70,11 +74,16 @@ def _lookup(
 
 
 async def cached_output(
-    command: Sequence[str], args: Sequence[str], *, cwd: Path, pass_env: EnvPassthrough
+    command: Sequence[str],
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    pass_env: EnvPassthrough,
+    run: RunProcess | None = None,
 ) -> str | None:
     """What ``[*command, *args]`` prints (stdout, then stderr), cached per executable
     (path, size, mtime); ``None`` when ``command`` is not on PATH (:func:`cached_probe`)."""
-    probed = await cached_probe(command, args, cwd=cwd, pass_env=pass_env)
+    probed = await cached_probe(command, args, cwd=cwd, pass_env=pass_env, run=run)
     return None if probed is None else probed.output
 
 
@@ -94,9 +103,11 @@ async def cached_probe(
     cwd: Path,
     pass_env: EnvPassthrough,
     deadline: float = PROBE_DEADLINE_S,
+    run: RunProcess | None = None,
 ) -> Probe | None:
     """Run ``[*command, *args]`` (or read its cached answer); ``None`` when ``command`` is
-    not on PATH.
+    not on PATH. ``run`` runs the probe (the dispatcher's runner; default
+    :func:`~..process.run.run_process`).
 
     Only an answer that exited 0 is kept: a probe that failed or timed out is run again
     next time. The lookup runs in the event loop's thread: cheaper than a hop to a worker
@@ -115,7 +126,7 @@ async def cached_probe(
     if isinstance(hit, dict) and hit.get("stamp") == stamp:
         return Probe(str(hit.get("output", "")), ok=True)
     probe = Invocation(argv=(*command, *args), cwd=cwd, pass_env=pass_env)
-    done = await run_process(probe, deadline=deadline, grace=1.0)
+    done = await (run or run_process)(probe, deadline=deadline, grace=1.0)
     output = (done.stdout + b"\n" + done.stderr).decode("utf-8", "replace")
     if done.returncode == 0 and not done.timed_out:
         entry: dict[str, object] = {"stamp": stamp, "output": output}
@@ -170,6 +181,7 @@ async def check_flags(
     *,
     cwd: Path | None = None,
     pass_env: EnvPassthrough,
+    run: RunProcess | None = None,
 ) -> FlagCheck:
     """Run (or read from the cache) each help page ``adapter``'s required flags are listed
     on, and say which flags are missing. A help page that cannot be run lists nothing:
@@ -184,7 +196,7 @@ async def check_flags(
     unread: list[str] = []
     for args in help_pages(required):
         probed = await cached_probe(
-            command, args, cwd=cwd, pass_env=pass_env, deadline=HELP_DEADLINE_S
+            command, args, cwd=cwd, pass_env=pass_env, deadline=HELP_DEADLINE_S, run=run
         )
         if probed is None:
             return FlagCheck(required, (), checked=False)

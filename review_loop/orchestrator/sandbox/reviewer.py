@@ -258,7 +258,7 @@ async def protect(
     """``invocation`` run with what it must not see covered, or why it must not run.
 
     An invocation that runs in a throw-away copy is returned as it is: its namespace is
-    made with the copy (``Dispatcher._isolated``), which hides the same paths
+    made with the copy (``runner._isolated``), which hides the same paths
     (:func:`hide_options`). ``argv[0]`` must already be an absolute path.
     """
     if exempt(adapter) or invocation.isolate_in_copy:
