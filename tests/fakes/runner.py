@@ -159,9 +159,11 @@ def printed(invocation: Invocation, mode: str = "ok", *, text: str | None = None
 
 def _print_step(product: str, argv: list[str], mode: str, text: str | None) -> int:
     """Print what ``fake_agent`` prints for ``mode``; its exit status."""
-    if "--version" in argv or "--help" in argv:
-        help_text = fake_agent.GROK_BUILD_HELP if product == "grok" else f"{product} 9.9.9"
-        fake_agent._print(help_text)
+    if "--help" in argv:  # the fake CLI's help: it lists the flags the adapters require
+        fake_agent._print(fake_agent._help(product, "build"))
+        return 0
+    if "--version" in argv:
+        fake_agent._print(fake_agent.GROK_BUILD_HELP if product == "grok" else f"{product} 9.9.9")
         return 0
     sid = fake_agent._session_id(product, argv)
     if mode == "ok":

@@ -42,6 +42,11 @@ def no_process(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)
 
 
+def describes_itself(invocation: Invocation) -> bool:
+    """A probe of the CLI (``--version``, or the ``--help`` read for its read-only flags)."""
+    return bool({"--version", "--help"} & set(invocation.argv[1:]))
+
+
 @pytest.fixture
 def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Checkout:
     """A checkout as git would locate it, and the four CLIs "installed" (on PATH)."""
@@ -99,7 +104,7 @@ async def test_the_record_holds_the_pid_before_the_runner_answers(checkout: Chec
     req = request(checkout)
 
     async def handler(invocation: Invocation) -> Completed:
-        if "--version" in invocation.argv:
+        if describes_itself(invocation):
             return printed(invocation)
         seen.append(json.loads((req.directory / "reviewer-session.json").read_text()))
         return printed(invocation, "ok")
@@ -116,12 +121,15 @@ async def test_the_probe_runs_through_the_runner_unconfined_and_is_cached(
 ) -> None:
     runner = FakeRunner(Script())
     await consult(checkout, runner, request(checkout))
-    probe, session = runner.runs
+    probe, help_page, session = runner.runs
     assert probe.invocation.argv == ("claude", "--version") and probe.confine is None
+    # its help, read for the flags that keep it read-only, outside the repository
+    assert help_page.invocation.argv == ("claude", "--help") and help_page.confine is None
+    assert help_page.invocation.cwd != checkout.root
     assert session.confine is not None
     again = FakeRunner(Script())
     await consult(checkout, again, request(checkout))
-    assert len(again.runs) == 1  # the executable did not change: no probe
+    assert len(again.runs) == 1  # the executable did not change: no probe, no help page
 
 
 async def test_not_submitted_is_retried_once_then_reported(checkout: Checkout) -> None:
@@ -200,7 +208,7 @@ async def test_a_launch_the_runner_refused_is_not_submitted(checkout: Checkout) 
     """LaunchRefusedError: the CLI provably never ran (retried once, then a fallback)."""
 
     async def handler(invocation: Invocation) -> Completed:
-        if "--version" in invocation.argv or invocation.argv[0] == "codex":
+        if describes_itself(invocation) or invocation.argv[0] == "codex":
             return printed(invocation)
         raise LaunchRefusedError("refused", "no sandbox can be made here")
 
@@ -259,7 +267,7 @@ async def test_fan_out_runs_the_peers_at_once_in_request_order(checkout: Checkou
     started: list[str] = []
 
     async def handler(invocation: Invocation) -> Completed:
-        if "--version" in invocation.argv:
+        if describes_itself(invocation):
             return printed(invocation)
         started.append(invocation.argv[0])
         if len(started) == 2:
@@ -311,7 +319,7 @@ async def test_a_stop_file_during_the_run_is_delivery_unknown(checkout: Checkout
     stop = checkout.root / "run-STOP"
 
     async def handler(invocation: Invocation) -> Completed:
-        if "--version" in invocation.argv:
+        if describes_itself(invocation):
             return printed(invocation)
         stop.write_text("")
         await anyio.sleep_forever()
@@ -349,7 +357,7 @@ async def test_liveness_starts_once_launched_and_progress_ends_with_the_answer(
     lines: list[str] = []
 
     async def handler(invocation: Invocation) -> Completed:
-        if "--version" not in invocation.argv:
+        if not describes_itself(invocation):
             await anyio.sleep(0.01)  # a checkpoint: the liveness task has printed
             assert lines == [
                 "[review-loop] reviewer=claude status=active elapsed=00:00 timeout=00:20"
