@@ -40,8 +40,16 @@ def _repo(value: str | None) -> Any:
 
 def _cell(row: Mapping[str, Any]) -> list[str]:
     login = row.get("login") or {}
-    missing = [flag["flag"] for flag in (row.get("flags") or {}).get("missing", [])]
-    flags = "-" if "flags" not in row else ("ok" if not missing else "MISSING " + ",".join(missing))
+    flags = row.get("flags") or {}
+    missing = [flag["flag"] for flag in flags.get("missing", [])]
+    if "flags" not in row:
+        checked = "-"
+    elif missing:
+        checked = "MISSING " + ",".join(missing)
+    elif not flags.get("required"):  # kept read-only otherwise (a copy, its prompt only)
+        checked = "none needed" + (" (copy)" if "copy" in str(row.get("readOnly")) else "")
+    else:
+        checked = "ok"
     usable = "yes" if row["usable"] else "no"
     if row.get("offline"):
         usable += " (offline stand-in)"
@@ -49,7 +57,7 @@ def _cell(row: Mapping[str, Any]) -> list[str]:
         row["name"],
         row.get("version") or "-",
         login.get("state", "-"),
-        flags,
+        checked,
         usable,
         row.get("executable") or "not found",
     ]
