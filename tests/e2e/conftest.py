@@ -24,7 +24,14 @@ ROOT = E2E_DIR.parents[1]
 BIN_ENV = "REVIEW_LOOP_E2E_BIN"
 SKIP_ENV = "REVIEW_LOOP_SKIP_E2E"
 DEFAULT_BIN = ROOT / ".clis" / "node_modules" / ".bin"
-PRODUCT_BINARIES = {"claude": "claude", "codex": "codex", "gemini": "gemini", "grok": "grok"}
+PRODUCT_BINARIES = {
+    "claude": "claude",
+    "codex": "codex",
+    "gemini": "gemini",
+    "grok": "grok",
+    "opencode": "opencode",
+    "qwen": "qwen",
+}
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
