@@ -107,7 +107,10 @@ CONFIG_CONTENT: Final = json.dumps(
 """Merged after the user's configuration: the read-only agent, and no snapshot (a second
 git tree of the repository in opencode's data directory), sharing or self-update."""
 
-READ_ONLY_ENV: Final = {"OPENCODE_PERMISSION": PERMISSION, "OPENCODE_CONFIG_CONTENT": CONFIG_CONTENT}
+READ_ONLY_ENV: Final = {
+    "OPENCODE_PERMISSION": PERMISSION,
+    "OPENCODE_CONFIG_CONTENT": CONFIG_CONTENT,
+}
 """Set for every run and carried by the read-only resume commands."""
 
 READ_ONLY_FLAGS: Final = ("--agent", AGENT)

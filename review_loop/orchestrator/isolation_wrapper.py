@@ -17,10 +17,11 @@ Run by :mod:`review_loop.orchestrator.isolation` as
     that it cannot see earlier records, or that writes into the repository on its own: each
     PATH is bind-mounted onto itself read-only, first (the covers below then lie on top).
 ``--hide PATH`` (repeatable, with either mode or alone) — each PATH that exists is covered
-    before any other mount is made read-only: a directory by an empty read-only tmpfs, anything else by a bind
-    of ``/dev/null``. A hidden directory that holds a ``--keep`` path, a ``--writable`` or
-    ``--read-only`` path or the working directory is not covered whole: each entry of it is
-    hidden except the one on the way to what is kept, and so on down. So that the CLI
+    before any other mount is made read-only: a directory by an empty read-only tmpfs,
+    anything else by a bind of ``/dev/null``. A hidden directory that holds a ``--keep``
+    path, a ``--writable`` or ``--read-only`` path or the working directory is not covered
+    whole: each entry of it is hidden except the one on the way to what is kept, and so on
+    down. So that the CLI
     cannot take a cover off: with ``--writable`` every capability is dropped (below);
     otherwise the CLI runs in a user namespace of its own, made after the covers
     (:func:`enter_own_user_namespace`), in which every cover is a locked mount.

@@ -100,7 +100,13 @@ NO_PROJECT_CODE: dict[str, tuple[str, ...]] = {
 
 # The read-only rules opencode takes from its environment only, written out independently:
 # every tool denied but the four that read, for the run's own agent too.
-OPENCODE_PERMISSION = {"*": "deny", "read": "allow", "glob": "allow", "grep": "allow", "list": "allow"}
+OPENCODE_PERMISSION = {
+    "*": "deny",
+    "read": "allow",
+    "glob": "allow",
+    "grep": "allow",
+    "list": "allow",
+}
 OPENCODE_ENV = {"OPENCODE_DISABLE_PROJECT_CONFIG": "1"}
 
 # Products whose CLI writes into the repository by itself: run with it mounted read-only.
