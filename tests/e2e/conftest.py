@@ -58,7 +58,8 @@ def cli_bin() -> Callable[[str], Path]:
             pytest.fail(
                 f"the real `{product}` CLI is not installed at {path}. "
                 f"Run scripts/install-clis (or point {BIN_ENV} at a folder holding "
-                f"claude/codex/gemini/grok); set {SKIP_ENV}=1 to skip the e2e tier on purpose.",
+                f"claude/codex/gemini/grok/opencode/qwen); set {SKIP_ENV}=1 to skip the e2e "
+                "tier on purpose.",
                 pytrace=False,
             )
         if shutil.which("node") is None:

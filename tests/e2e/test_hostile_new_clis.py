@@ -40,6 +40,9 @@ from tests.e2e.test_hostile_repo import SECRETS, consult_holding_the_answer, lea
 from tests.fakes.model_api import Reply
 
 NEW_CLIS = ("opencode", "qwen")
+pytestmark = pytest.mark.timeout(900)
+"""opencode alone takes a minute to start on a loaded machine (a 185 MB Bun executable);
+the default per-test bound (120 s) is for the fake CLIs."""
 HOLD_S = 6.0
 
 
@@ -112,6 +115,5 @@ def test_the_fixture_is_live_as_the_cli_comes(
     fired = hostile.fired()
     assert any(name.startswith(f"outside/PWNED-{product}") for name in fired), fired
     assert any(name.startswith(f"repo/PWNED-{product}") for name in fired), fired
-    changed = {k for k in {*before, *digest(hostile.repo)} if not k.startswith("PWNED-")}
-    changed = {k for k in changed if before.get(k) != digest(hostile.repo).get(k)}
-    assert changed, "the CLI as it comes left the repository as it was"
+    after = {k: v for k, v in digest(hostile.repo).items() if not k.startswith("PWNED-")}
+    assert after != before, "the CLI as it comes left the repository as it was"

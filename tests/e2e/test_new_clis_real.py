@@ -37,6 +37,9 @@ from tests.e2e.test_consult_real import (  # noqa: F401  (peer_for is a fixture)
 from tests.fakes.model_api import Reply
 
 NEW_CLIS = ("opencode", "qwen")
+pytestmark = pytest.mark.timeout(900)
+"""opencode alone takes a minute to start on a loaded machine (a 185 MB Bun executable);
+the default per-test bound (120 s) is for the fake CLIs."""
 
 
 OURS = Path(".git/info/exclude")
