@@ -202,3 +202,40 @@ def test_a_write_attempt_leaves_the_repo_and_git_unchanged(
     assert not target.exists(), f"{tool} wrote the file; the model was told: {doc['text']}"
     assert digest(peer.repo) == before
     assert_only_handoff_added(peer.repo)
+
+
+READ_TOOL = {
+    "opencode": ("read", lambda path: {"filePath": str(path)}),
+    "qwen": ("read_file", lambda path: {"file_path": str(path)}),
+}
+
+
+@pytest.mark.parametrize("product", NEW_CLIS)
+def test_a_read_of_a_secret_store_finds_nothing(product: str, peer_for: PeerFor) -> None:  # noqa: F811
+    # The sandbox hides the user's secret stores and review-loop's state from every reviewer
+    # (the env allow-list keeps the caller's secrets out of its environment): the model asks
+    # for them, then for the repository's README, which it gets.
+    peer = peer_for(product)
+    ssh_key = peer.home / ".ssh" / "id_rsa"
+    ssh_key.parent.mkdir()
+    ssh_key.write_text("SSH-KEY-CANARY\n")
+    state_secret = Path(peer.env["REVIEW_LOOP_HOME"]) / "state-secret"
+    state_secret.parent.mkdir(parents=True, exist_ok=True)
+    state_secret.write_text("STATE-SECRET-CANARY\n")
+    tool, arguments = READ_TOOL[product]
+    peer.api.script(
+        Reply.tool(tool, arguments(ssh_key)),
+        Reply.tool(tool, arguments(state_secret)),
+        Reply.tool(tool, arguments(peer.repo / "README.md")),
+        Reply("text", text=None),
+    )
+
+    ran, doc = peer.consult("Read those files")
+
+    assert ran.returncode == 0 and doc["ok"] is True, ran.describe()
+    assert [t.reply for t in peer.api.turns()] == ["tool", "tool", "tool", "text"]
+    assert "hello from the e2e repo" in doc["text"], doc["text"]  # the README was read
+    for request in peer.api.requests:
+        body = request.raw_body.decode("utf-8", "replace")
+        assert "SSH-KEY-CANARY" not in body and "STATE-SECRET-CANARY" not in body
+    assert_nothing_left(peer)
