@@ -726,7 +726,7 @@ class Dispatcher:
                             reason="timeout" if attempt.timedOut else "not_submitted",
                         )
                     )
-                    log_event("fallback", level="warning", **fallbacks[-1].document())
+                    log_event("fallback", level="warning", echoed=True, **fallbacks[-1].document())
                     self._say(
                         progress_line(
                             current.name, "fallback", to=fallback.name, why=fallbacks[-1].reason
