@@ -30,6 +30,11 @@ CODEX_TID = "01a228a5-31e8-78a0-b0d8-2bbde8cbff29"
 GEMINI_SID = "3c9b1f2e-7d4a-4b6c-9e8f-0a1b2c3d4e5f"
 GROK_SID = "019f470d-3e02-7601-b726-1133cc72ef76"
 SIMULATED_SID = "5d2c1b0a-9e8f-4a7b-8c6d-5e4f3a2b1c0d"
+OPENCODE_SID = "ses_dcb89c963ffeNw8iTUmWFHuom1"
+OPENCODE_401_SID = "ses_dcb86b925ffeT426tauU2hd4T2"
+QWEN_SID = "3f237c64-322c-47a7-a5c4-c92480ae7064"
+QWEN_401_SID = "c8528948-47da-4b8f-b394-c7bcb53f7823"
+OPENCODE_RESUME_ID = "ses_0000000000000000000000000"
 
 DELIVERED = DeliveryState.DELIVERED
 NOT_SUBMITTED = DeliveryState.NOT_SUBMITTED
@@ -207,6 +212,26 @@ CASES: tuple[Golden, ...] = (
     Golden("grok", "vibe-garbage", UNKNOWN, stdout="garbage.txt", probe=VIBE,
            reason="parse failed"),
     Golden("grok", "vibe-empty", UNKNOWN, probe=VIBE, reason="empty output"),
+    # -- opencode 1.18.33 (recorded against the fake model API) --------------------------
+    Golden("opencode", "success", DELIVERED, stdout="success.jsonl",
+           text="FAKE-ANSWER #1", session_id=OPENCODE_SID),
+    Golden("opencode", "api-401", UNKNOWN, stdout="api-401.jsonl", returncode=1,
+           reason="api error 401", session_id=OPENCODE_401_SID),
+    Golden("opencode", "session-not-found", NOT_SUBMITTED,
+           stderr="session-not-found.stderr.txt", returncode=1, resume=OPENCODE_RESUME_ID,
+           reason="session not found", session_not_found=True),
+    Golden("opencode", "garbage", UNKNOWN, stdout="garbage.txt", reason="parse failed"),
+    Golden("opencode", "empty-non-zero", UNKNOWN, returncode=3, reason="non-zero exit 3"),
+    # -- qwen 0.24.4 (recorded against the fake model API) ------------------------------
+    Golden("qwen", "success", DELIVERED, stdout="success.json",
+           text="FAKE-ANSWER #1", session_id=QWEN_SID),
+    # An assistant message quoting "[API Error: 401 ...]" comes first: not an answer.
+    Golden("qwen", "api-401", UNKNOWN, stdout="api-401.json", stderr="api-401.stderr.json",
+           returncode=1, reason="api error 401", session_id=QWEN_401_SID),
+    Golden("qwen", "session-not-found", NOT_SUBMITTED, stderr="session-not-found.stderr.txt",
+           returncode=1, resume=RESUME_ID, reason="session not found", session_not_found=True),
+    Golden("qwen", "garbage", UNKNOWN, stdout="garbage.txt", reason="parse failed"),
+    Golden("qwen", "empty", UNKNOWN, reason="empty output"),
     # -- simulated (review-loop's offline stand-in, python -m review_loop.simulated) ----
     Golden("simulated", "success", DELIVERED, stdout="success.jsonl",
            text=SIMULATED_TEXT, session_id=SIMULATED_SID),
