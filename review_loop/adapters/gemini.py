@@ -52,6 +52,7 @@ from review_loop.adapters.base import (
     generic_failure,
     json_lines,
 )
+from review_loop.adapters.refusals import refusal_in, refused
 from review_loop.agents.constants import ENV_NAME_PATTERN
 from review_loop.agents.errors import AdapterRefusalError
 from review_loop.agents.models import EnvPassthrough, ResumeCommands, StoredSession
@@ -299,6 +300,11 @@ class GeminiAdapter:
             code = error.get("code")
             reason = f"api error {code}" if code is not None else "api error"
             message = as_str(error.get("message")) or detail_of(completed)
+            named = refusal_in(as_int(code), message)
+            if named is not None:
+                # gemini's error document carries no stats: a refusal of a later request
+                # (after tools ran) reads the same as one of the first, so nothing is proven.
+                return refused(named, message, processed_nothing=False, session_id=session_id)
             return unknown(reason, message, session_id=session_id)
         if data is None or "response" not in data:
             return no_answer(completed, stdout, session_id=known_id)

@@ -56,6 +56,7 @@ from review_loop.adapters.base import (
     generic_failure,
     json_lines,
 )
+from review_loop.adapters.refusals import refusal_in, refused
 from review_loop.agents.errors import AdapterRefusalError
 from review_loop.agents.models import EnvPassthrough, ReadOnlyResume, ResumeCommands, StoredSession
 
@@ -378,6 +379,7 @@ def _interpret_vibe(completed: Completed) -> Outcome:
     from review_loop.agents.models import Reply
 
     final: dict[str, Any] | None
+    messages: list[dict[str, Any]] = []
     if completed.stdout_truncated:
         # Only the end is provably whole: the last line must lie wholly in the tail.
         stdout = text_of(completed.stdout)
@@ -398,12 +400,27 @@ def _interpret_vibe(completed: Completed) -> Outcome:
     if final.get("role") != "assistant" or final.get("tool_calls"):
         return unknown("no final answer", content or detail_of(completed))
     if content.startswith(_ERROR_REPLY):
-        return unknown("api error", content)
+        return _api_error(content, messages if not completed.stdout_truncated else None)
     if completed.returncode != 0:
         return unknown(exit_reason(completed), content or detail_of(completed))
     if not content.strip():
         return unknown("empty output", detail_of(completed))
     return Reply(text=content)
+
+
+_API_STATUS = re.compile(r"Grok API error: (\d{3})\b")
+
+
+def _api_error(content: str, messages: list[dict[str, Any]] | None) -> Failure:
+    """``Sorry, I encountered an error: Grok API error: 429 "..."``: a named refusal where
+    the status and words say one, else ``api error``. ``NOT_SUBMITTED`` only when the whole
+    transcript is the prompt and this error: the first request was refused, no tool ran."""
+    found = _API_STATUS.search(content)
+    refusal = refusal_in(int(found.group(1)) if found else None, content)
+    if refusal is None:
+        return unknown("api error", content)
+    roles = [message.get("role") for message in messages or ()]
+    return refused(refusal, content, processed_nothing=roles == ["user", "assistant"])
 
 
 ADAPTER: Final = GrokAdapter()

@@ -22,6 +22,9 @@ markers in the last user message, else gets :attr:`FakeModelAPI.default` (``FAKE
   reply quoting the tool result
 - ``[[DELAY 1.5]]``     → waits that many seconds, then answers as usual
 - ``[[HANG]]``          → never answers, until the server shuts down (or :meth:`release_hangs`)
+- ``[[REFUSE quota]]``  → the provider's own refusal of that kind (``rate_limit``, ``quota``,
+  ``billing``, ``usage_limit``, ``auth``, ``expired``, ``model``): its status and body, in the
+  API's own shape (:mod:`tests.fakes.refusals`)
 
 Every request is logged (method, path, query, headers, JSON body) in :attr:`FakeModelAPI.requests`.
 
@@ -56,6 +59,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from tests.fakes.refusals import REFUSAL_KINDS, RefusalKind, refusal_response
+
 __all__ = [
     "FAKE_API_KEY",
     "PRODUCTS",
@@ -73,12 +78,13 @@ FAKE_API_KEY = "sk-fake-review-loop-0000"
 PRODUCTS = ("claude", "codex", "gemini", "grok")
 
 Api = Literal["anthropic", "responses", "chat", "gemini"]
-ReplyKind = Literal["text", "tool", "error", "hang"]
+ReplyKind = Literal["text", "tool", "error", "hang", "refusal"]
 
 _MARKER_HTTP = re.compile(r"\[\[HTTP (\d{3})(?: ([^\]]*))?\]\]")
 _MARKER_TOOL = re.compile(r"\[\[TOOL (\S+) (\{.*?\})\]\]", re.DOTALL)
 _MARKER_DELAY = re.compile(r"\[\[DELAY (\d+(?:\.\d+)?)\]\]")
 _MARKER_ECHO = re.compile(r"ECHO: ?(.*)")
+_MARKER_REFUSE = re.compile(r"\[\[REFUSE (" + "|".join(REFUSAL_KINDS) + r")\]\]")
 
 
 # --------------------------------------------------------------------------- scripted replies
@@ -118,6 +124,14 @@ class Reply:
     def error(cls, status: int, message: str | None = None, *, delay: float = 0.0) -> Reply:
         """An HTTP error in the API's own error shape."""
         return cls("error", status=status, message=message or f"fake {status}", delay=delay)
+
+    @classmethod
+    def refuse(cls, kind: RefusalKind, *, delay: float = 0.0) -> Reply:
+        """The provider's own refusal of ``kind`` (:func:`~tests.fakes.refusals.refusal_response`):
+        its status and body in the shape of the API the request came in on."""
+        if kind not in REFUSAL_KINDS:
+            raise ValueError(f"refusal kind {kind!r}: expected one of {REFUSAL_KINDS}")
+        return cls("refusal", message=kind, delay=delay)
 
     @classmethod
     def hang(cls) -> Reply:
@@ -297,6 +311,8 @@ class FakeModelAPI:
             delay = float(m.group(1))
         if "[[HANG]]" in last:
             return Reply.hang()
+        if m := _MARKER_REFUSE.search(last):
+            return Reply("refusal", message=m.group(1), delay=delay)
         if m := _MARKER_HTTP.search(last):
             return Reply.error(int(m.group(1)), m.group(2), delay=delay)
         if m := _MARKER_TOOL.search(last):
@@ -428,6 +444,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
         reply = fake._next_reply(req)
         req.reply = reply.kind if reply.kind != "error" else f"error {reply.status}"
+        if reply.kind == "refusal":
+            req.reply = f"refusal {reply.message}"
         if reply.kind == "hang":
             fake._wait(None)
             self.close_connection = True
@@ -437,11 +455,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return None
         if reply.kind == "error":
             return self._send_json(reply.status, _error_body(api, reply.status, reply.message))
+        model = str((req.body or {}).get("model") or _model_from_path(path) or "fake-model")
+        if reply.kind == "refusal":
+            return self._send_json(*refusal_response(api, reply.message, model))
         text = reply.text
         if reply.kind == "text" and text is None:
             result = _last_tool_result(api, req.body)
             text = f"TOOL RESULT: {result}" if result is not None else "FAKE-ANSWER"
-        model = str((req.body or {}).get("model") or _model_from_path(path) or "fake-model")
         if api == "anthropic":
             return self._send_sse(_anthropic_events(reply, text, model))
         if api == "responses":
