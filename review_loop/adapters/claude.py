@@ -53,7 +53,7 @@ from review_loop.adapters.base import (
     detail_of,
     generic_failure,
 )
-from review_loop.adapters.refusals import refusal_in, refused
+from review_loop.adapters.refusals import refusal_in, refuse_too_old, refused
 from review_loop.agents.models import EnvPassthrough, ResumeCommands, StoredSession
 
 if TYPE_CHECKING:
@@ -69,6 +69,11 @@ if TYPE_CHECKING:
     )
 
 PRODUCT: Final = "claude"
+
+OLDEST_VERSION: Final = (2, 1, 0)
+"""The oldest Claude Code line whose read-only and no-project-code flags were proven here
+(2.1.197, ``tests/e2e``): ``--setting-sources``, ``--strict-mcp-config`` and ``--tools`` are
+not in every older release. An older ``claude --version`` is refused ``cli_too_old``."""
 
 READ_ONLY_FLAGS: Final = (
     "--permission-mode",
@@ -243,6 +248,7 @@ class ClaudeAdapter:
         """``claude -p --output-format json``, both flag sets, ``--session-id|--resume <id>``."""
         from review_loop.agents.models import Invocation
 
+        refuse_too_old(PRODUCT, capabilities.version, OLDEST_VERSION)
         argv = [*require_command(PRODUCT, command), "-p", "--output-format", "json"]
         argv += READ_ONLY_FLAGS
         argv += NO_PROJECT_CODE_FLAGS

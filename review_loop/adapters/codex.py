@@ -46,7 +46,7 @@ from review_loop.adapters.base import (
     generic_failure,
     json_lines,
 )
-from review_loop.adapters.refusals import refusal_in, refused
+from review_loop.adapters.refusals import refusal_in, refuse_too_old, refused
 from review_loop.agents.constants import ENV_NAME_PATTERN
 from review_loop.agents.models import DeliveryState, EnvPassthrough, ResumeCommands, StoredSession
 
@@ -63,6 +63,11 @@ if TYPE_CHECKING:
     )
 
 PRODUCT: Final = "codex"
+
+OLDEST_VERSION: Final = (0, 171, 0)
+"""The oldest Codex the read-only sandbox, ``--disable unbounded_connection_retries`` and
+the event stream were proven with here (``tests/e2e``). An older ``codex --version`` is
+refused ``cli_too_old``."""
 
 READ_ONLY_FLAGS: Final = (
     "-s",
@@ -281,6 +286,7 @@ class CodexAdapter:
         """``codex exec --json <read-only> … -C <cwd> [resume <id>] -``; prompt on stdin."""
         from review_loop.agents.models import Invocation
 
+        refuse_too_old(PRODUCT, capabilities.version, OLDEST_VERSION)
         argv = [*require_command(PRODUCT, command), "exec", "--json", *READ_ONLY_FLAGS]
         argv += ["--skip-git-repo-check", "--disable", "unbounded_connection_retries"]
         argv += [*NO_PROJECT_CODE_FLAGS, *untrusted_project(request.cwd)]

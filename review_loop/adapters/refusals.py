@@ -17,6 +17,7 @@ import re
 from typing import TYPE_CHECKING, Final
 
 from review_loop.adapters.base import DETAIL_LIMIT
+from review_loop.agents.errors import AdapterRefusalError
 from review_loop.agents.refusals import Refusal
 
 if TYPE_CHECKING:  # the run vocabulary is imported where a run is read (agents/models.py)
@@ -88,12 +89,24 @@ def too_old(version: str | None, oldest: tuple[int, ...]) -> bool:
     return probed is not None and probed < oldest
 
 
-def too_old_detail(product: str, version: str, oldest: tuple[int, ...]) -> str:
-    """The refusal's words: which version is installed and which is the oldest supported."""
+def refuse_too_old(product: str, version: str | None, oldest: tuple[int, ...]) -> None:
+    """Raise ``cli_too_old`` when the probed ``version`` is older than ``oldest``.
+
+    Called by ``build``: nothing is started, so the delivery is ``NOT_SUBMITTED`` and
+    ``--fallback`` answers instead.
+
+    Raises:
+        AdapterRefusalError: ``code`` :attr:`Refusal.CLI_TOO_OLD`; the message names the
+            version installed and the oldest supported.
+    """
+    if version is None or not too_old(version, oldest):
+        return
     wanted = ".".join(map(str, oldest))
-    return (
+    raise AdapterRefusalError(
+        product,
         f"{product} {version} is older than {wanted}, the oldest version whose read-only "
-        f"flags review-loop knows; update {product} to {wanted} or later"
+        f"flags review-loop has proven; update {product} to {wanted} or later",
+        code=Refusal.CLI_TOO_OLD.value,
     )
 
 
