@@ -778,7 +778,12 @@ async def run_process(
 
             async def watch_stall(seconds: float) -> None:
                 nonlocal stalled
-                await stall_watch(seconds, process.pid, lambda: out.total + err.total)
+                await stall_watch(
+                    seconds,
+                    process.pid,
+                    lambda: out.total + err.total,
+                    supervised=tree.supervised,
+                )
                 stalled = True
                 inner.cancel_scope.cancel()
 

@@ -26,36 +26,45 @@ POLL_MAX_S = 1.0
 POLL_MIN_S = 0.05
 
 
-def tree_pids(pid: int) -> list[int]:
-    """``pid`` and every descendant it has now (zombies included)."""
-    return [pid, *subreaper.descendants(pid)]
+def tree_pids(pid: int, *, include_root: bool) -> list[int]:
+    """Every descendant ``pid`` has now (zombies included), and ``pid`` if ``include_root``.
+
+    A session's supervisor (:mod:`.subreaper`) is left out: it wakes four times a second
+    to watch its owner, and the CPU tick that adds up to now and then is not the CLI's.
+    """
+    below = subreaper.descendants(pid)
+    return [pid, *below] if include_root else below
 
 
-def tree_signature(pid: int) -> tuple[int, frozenset[int]]:
+def tree_signature(pid: int, include_root: bool = True) -> tuple[int, frozenset[int]]:
     """The CPU ticks used so far by ``pid``'s tree, and which processes are in it.
 
     Any change between two looks is a sign of life: a tick of CPU, a process started or
     ended (an ended process's ticks move to its parent's ``cutime`` once reaped, so the sum
     can also fall, which is a change too).
     """
-    pids = tree_pids(pid)
+    pids = tree_pids(pid, include_root=include_root)
     ticks = sum(procfs.cpu_ticks(member) or 0 for member in pids)
     return ticks, frozenset(pids)
 
 
-async def watch(stall: float, pid: int, output_bytes: Callable[[], int]) -> None:
+async def watch(
+    stall: float, pid: int, output_bytes: Callable[[], int], *, supervised: bool
+) -> None:
     """Return once the session of ``pid`` showed no sign of life for ``stall`` seconds.
 
     ``output_bytes`` tells how many bytes the session has printed so far (stdout and stderr
-    together). The tree is read in a worker thread (it reads ``/proc``), every ``stall/4``
+    together); ``supervised``: ``pid`` is the session's supervisor, whose own CPU time is
+    not counted. The tree is read in a worker thread (it reads ``/proc``), every ``stall/4``
     seconds at most :data:`POLL_MAX_S` apart.
     """
     interval = min(max(stall / 4, POLL_MIN_S), POLL_MAX_S)
-    last = (output_bytes(), await anyio.to_thread.run_sync(tree_signature, pid))
+    include_root = not supervised
+    last = (output_bytes(), await anyio.to_thread.run_sync(tree_signature, pid, include_root))
     quiet_since = anyio.current_time()
     while True:
         await anyio.sleep(interval)
-        now = (output_bytes(), await anyio.to_thread.run_sync(tree_signature, pid))
+        now = (output_bytes(), await anyio.to_thread.run_sync(tree_signature, pid, include_root))
         if now != last:
             last, quiet_since = now, anyio.current_time()
         elif anyio.current_time() - quiet_since >= stall:
