@@ -199,6 +199,9 @@ class FakeModelAPI:
         self._closing = threading.Event()
         self._release = threading.Event()
         self._logged = threading.Condition(self._lock)
+        self.by_api: dict[str, Reply] = {}
+        """A reply for every turn of one API (``{"anthropic": Reply.refuse("quota")}``),
+        before the queue: one provider refuses while the others answer."""
         self.default: Reply | None = None
         """Reply used when the queue is empty and no marker applies; None → ``FAKE-ANSWER #n``."""
         self.head_status = 200
@@ -298,6 +301,8 @@ class FakeModelAPI:
 
     def _next_reply(self, req: LoggedRequest) -> Reply:
         with self._lock:
+            if req.api in self.by_api:
+                return self.by_api[req.api]
             if self._queue:
                 return self._queue.popleft()
         return self._reply_from_markers(req)

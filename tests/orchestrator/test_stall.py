@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+from review_loop.agents.errors import PrefsError
 from review_loop.agents.models import DeliveryState
 from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
 from review_loop.prefs import Prefs
-from review_loop.agents.errors import PrefsError
 from tests.fakes import FakeCLIs
 
 pytestmark = pytest.mark.anyio
