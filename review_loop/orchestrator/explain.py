@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from review_loop.agents.refusals import REFUSALS, STALLED
+from review_loop.agents.refusals import ADVICE, REFUSALS, STALLED, Refusal
 
 PREFIX = "[review-loop]"
 EXECUTABLE_NOT_FOUND = "executable not found: "
@@ -116,6 +116,13 @@ def hint(
         return missing_credential_hint(detail, product, env)
     if reason == "timeout":
         return "raise the deadline with --timeout SECONDS or 'review-loop prefs set timeoutMs N'"
+    if reason in REFUSALS:
+        return f"{product}: {ADVICE[Refusal(reason)]}"
+    if reason == STALLED:
+        return (
+            "it showed no sign of life (no output, no CPU time) for the stall time; raise it "
+            "with 'review-loop prefs set stallMs N', or turn it off with stallMs 0"
+        )
     return None
 
 

@@ -12,10 +12,24 @@ nothing that proves it, so its refusals are named and ``DELIVERY_UNKNOWN``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from importlib import import_module
+from pathlib import Path
+
 import pytest
 
-from tests.e2e.test_consult_real import PeerFor, assert_nothing_left, assert_only_handoff_added
-from tests.fakes.model_api import Reply, cli_env
+from review_loop.adapters import get_adapter
+from review_loop.adapters.refusals import too_old, version_tuple
+from tests.e2e.helpers import run
+from tests.e2e.test_consult_real import (
+    PeerFor,
+    assert_nothing_left,
+    assert_only_handoff_added,
+)
+from tests.e2e.test_consult_real import peer_for as peer_for  # the fixture, shared
+from tests.fakes.model_api import FakeModelAPI, Reply, cli_env
+
+CliBin = Callable[[str], Path]
 
 NOT_SUBMITTED = "NOT_SUBMITTED"
 UNKNOWN = "DELIVERY_UNKNOWN"
@@ -107,3 +121,24 @@ def test_a_refusal_that_processed_nothing_falls_back(peer_for: PeerFor) -> None:
     assert doc["fallbacks"] == [{"from": "claude", "to": "codex", "reason": "quota_exhausted"}]
     assert [t.api for t in peer.api.turns()] == ["anthropic", "responses"]
     assert_nothing_left(peer)
+
+
+@pytest.mark.parametrize("product", ["claude", "codex", "gemini"])
+def test_cli_too_old_is_read_from_the_real_version_probe(
+    product: str, cli_bin: CliBin, cli_home: Path, git_repo: Path, model_api: FakeModelAPI
+) -> None:
+    # What the real CLI prints for the adapter's own probe, read by the adapter: the pinned
+    # version is not too old; were the oldest supported one newer than it, it would be.
+    adapter = get_adapter(product)
+    ran = run(
+        [cli_bin(product), *(adapter.probe_args() or ())],
+        env=cli_env(product, model_api, cli_home),
+        cwd=git_repo,
+    )
+    assert ran.returncode == 0, ran.describe()
+    version = adapter.capabilities(ran.stdout + "\n" + ran.stderr).version
+    oldest = import_module(f"review_loop.adapters.{product}").OLDEST_VERSION
+    probed = version_tuple(version)
+    assert probed is not None and probed >= oldest, (version, oldest)
+    assert not too_old(version, oldest)
+    assert too_old(version, (probed[0], probed[1], probed[2] + 1))
