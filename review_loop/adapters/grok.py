@@ -379,7 +379,6 @@ def _interpret_vibe(completed: Completed) -> Outcome:
     from review_loop.agents.models import Reply
 
     final: dict[str, Any] | None
-    messages: list[dict[str, Any]] = []
     if completed.stdout_truncated:
         # Only the end is provably whole: the last line must lie wholly in the tail.
         stdout = text_of(completed.stdout)
@@ -400,7 +399,7 @@ def _interpret_vibe(completed: Completed) -> Outcome:
     if final.get("role") != "assistant" or final.get("tool_calls"):
         return unknown("no final answer", content or detail_of(completed))
     if content.startswith(_ERROR_REPLY):
-        return _api_error(content, messages if not completed.stdout_truncated else None)
+        return _api_error(content)
     if completed.returncode != 0:
         return unknown(exit_reason(completed), content or detail_of(completed))
     if not content.strip():
@@ -411,16 +410,19 @@ def _interpret_vibe(completed: Completed) -> Outcome:
 _API_STATUS = re.compile(r"Grok API error: (\d{3})\b")
 
 
-def _api_error(content: str, messages: list[dict[str, Any]] | None) -> Failure:
+def _api_error(content: str) -> Failure:
     """``Sorry, I encountered an error: Grok API error: 429 "..."``: a named refusal where
-    the status and words say one, else ``api error``. ``NOT_SUBMITTED`` only when the whole
-    transcript is the prompt and this error: the first request was refused, no tool ran."""
+    the status and words say one, else ``api error``.
+
+    Always ``DELIVERY_UNKNOWN``: on an error 0.0.34 prints the prompt and the error alone,
+    dropping the tool rounds that came before it (measured: a tool call answered, then a
+    403, prints the same two lines as a 403 on the first request), so nothing proves the
+    refused request was the first."""
     found = _API_STATUS.search(content)
     refusal = refusal_in(int(found.group(1)) if found else None, content)
     if refusal is None:
         return unknown("api error", content)
-    roles = [message.get("role") for message in messages or ()]
-    return refused(refusal, content, processed_nothing=roles == ["user", "assistant"])
+    return refused(refusal, content, processed_nothing=False)
 
 
 ADAPTER: Final = GrokAdapter()

@@ -194,7 +194,7 @@ CASES: tuple[Golden, ...] = (
     # -- grok (npm @vibe-kit/grok-cli 0.0.34) -------------------------------------------
     Golden("grok", "vibe-success", DELIVERED, stdout="vibe-success.jsonl", probe=VIBE,
            text="FAKE-ANSWER #1"),
-    Golden("grok", "vibe-api-401", NOT_SUBMITTED, stdout="vibe-api-401.jsonl", probe=VIBE,
+    Golden("grok", "vibe-api-401", UNKNOWN, stdout="vibe-api-401.jsonl", probe=VIBE,
            reason="auth_failed"),
     Golden("grok", "vibe-api-500", UNKNOWN, stdout="vibe-api-500.jsonl", probe=VIBE,
            reason="api error"),
@@ -212,7 +212,8 @@ CASES: tuple[Golden, ...] = (
     # -- refusals: each provider's own refusal of the first request, as each real CLI
     # relayed it (recorded against tests/fakes/refusals.py's bodies; tests/e2e/
     # test_refusals_real.py re-proves them). NOT_SUBMITTED where the run proves the provider
-    # processed nothing; gemini's error document cannot prove it.
+    # processed nothing; gemini's error document and grok 0.0.34's transcript (it drops the
+    # tool rounds before an error) cannot prove it.
     *(Golden("claude", f"refused-{kind}", NOT_SUBMITTED, stdout=f"refused-{kind}.json",
              returncode=1, reason=reason)
       for kind, reason in (("rate_limit", "rate_limited"), ("quota", "quota_exhausted"),
@@ -223,7 +224,7 @@ CASES: tuple[Golden, ...] = (
       for kind, reason in (("rate_limit", "rate_limited"), ("quota", "quota_exhausted"),
                            ("usage_limit", "quota_exhausted"), ("billing", "quota_exhausted"),
                            ("auth", "auth_failed"), ("model", "model_unavailable"))),
-    *(Golden("grok", f"vibe-refused-{kind}", NOT_SUBMITTED, probe=VIBE,
+    *(Golden("grok", f"vibe-refused-{kind}", UNKNOWN, probe=VIBE,
              stdout=f"vibe-refused-{kind}.jsonl", reason=reason)
       for kind, reason in (("rate_limit", "rate_limited"), ("quota", "quota_exhausted"),
                            ("auth", "auth_failed"), ("model", "model_unavailable"))),

@@ -87,17 +87,11 @@ def test_codex_refusal_after_a_command_is_delivery_unknown() -> None:
     assert (outcome.state, outcome.reason) == (DeliveryState.DELIVERY_UNKNOWN, "quota_exhausted")
 
 
-def test_grok_refusal_after_a_tool_round_is_delivery_unknown() -> None:
-    user, error = sample("grok", "vibe-refused-quota.jsonl").decode().splitlines()
-    call = {"id": "c1", "type": "function", "function": {"name": "view_file", "arguments": "{}"}}
-    worked = [
-        user,
-        json.dumps({"role": "assistant", "content": "Using tools", "tool_calls": [call]}),
-        json.dumps({"role": "tool", "tool_call_id": "c1", "content": "# demo"}),
-        error,
-    ]
+def test_grok_refusal_is_never_proven_first() -> None:
+    # 0.0.34 prints the prompt and the error alone even after a tool round (measured by
+    # tests/e2e/test_refusals_real.py), so even this bare transcript proves nothing.
     probe = sample("grok", VIBE).decode()
-    outcome = _interpret("grok", "\n".join(worked).encode(), 0, probe)
+    outcome = _interpret("grok", sample("grok", "vibe-refused-quota.jsonl"), 0, probe)
     assert isinstance(outcome, Failure)
     assert (outcome.state, outcome.reason) == (DeliveryState.DELIVERY_UNKNOWN, "quota_exhausted")
 

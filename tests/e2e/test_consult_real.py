@@ -227,12 +227,12 @@ def test_resuming_an_unknown_session_starts_a_new_one(product: str, peer_for: Pe
 
 DELIVERY_OF_401 = {
     # the provider refused the first request: claude counted no token, codex printed no
-    # item, grok 0.0.34's transcript is the prompt and the error (it exits 0 with "Sorry, I
-    # encountered an error: ..."); gemini's error document cannot prove it
+    # item; gemini's error document and grok 0.0.34's transcript (it exits 0 with "Sorry, I
+    # encountered an error: ..." and drops earlier tool rounds) cannot prove it
     "claude": "NOT_SUBMITTED",
     "codex": "NOT_SUBMITTED",
     "gemini": "DELIVERY_UNKNOWN",
-    "grok": "NOT_SUBMITTED",
+    "grok": "DELIVERY_UNKNOWN",
 }
 
 
