@@ -252,6 +252,8 @@ class Completed:
     timed_out: bool = False
     stopped: bool = False
     cancelled: bool = False
+    stalled: bool = False
+    """Ended for showing no sign of life (no output, no CPU time) for the stall time."""
     killed_after_grace: bool = False
     """The process tree ignored SIGTERM for the whole grace period and got SIGKILL."""
     spawn_error: str | None = None

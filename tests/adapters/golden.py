@@ -112,8 +112,9 @@ CASES: tuple[Golden, ...] = (
            session_id=CLAUDE_SID),
     Golden("claude", "not-logged-in", NOT_SUBMITTED, stdout="not-logged-in.json",
            returncode=1, reason="not logged in"),
+    # a 401 after the model had counted tokens (usage, modelUsage): it had read the prompt
     Golden("claude", "api-401", UNKNOWN, stdout="api-401.json", returncode=1,
-           reason="api error 401", session_id=CLAUDE_SID),
+           reason="auth_failed", session_id=CLAUDE_SID),
     Golden("claude", "api-500", UNKNOWN, stdout="api-500.json", returncode=1,
            reason="api error 500", session_id=CLAUDE_SID),
     Golden("claude", "connection-refused", UNKNOWN, stdout="connection-refused.json",
@@ -137,8 +138,9 @@ CASES: tuple[Golden, ...] = (
            text="FAKE-ANSWER #1", session_id=CODEX_TID),
     Golden("codex", "success-after-reconnect", DELIVERED, stdout="success-after-reconnect.jsonl",
            text="FAKE-ANSWER #2", session_id=CODEX_TID),
-    Golden("codex", "turn-failed-401", UNKNOWN, stdout="turn-failed-401.jsonl", returncode=1,
-           reason="turn failed", session_id=CODEX_TID),
+    # refused before any item: the provider processed nothing
+    Golden("codex", "turn-failed-401", NOT_SUBMITTED, stdout="turn-failed-401.jsonl",
+           returncode=1, reason="auth_failed", session_id=CODEX_TID),
     Golden("codex", "turn-failed-500", UNKNOWN, stdout="turn-failed-500.jsonl", returncode=1,
            reason="turn failed", session_id=CODEX_TID),
     Golden("codex", "connection-failed", UNKNOWN, stdout="connection-failed.jsonl",
@@ -171,12 +173,12 @@ CASES: tuple[Golden, ...] = (
     Golden("gemini", "unknown-argument", NOT_SUBMITTED, stderr="unknown-argument.stderr.txt",
            returncode=1, reason="argument error"),
     Golden("gemini", "api-401", UNKNOWN, stderr="api-401.stderr.json", returncode=145,
-           reason="api error 401", session_id=GEMINI_SID),
+           reason="auth_failed", session_id=GEMINI_SID),
     # 0.61 against a 401: warnings, then a stack dump quoting the body inline, then the
     # pretty-printed error object (measured by tests/e2e/test_consult_real.py).
     Golden("gemini", "api-401-after-stack-trace", UNKNOWN,
            stderr="api-401-after-stack-trace.stderr.txt", returncode=145,
-           reason="api error 401", session_id=GEMINI_SID),
+           reason="auth_failed", session_id=GEMINI_SID),
     Golden("gemini", "api-500", UNKNOWN, stderr="api-500.stderr.json", returncode=1,
            reason="api error 500", session_id=GEMINI_SID),
     Golden("gemini", "garbage", UNKNOWN, stdout="garbage.txt", reason="parse failed"),
@@ -198,7 +200,7 @@ CASES: tuple[Golden, ...] = (
     Golden("grok", "vibe-success", DELIVERED, stdout="vibe-success.jsonl", probe=VIBE,
            text="FAKE-ANSWER #1"),
     Golden("grok", "vibe-api-401", UNKNOWN, stdout="vibe-api-401.jsonl", probe=VIBE,
-           reason="api error"),
+           reason="auth_failed"),
     Golden("grok", "vibe-api-500", UNKNOWN, stdout="vibe-api-500.jsonl", probe=VIBE,
            reason="api error"),
     Golden("grok", "vibe-connection-error", UNKNOWN, stdout="vibe-connection-error.jsonl",
@@ -232,6 +234,29 @@ CASES: tuple[Golden, ...] = (
            returncode=1, resume=RESUME_ID, reason="session not found", session_not_found=True),
     Golden("qwen", "garbage", UNKNOWN, stdout="garbage.txt", reason="parse failed"),
     Golden("qwen", "empty", UNKNOWN, reason="empty output"),
+    # -- refusals: each provider's own refusal of the first request, as each real CLI
+    # relayed it (recorded against tests/fakes/refusals.py's bodies; tests/e2e/
+    # test_refusals_real.py re-proves them). NOT_SUBMITTED where the run proves the provider
+    # processed nothing; gemini's error document and grok 0.0.34's transcript (it drops the
+    # tool rounds before an error) cannot prove it.
+    *(Golden("claude", f"refused-{kind}", NOT_SUBMITTED, stdout=f"refused-{kind}.json",
+             returncode=1, reason=reason)
+      for kind, reason in (("rate_limit", "rate_limited"), ("quota", "quota_exhausted"),
+                           ("billing", "quota_exhausted"), ("expired", "auth_failed"),
+                           ("model", "model_unavailable"))),
+    *(Golden("codex", f"refused-{kind}", NOT_SUBMITTED, stdout=f"refused-{kind}.jsonl",
+             returncode=1, reason=reason)
+      for kind, reason in (("rate_limit", "rate_limited"), ("quota", "quota_exhausted"),
+                           ("usage_limit", "quota_exhausted"), ("billing", "quota_exhausted"),
+                           ("auth", "auth_failed"), ("model", "model_unavailable"))),
+    *(Golden("grok", f"vibe-refused-{kind}", UNKNOWN, probe=VIBE,
+             stdout=f"vibe-refused-{kind}.jsonl", reason=reason)
+      for kind, reason in (("rate_limit", "rate_limited"), ("quota", "quota_exhausted"),
+                           ("auth", "auth_failed"), ("model", "model_unavailable"))),
+    Golden("gemini", "refused-auth", UNKNOWN, stderr="refused-auth.stderr.txt",
+           returncode=144, reason="auth_failed"),
+    Golden("gemini", "refused-billing", UNKNOWN, stderr="refused-billing.stderr.txt",
+           returncode=146, reason="quota_exhausted"),
     # -- simulated (review-loop's offline stand-in, python -m review_loop.simulated) ----
     Golden("simulated", "success", DELIVERED, stdout="success.jsonl",
            text=SIMULATED_TEXT, session_id=SIMULATED_SID),

@@ -23,6 +23,9 @@ markers in the last user message, else gets :attr:`FakeModelAPI.default` (``FAKE
   reply quoting the tool result
 - ``[[DELAY 1.5]]``     → waits that many seconds, then answers as usual
 - ``[[HANG]]``          → never answers, until the server shuts down (or :meth:`release_hangs`)
+- ``[[REFUSE quota]]``  → the provider's own refusal of that kind (``rate_limit``, ``quota``,
+  ``billing``, ``usage_limit``, ``auth``, ``expired``, ``model``): its status and body, in the
+  API's own shape (:mod:`tests.fakes.refusals`)
 
 Every request is logged (method, path, query, headers, JSON body) in :attr:`FakeModelAPI.requests`.
 
@@ -57,6 +60,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from tests.fakes.refusals import REFUSAL_KINDS, RefusalKind, refusal_response
+
 __all__ = [
     "FAKE_API_KEY",
     "PRODUCTS",
@@ -74,12 +79,13 @@ FAKE_API_KEY = "sk-fake-review-loop-0000"
 PRODUCTS = ("claude", "codex", "gemini", "grok", "opencode", "qwen")
 
 Api = Literal["anthropic", "responses", "chat", "gemini"]
-ReplyKind = Literal["text", "tool", "error", "hang"]
+ReplyKind = Literal["text", "tool", "error", "hang", "refusal"]
 
 _MARKER_HTTP = re.compile(r"\[\[HTTP (\d{3})(?: ([^\]]*))?\]\]")
 _MARKER_TOOL = re.compile(r"\[\[TOOL (\S+) (\{.*?\})\]\]", re.DOTALL)
 _MARKER_DELAY = re.compile(r"\[\[DELAY (\d+(?:\.\d+)?)\]\]")
 _MARKER_ECHO = re.compile(r"ECHO: ?(.*)")
+_MARKER_REFUSE = re.compile(r"\[\[REFUSE (" + "|".join(REFUSAL_KINDS) + r")\]\]")
 
 
 # --------------------------------------------------------------------------- scripted replies
@@ -119,6 +125,14 @@ class Reply:
     def error(cls, status: int, message: str | None = None, *, delay: float = 0.0) -> Reply:
         """An HTTP error in the API's own error shape."""
         return cls("error", status=status, message=message or f"fake {status}", delay=delay)
+
+    @classmethod
+    def refuse(cls, kind: RefusalKind, *, delay: float = 0.0) -> Reply:
+        """The provider's own refusal of ``kind`` (:func:`~tests.fakes.refusals.refusal_response`):
+        its status and body in the shape of the API the request came in on."""
+        if kind not in REFUSAL_KINDS:
+            raise ValueError(f"refusal kind {kind!r}: expected one of {REFUSAL_KINDS}")
+        return cls("refusal", message=kind, delay=delay)
 
     @classmethod
     def hang(cls) -> Reply:
@@ -186,6 +200,9 @@ class FakeModelAPI:
         self._closing = threading.Event()
         self._release = threading.Event()
         self._logged = threading.Condition(self._lock)
+        self.by_api: dict[str, Reply] = {}
+        """A reply for every turn of one API (``{"anthropic": Reply.refuse("quota")}``),
+        before the queue: one provider refuses while the others answer."""
         self.default: Reply | None = None
         """Reply used when the queue is empty and no marker applies; None → ``FAKE-ANSWER #n``."""
         self.head_status = 200
@@ -285,6 +302,8 @@ class FakeModelAPI:
 
     def _next_reply(self, req: LoggedRequest) -> Reply:
         with self._lock:
+            if req.api in self.by_api:
+                return self.by_api[req.api]
             if self._queue:
                 return self._queue.popleft()
         return self._reply_from_markers(req)
@@ -298,6 +317,8 @@ class FakeModelAPI:
             delay = float(m.group(1))
         if "[[HANG]]" in last:
             return Reply.hang()
+        if m := _MARKER_REFUSE.search(last):
+            return Reply("refusal", message=m.group(1), delay=delay)
         if m := _MARKER_HTTP.search(last):
             return Reply.error(int(m.group(1)), m.group(2), delay=delay)
         if m := _MARKER_TOOL.search(last):
@@ -429,6 +450,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
         reply = fake._next_reply(req)
         req.reply = reply.kind if reply.kind != "error" else f"error {reply.status}"
+        if reply.kind == "refusal":
+            req.reply = f"refusal {reply.message}"
         if reply.kind == "hang":
             fake._wait(None)
             self.close_connection = True
@@ -438,11 +461,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return None
         if reply.kind == "error":
             return self._send_json(reply.status, _error_body(api, reply.status, reply.message))
+        model = str((req.body or {}).get("model") or _model_from_path(path) or "fake-model")
+        if reply.kind == "refusal":
+            return self._send_json(*refusal_response(api, reply.message, model))
         text = reply.text
         if reply.kind == "text" and text is None:
             result = _last_tool_result(api, req.body)
             text = f"TOOL RESULT: {result}" if result is not None else "FAKE-ANSWER"
-        model = str((req.body or {}).get("model") or _model_from_path(path) or "fake-model")
         if api == "anthropic":
             return self._send_sse(_anthropic_events(reply, text, model))
         if api == "responses":
