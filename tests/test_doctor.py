@@ -190,7 +190,7 @@ def test_process_doctor_reports_each_product_and_refuses_the_one_missing_a_flag(
 ) -> None:
     code, document = _doctor(fakes, tmp_path, FAKE_AGENT_HELP_DROP="--permission-mode")
     rows = _rows(document)
-    assert set(rows) == {"claude", "codex", "gemini", "grok", "simulated"}
+    assert set(rows) == set(product_names())
     codex = rows["codex"]
     assert codex["executable"] == str(fakes.bin / "codex") and codex["version"] == "9.9.9"
     assert codex["usable"] is True and codex["flags"]["missing"] == []  # type: ignore[index]

@@ -44,4 +44,4 @@ def test_doctor_reads_every_real_cli_version_flags_and_login(
     assert rows["claude"]["login"]["state"] == "logged-in", rows["claude"]
     assert rows["codex"]["login"]["state"] in ("logged-in", "logged-out"), rows["codex"]
     assert rows["gemini"]["login"]["state"] == "unknown"
-    assert set(document["usable"]) == set(PRODUCTS)
+    assert set(PRODUCTS) <= set(document["usable"])

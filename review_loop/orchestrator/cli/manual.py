@@ -55,7 +55,8 @@ _TIMEOUT = Flag(
 )
 _PEER = Flag(
     "--peer P",
-    "a reviewer: a product (codex, claude, gemini, grok; simulated: an offline stand-in) "
+    "a reviewer: a product (codex, claude, gemini, grok, opencode, qwen; simulated: an "
+    "offline stand-in) "
     "or a prefs alias; "
     "repeatable or comma-separated (aliases --reviewer, --executor)",
     "the prefs order, without the host",
