@@ -460,7 +460,7 @@ PAGES: dict[str, Page] = {
         (
             Flag(
                 "--repo R",
-                "the checkout whose own skill locations count (alias --repo-root)",
+                "the checkout whose own skill locations count (aliases -C, --repo-root)",
                 "the git top level of the cwd, or none outside a checkout",
             ),
         ),
