@@ -781,7 +781,13 @@ class Dispatcher:
         stopped = self._stop_before_spawn(current)
         if stopped is not None:
             return self._finish(current, stopped, None)
-        built = await self._build_invocation(current)
+        try:
+            built = await self._build_invocation(current)
+        except anyio.get_cancelled_exc_class():
+            # Cancelled while its CLI was probed (version, help): nothing was launched,
+            # and the record still says so.
+            self._finish_interrupted(current)
+            raise
         if isinstance(built, Failure):
             return self._finish(current, built, None)
         invocation, capabilities = built

@@ -465,3 +465,30 @@ class TestInVirtualTime:
         assert session.ended_at is not None
         assert session.ended_at - session.started_at == 120
         assert delivery.elapsedMs == 120_000
+
+
+async def test_a_consult_cancelled_while_its_cli_is_probed_finishes_its_record(
+    checkout: Checkout,
+) -> None:
+    """Cancelled during the help page read for its read-only flags: nothing was launched,
+    and the record says ``interrupted``, not nothing."""
+    probing = anyio.Event()
+
+    async def handler(invocation: Invocation) -> Completed:
+        if "--help" in invocation.argv:
+            probing.set()
+            await anyio.sleep_forever()
+        return printed(invocation)
+
+    req = request(checkout)
+    async with open_dispatcher(
+        repo=checkout, prefs=prefs(), progress=lambda _: None, runner=FakeRunner(handler),
+        reap=False,
+    ) as d:  # fmt: skip
+        async with anyio.create_task_group() as group:
+            group.start_soon(d.consult, req)
+            await probing.wait()
+            group.cancel_scope.cancel()
+        delivery = d.outcome_of(req)
+    assert delivery.interrupted and delivery.state is DeliveryState.NOT_SUBMITTED
+    assert record_of(delivery.recordPath)["status"] == "interrupted"
