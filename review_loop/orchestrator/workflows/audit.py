@@ -16,7 +16,11 @@
    the head, and
    give each concern its part, with the rule ids it may use (a configured rule catalog).
 4. Dispatch every selected, installed concern agent through the dispatcher, read-only
-   and in parallel, each with the complete changeset.
+   and in parallel, each with the complete changeset. Each is driven to a final result:
+   an unparseable reply, or a completed one that leaves a path of its selection unsettled
+   (neither audited, not applicable nor unsupported), is asked again once in the same
+   session; still unsettled is BLOCKED naming the required units (a path nobody inspected
+   never becomes an accounting record of an approved run).
 5. Persist through the journal's single writer, one record at a time in the seed's order:
    each concern's complete rows before its findings (only findings on touched text; the
    rest are returned as ``filed``; a rule id outside the catalog is withdrawn), required
@@ -368,47 +372,88 @@ async def _dispatch(
             )
         )
     deliveries = await dispatcher.fan_out(requests) if requests else []
-    results = []
-    for (concern, agent), request, delivery in zip(installed, requests, deliveries, strict=True):
-        # A required unit that cannot reach a final status is named by its unitId (seed).
-        units = ", ".join(concern.unit_id(path) for path in concern.paths)
-        command = f"dispatch {concern.skill} to {agent.product} (read-only) for {units}"
-        if not delivery.ok or delivery.reply is None:
-            raise AuditBlockedError(
-                runToken=ctx.token,
-                command=command,
-                stderr=f"{delivery.state.value}: {delivery.reason or ''} {delivery.detail}".strip(),
-            )
+    return [
+        await _final_result(dispatcher, ctx, concern, agent, request, delivery)
+        for (concern, agent), request, delivery in zip(installed, requests, deliveries, strict=True)
+    ]
+
+
+async def _ask_again(
+    dispatcher: Dispatcher,
+    agent: va.ConcernAgent,
+    request: PeerRequest,
+    session: str | None,
+    prompt: str,
+    folder: str,
+) -> va.ConcernResult:
+    """The same session asked again; its reply parsed (a failed delivery is a reply error)."""
+    retry = await dispatcher.consult(
+        PeerRequest(
+            peer=agent.product,
+            prompt=prompt,
+            record_dir=request.directory / folder,
+            resume_session_id=session,
+            timeout_ms=request.timeout_ms,
+        )
+    )
+    if not retry.ok or retry.reply is None:
+        raise va.ConcernReplyError(f"{retry.state.value}: {retry.reason or ''}")
+    return va.parse_concern_reply(retry.reply.text)
+
+
+async def _final_result(
+    dispatcher: Dispatcher,
+    ctx: _Context,
+    concern: va.Concern,
+    agent: va.ConcernAgent,
+    request: PeerRequest,
+    delivery: Any,
+) -> va.ConcernResult:
+    """Drive one concern to a final result (seed 002), or raise the BLOCKED diagnostic.
+
+    An unparseable reply is asked again once; so is a completed result that leaves paths
+    of its selection unsettled (neither audited, not applicable nor unsupported): a path
+    nobody inspected must not become an accounting record and let the run approve.
+    """
+    # A required unit that cannot reach a final status is named by its unitId (seed).
+    units = ", ".join(concern.unit_id(path) for path in concern.paths)
+    command = f"dispatch {concern.skill} to {agent.product} (read-only) for {units}"
+    if not delivery.ok or delivery.reply is None:
+        raise AuditBlockedError(
+            runToken=ctx.token,
+            command=command,
+            stderr=f"{delivery.state.value}: {delivery.reason or ''} {delivery.detail}".strip(),
+        )
+    session = delivery.sessionId
+    try:
         try:
             result = va.parse_concern_reply(delivery.reply.text)
         except va.ConcernReplyError as error:
-            # Drive the concern to a final result once: the same session, asked again.
-            retry = await dispatcher.consult(
-                PeerRequest(
-                    peer=agent.product,
-                    prompt=(
-                        f"Your answer was not the response contract ({error}). Answer again "
-                        f"with the JSON object only.\n\n{va.RESPONSE_CONTRACT}\n"
-                    ),
-                    record_dir=request.directory / "again",
-                    resume_session_id=delivery.sessionId,
-                    timeout_ms=request.timeout_ms,
-                )
+            again = (
+                f"Your answer was not the response contract ({error}). Answer again "
+                f"with the JSON object only.\n\n{va.RESPONSE_CONTRACT}\n"
             )
-            try:
-                if not retry.ok or retry.reply is None:
-                    raise va.ConcernReplyError(f"{retry.state.value}: {retry.reason or ''}")
-                result = va.parse_concern_reply(retry.reply.text)
-            except va.ConcernReplyError as again:
-                raise AuditBlockedError(
-                    runToken=ctx.token,
-                    command=command,
-                    stderr=f"unparseable concern reply: {again}",
-                ) from None
-        if result.status == "failed":
-            raise AuditBlockedError(runToken=ctx.token, command=f"{command}: {result.failure}")
-        results.append(result)
-    return results
+            result = await _ask_again(dispatcher, agent, request, session, again, "again")
+        if unsettled := va.unsettled_paths(concern, result):
+            prompt = va.unsettled_prompt(unsettled)
+            result = await _ask_again(dispatcher, agent, request, session, prompt, "unsettled")
+    except va.ConcernReplyError as error:
+        raise AuditBlockedError(
+            runToken=ctx.token, command=command, stderr=f"unparseable concern reply: {error}"
+        ) from None
+    if result.status == "failed":
+        raise AuditBlockedError(runToken=ctx.token, command=f"{command}: {result.failure}")
+    if unsettled := va.unsettled_paths(concern, result):
+        missing = ", ".join(concern.unit_id(path) for path in unsettled)
+        raise AuditBlockedError(
+            runToken=ctx.token,
+            command=command,
+            stderr=(
+                f"no final result for the required unit(s) {missing}: asked again, the "
+                "concern still names neither their coverage nor a failed operation"
+            ),
+        )
+    return result
 
 
 @dataclass
