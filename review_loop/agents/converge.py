@@ -724,8 +724,17 @@ def derive_result(inputs: CompletionInputs) -> tuple[Result, list[str]]:
                 f"{gate.value}: {record.result} is self-reported; only an authenticated "
                 "archived review packet of this evidence proves it"
             )
+    # A spent budget matters only while no passing review covers the tree now: a Fix
+    # resolved by returning to a snapshot already reviewed CLEAN is that review's.
+    blind = latest.get(Gate.BLIND_REVIEW)
+    covered = (
+        blind is not None
+        and blind.passed
+        and current is not None
+        and blind.evidence.same_snapshot(current)
+    )
     reviews = ledger.blindReviews[ledger.blindBudgetFrom :]
-    if len(reviews) >= MAX_BLIND_ROUNDS and reviews[-1].verdict == "FIX":
+    if not covered and len(reviews) >= MAX_BLIND_ROUNDS and reviews[-1].verdict == "FIX":
         unverified.append(f"blind review budget used ({MAX_BLIND_ROUNDS} rounds, last one FIX)")
     if missing_deps:
         return Result.MISSING_DEPENDENCIES, missing_deps

@@ -290,8 +290,9 @@ async def run_blind_review(
     with run_lock(paths):
         evidence, diff = await anyio.to_thread.run_sync(compute_evidence, repo, base, paths_filter)
         ledger = load_ledger(paths)
-        for earlier in ledger.blindReviews:
+        for earlier in reversed(ledger.blindReviews):
             if earlier.evidence.same_snapshot(evidence):
+                _record_reuse(paths, ledger, earlier)
                 return _review_document(earlier, reused=True)
         round_number, spent = _next_round(paths, ledger, continue_budget=continue_budget)
         if spent:
@@ -423,18 +424,25 @@ def _malformed(common: dict[str, Any], error: MalformedReviewError) -> dict[str,
     }
 
 
-def _record_review(paths: RunPaths, review: BlindReviewSummary, text: str) -> None:
-    """The review's record file, then its summary and its gate in the ledger."""
+def _record_reuse(paths: RunPaths, ledger: Ledger, review: BlindReviewSummary) -> None:
+    """Make the ledger's blind-review gate the reused review of the current snapshot.
+
+    A Fix resolved by going back to a snapshot that already had a review (removing debug
+    code, say) costs no new round, but the ledger must then say that review is the one
+    that covers the tree now: without this the latest gate stays the Fix of another
+    snapshot, stale for good, and the run can never complete on the reviewed tree.
+    """
+    latest = ledger.latest_gates().get(Gate.BLIND_REVIEW)
+    if latest is not None and latest.proof is not None and latest.proof.round == review.round:
+        return  # already the latest: nothing to record
+    save_ledger(paths, ledger.model_copy(update={"gates": [*ledger.gates, _blind_gate(review)]}))
+    Journal(paths.journal).append("blind.reuse", round=review.round)
+
+
+def _blind_gate(review: BlindReviewSummary) -> GateRecord:
+    """The blind-review gate a review proves, pointing at its record file."""
     record_path = Path(review.recordPath)
-    header = (
-        f"# Blind Review {review.round}\n\n"
-        f"- reviewer: {review.product} (fresh read-only session {review.sessionId})\n"
-        f"- evidence: {evidence_id(review.evidence)}\n"
-        f"- verdict: {review.verdict}\n\n## Reviewer response\n\n"
-    )
-    atomic_write_bytes(record_path, (header + text.strip() + "\n").encode("utf-8"))
-    ledger = load_ledger(paths)
-    gate = GateRecord(
+    return GateRecord(
         gate=Gate.BLIND_REVIEW,
         result=review.verdict,
         evidence=review.evidence,
@@ -451,12 +459,25 @@ def _record_review(paths: RunPaths, review: BlindReviewSummary, text: str) -> No
             sessionId=review.sessionId,
         ),
     )
+
+
+def _record_review(paths: RunPaths, review: BlindReviewSummary, text: str) -> None:
+    """The review's record file, then its summary and its gate in the ledger."""
+    record_path = Path(review.recordPath)
+    header = (
+        f"# Blind Review {review.round}\n\n"
+        f"- reviewer: {review.product} (fresh read-only session {review.sessionId})\n"
+        f"- evidence: {evidence_id(review.evidence)}\n"
+        f"- verdict: {review.verdict}\n\n## Reviewer response\n\n"
+    )
+    atomic_write_bytes(record_path, (header + text.strip() + "\n").encode("utf-8"))
+    ledger = load_ledger(paths)
     save_ledger(
         paths,
         ledger.model_copy(
             update={
                 "blindReviews": [*ledger.blindReviews, review],
-                "gates": [*ledger.gates, gate],
+                "gates": [*ledger.gates, _blind_gate(review)],
             }
         ),
     )
