@@ -10,7 +10,7 @@ is missing (``UNVERIFIED``).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 USAGE = [
@@ -48,6 +48,21 @@ def _text(value: str | None, field: str, repo: str | None) -> str:
     if not text.strip():
         raise InputError(field, f"{value!r} is empty", "a non-blank UTF-8 text file")
     return text
+
+
+def help_details(words: Sequence[str]) -> str:
+    """The host position's format (``--host-position FILE``), from the sections the record
+    reads (``agents.converge.HOST_POSITION_SECTIONS``)."""
+    from review_loop.agents.converge import host_position_format
+
+    lines = [
+        "The host position (--host-position FILE): Markdown headings, each with its text:",
+        *(f"  {line}" for line in host_position_format()),
+        "A missing heading the record reads is named in the result (host.missingSections) and",
+        "the record says it is not stated. Exclusions the record lists are the ledger's",
+        "EXCLUDED items (review-loop ledger set --status EXCLUDED).",
+    ]
+    return "\n".join(lines)
 
 
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
