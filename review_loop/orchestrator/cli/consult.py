@@ -108,7 +108,7 @@ def _checked(args: argparse.Namespace) -> tuple[Checkout, Prefs, ConsultPlan]:
     plan = ConsultPlan(
         peers=tuple(peers),
         question=question,
-        fallback=resolve_fallbacks(prefs, args.fallback, host=args.host),
+        fallback=resolve_fallbacks(prefs, args.fallback, host=args.host, peers=peers),
         host=args.host,
         timeout_ms=positive_seconds(args.timeout, "--timeout") if args.timeout else None,
         resume_session_id=checked_resume_id(args.resume),

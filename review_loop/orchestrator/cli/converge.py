@@ -107,7 +107,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         host_position=host_position,
         host=args.host,
         peers=(peers[0], peers[1]),
-        fallback=resolve_fallbacks(prefs, args.fallback, host=args.host),
+        fallback=resolve_fallbacks(prefs, args.fallback, host=args.host, peers=peers),
         timeout_ms=positive_seconds(args.timeout, "--timeout") if args.timeout else None,
         # Used only when no preflight is recorded: round A then stands in for it (seed).
         skills=tuple(

@@ -64,7 +64,10 @@ _PEER_COMMAND = Flag(
 )
 _HOST = Flag(
     "--host H",
-    "the product you (the coding host) are; it is never asked to review itself",
+    "the product you (the coding host) are. consult leaves it out of the peers it chooses "
+    "only when skipHost is true (prefs skipHost, or --skip-host; by default false, so a "
+    "fresh session of your own product may be asked); run, converge and preflight never "
+    "choose it, and no --fallback may name it",
 )
 _FALLBACK = Flag(
     "--fallback F|auto",
