@@ -593,13 +593,18 @@ def check_driver(document: Any, source: str) -> dict[str, str]:
     """
     if not isinstance(document, dict):
         raise ConcernConfigError(f"{source}: the run-driver identity is a JSON object")
-    driver = {}
-    for name in DRIVER_FIELDS:
-        value = document.get(name)
-        if not isinstance(value, str) or not value:
-            raise ConcernConfigError(f"{source}: run-driver field {name!r} is missing or empty")
-        driver[name] = value
-    return driver
+    missing = [
+        name
+        for name in DRIVER_FIELDS
+        if not isinstance(document.get(name), str) or not document[name]
+    ]
+    if missing:  # every one at once, each accepting a non-empty string
+        fields = ", ".join(repr(name) for name in missing)
+        raise ConcernConfigError(
+            f"{source}: run-driver field{'s' if len(missing) > 1 else ''} {fields} "
+            "missing or empty (each a non-empty string)"
+        )
+    return {name: document[name] for name in DRIVER_FIELDS}
 
 
 def check_deterministic(document: Any) -> dict[str, Any]:

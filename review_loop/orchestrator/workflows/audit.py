@@ -84,6 +84,9 @@ class AuditRequest:
         concerns_file: an explicit concern configuration (beside the user's and the repo's).
         driver: the run-driver identity (six fields); required, never inferred: without
             it the audit is BLOCKED ``not-started`` (``--driver self`` names review-loop's).
+        driver_problem: why a ``--driver`` file given is no identity (every missing field):
+            the same BLOCKED ``not-started``, naming it (seed 002: a missing identity
+            field is BLOCKED, never a usage error).
         timeout_ms: the per-concern deadline (default: the concern's, else prefs).
         deterministic: established deterministic-verification facts for the audited head
             (``{"head": <full id>, ...}``), retained in the sealed input; facts for another
@@ -95,6 +98,7 @@ class AuditRequest:
     directory: str | None = None
     concerns_file: str | None = None
     driver: Mapping[str, str] | None = None
+    driver_problem: str | None = None  # why a given --driver file is no identity
     timeout_ms: int | None = None
     deterministic: Mapping[str, Any] | None = None
     reconcile: Callable[[Path, str, str, str], tuple[dict[str, Any], int]] | None = None
@@ -858,10 +862,11 @@ def _refuse_incomplete(request: AuditRequest) -> None:
         )
     if not request.driver:
         # Seed 002: accept the identity generically, never infer it; without it nothing starts.
+        why = request.driver_problem or "no run-driver identity"
         raise AuditBlockedError(
             command="review-loop audit "
             + " ".join(_q(t) for t in (request.selector, request.directory) if t),
-            stderr="no run-driver identity: --driver FILE with the six producer fields "
+            stderr=f"{why}: --driver FILE with the six producer fields "
             f"({', '.join(va.DRIVER_FIELDS)}), or --driver self for review-loop's own",
         )
 
