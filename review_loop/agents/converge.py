@@ -349,6 +349,26 @@ class BlindReviewSummary(_Model):
     at: str = ""
 
 
+class CheckoutSnapshot(_Model):
+    """Phase 0's record of the checkout the loop started in (seed 004: "Record the
+    repository root, branch, HEAD, and working tree").
+
+    Attributes:
+        root: the repository's top level.
+        branch: the branch checked out, or ``(detached)``.
+        head: the full commit id of ``HEAD``.
+        workingTree: ``clean``, or how many paths ``git status`` lists (protocol files
+            under ``.review-handoff/`` excluded).
+        at: when it was taken (the ledger's first write).
+    """
+
+    root: str
+    branch: str
+    head: str
+    workingTree: str
+    at: str
+
+
 class Ledger(_Model):
     """The task ledger file: items, gate results, and the loop's own records."""
 
@@ -366,6 +386,7 @@ class Ledger(_Model):
     implemented: str = ""
     lessons: str = ""
     updated: str = ""
+    checkout: CheckoutSnapshot | None = None
 
     @field_validator("goal")
     @classmethod
