@@ -103,6 +103,8 @@ GATE_SKILLS: dict[Gate, str] = {
     Gate.ARCHITECTURE_HARDENING: "architecture-hardening-loop",
     Gate.GOAL_GATE: "goal-gate",
 }
+# The conditional skill a user-owned decision makes required (seed 004, Capability Preflight).
+GRILL_SKILL = "grill-with-docs"
 # The goal-gate results: its Decision / Next lets the loop go on, or stops it for the user.
 GOAL_GATE_TOKENS = frozenset({"CONTINUE", "HUMAN_GATE"})
 

@@ -71,7 +71,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
 
     from review_loop.agents.errors import InputError
     from review_loop.orchestrator.cli.common import load_user_prefs, positive_seconds, repo_from
-    from review_loop.orchestrator.cli.preflight import skill_dirs_from
+    from review_loop.orchestrator.cli.preflight import conditional_skills, skill_dirs_from
     from review_loop.orchestrator.cli.stops import Stop, run_cancellable
     from review_loop.orchestrator.dispatcher import resolve_peer
     from review_loop.orchestrator.handoff.git import ensure_layout
@@ -101,8 +101,9 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
             "two peers (run `review-loop preflight` for the MISSING_DEPENDENCIES report)",
             "two products other than the host",
         )
+    run = check_run(args.run) if args.run else default_run(repo)
     inputs = ConvergeInputs(
-        run=check_run(args.run) if args.run else default_run(repo),
+        run=run,
         plan=plan,
         host_position=host_position,
         host=args.host,
@@ -115,7 +116,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
                 repo,
                 host=resolve_peer(args.host, prefs, field="--host").product if args.host else None,
                 extra_dirs=skill_dirs,
-                optional=[name.strip() for name in args.require_skills if name.strip()],
+                optional=conditional_skills(repo, run, args.require_skills),
             )
         ),
     )
