@@ -149,8 +149,9 @@ def test_the_host_drives_the_journal_by_hand_from_the_help_alone(
     assert dotted(finding) <= help_fields(finding_help)
     finding_file = scratch / "finding.json"
     finding_file.write_text(json.dumps(finding))
+    key = f"{keys['a.py']}:wrong-mean"  # the seed's finding key form
     host.ok("spx", "-C", root, "verification", "run", "finding", "add", *where,
-            "--idempotency-key", f"{keys['a.py']}:wrong-mean", "--payload", str(finding_file))  # fmt: skip
+            "--idempotency-key", key, "--payload", str(finding_file))  # fmt: skip
     # 7 Reconcile, finish with the status the evidence derives, render
     reconciled = host.ok(
         "review-loop", "scope", "resolve", "HEAD", "--repo", root,
@@ -164,8 +165,8 @@ def test_the_host_drives_the_journal_by_hand_from_the_help_alone(
     assert all(step.code == 0 for step in host.history)
 
     # after the walk: the same finding under another key is refused, not counted twice
-    again = host.run("spx", "-C", root, "verification", "run", "finding", "add", *where[:-2],
-                     "--run", token, "--idempotency-key", "other", "--payload", str(finding_file))  # fmt: skip
+    again = host.run("spx", "-C", root, "verification", "run", "finding", "add", *where,
+                     "--idempotency-key", "other", "--payload", str(finding_file))  # fmt: skip
     assert again.code == 1
 
 
