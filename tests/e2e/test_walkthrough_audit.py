@@ -164,11 +164,6 @@ def test_the_host_drives_the_journal_by_hand_from_the_help_alone(
     assert projection["terminalStatus"] == "rejected"
     assert all(step.code == 0 for step in host.history)
 
-    # after the walk: the same finding under another key is refused, not counted twice
-    again = host.run("spx", "-C", root, "verification", "run", "finding", "add", *where,
-                     "--idempotency-key", "other", "--payload", str(finding_file))  # fmt: skip
-    assert again.code == 1
-
 
 def test_a_refused_payload_names_every_problem_in_one_retry(
     remote: Remote, fakes: FakeCLIs, tmp_path: Path
@@ -199,6 +194,21 @@ def test_a_refused_payload_names_every_problem_in_one_retry(
     payload.write_text(json.dumps(fixed))
     host.ok("review-loop", "verification", "run", "scope", "add", *where, "-C", root,
             "--idempotency-key", "u", "--payload", str(payload))  # fmt: skip
+    # the same finding under a second key is refused, never counted twice
+    finding = {
+        "unitId": "u", "rule": "wrong-mean", "location": "a.py:1", "message": "m",
+        "severity": "blocking", "producerIdentity": DRIVER,
+        "producerProvenance": {"agentOwningPluginVersion": "1", "skillOwningPluginVersion": "1"},
+        "evidence": {"observed": "o", "expected": "e"},
+    }  # fmt: skip
+    payload.write_text(json.dumps(finding))
+    for key, code in (("python:code:a.py:other", 0), ("u:wrong-mean", 1)):
+        done = host.run("review-loop", "verification", "run", "finding", "add", *where, "-C",
+                        root, "--idempotency-key", key, "--payload", str(payload))  # fmt: skip
+        assert done.code == code, done.err
+    assert "unitId and rule are not already recorded" in done.err
+    status = host.ok("review-loop", "verification", "run", "status", *where, "-C", root)
+    assert status.json()["findingCount"] == 1
 
 
 def concerns(tmp_path: Path) -> Path:
