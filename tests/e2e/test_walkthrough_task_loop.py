@@ -93,13 +93,17 @@ def loop_to_completed(host: Host, fakes: FakeCLIs, tmp_path: Path) -> None:
     question = tmp_path / "preflight-q.md"
     question.write_text("Preflight: answer OK.\n")
     for peer in ("codex", "grok"):
-        answered = host.ok("review-loop", "consult", "--repo", repo, "--peer", peer,
-                           "--fallback", "gemini", "--question-file", str(question)).json()  # fmt: skip
+        answered = host.ok(
+            "review-loop", "consult", "--repo", repo, "--peer", peer,
+            "--fallback", "gemini", "--question-file", str(question),
+        ).json()  # fmt: skip
         listed = host.ok("review-loop", "sessions", "--repo", repo, f"--product={peer}").json()
         assert answered["sessionId"] in json.dumps(listed)
     # Phase 1: round A while the host writes its position, in the format the help gives
-    round_a = host.ok("review-loop", "converge", "--repo", repo, "--plan", str(tmp_path / "plan.md"),
-                      "--host", "claude", *run).json()  # fmt: skip
+    plan = str(tmp_path / "plan.md")
+    round_a = host.ok(
+        "review-loop", "converge", "--repo", repo, "--plan", plan, "--host", "claude", *run
+    ).json()
     assert round_a["status"] == "awaiting_host_position"
     headings = headings_from_help(host.ok("review-loop", "converge", "--help").out)
     body = {"## Scope": "T1 and T2; nothing else.", "## Ownership": "inventory.py owns both.",
@@ -107,8 +111,10 @@ def loop_to_completed(host: Host, fakes: FakeCLIs, tmp_path: Path) -> None:
     text = "".join(f"{h}\n{body.get(h, '- none')}\n\n" for h in headings) + "Position: AGREE\n"
     position_file = tmp_path / "host-position.md"
     position_file.write_text(text)
-    converged = host.ok("review-loop", "converge", "--repo", repo, "--plan", str(tmp_path / "plan.md"),
-                        "--host-position", str(position_file), "--host", "claude", *run).json()  # fmt: skip
+    converged = host.ok(
+        "review-loop", "converge", "--repo", repo, "--plan", plan,
+        "--host-position", str(position_file), "--host", "claude", *run,
+    ).json()  # fmt: skip
     assert converged["status"] == "converged" and converged["host"]["missingSections"] == []
     assert "not stated" not in converged["recordText"]
     # Phase 2: the Goal Gate's report, as `ledger --help` describes it
