@@ -19,8 +19,8 @@ import pytest
 from review_loop.agents import verification_audit as va
 from review_loop.orchestrator.journal import runs
 from tests.fakes import FakeCLIs
-from tests.orchestrator.workflows.test_scope import Remote
 from tests.orchestrator.workflows.test_audit import audit, concerns_file, remote, reply, subjects
+from tests.orchestrator.workflows.test_scope import Remote
 
 __all__ = ["remote"]  # a pytest fixture shared with test_audit (fakes: tests/conftest.py)
 

@@ -81,6 +81,7 @@ def test_a_report_with_several_bad_fields_names_each(repo: Path, skills: Path) -
         skillSha256="abc",
     )
     code, doc = gate(repo, "goal-gate")
+    assert code == 2
     [considered] = doc["considered"]
     assert "result: String should match pattern" in considered
     assert "skillSha256: String should match pattern" in considered
