@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
 
     from review_loop.orchestrator.handoff.git import Checkout
     from review_loop.orchestrator.workflows.consult import ConsultPlan
@@ -48,7 +49,19 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         async with stop.open_dispatcher(repo=checkout, prefs=prefs) as dispatcher:
             return await run_consult(dispatcher, plan, interrupted=stop.keep)
 
-    return run_cancellable(main)
+    document = run_cancellable(main)
+    _keep_round_trips(checkout.root, document)
+    return document
+
+
+def _keep_round_trips(repo: Path, document: Mapping[str, Any]) -> None:
+    """Each answered peer with a session: the seed's preflight recipe is consult, then
+    sessions; the ledger's result finds these (``converge_gates.preflight_from_consults``)."""
+    from review_loop.orchestrator.workflows.converge_store import record_round_trip
+
+    for result in document.get("results", [document]):
+        if result.get("ok") and result.get("sessionId") and result.get("product"):
+            record_round_trip(repo, str(result["product"]), str(result["sessionId"]))
 
 
 def _checked(args: argparse.Namespace) -> tuple[Checkout, Prefs, ConsultPlan]:

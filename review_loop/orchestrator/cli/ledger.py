@@ -172,4 +172,6 @@ def _change(args: argparse.Namespace, repo: Path, run: str) -> Mapping[str, Any]
         if not changes:
             raise InputError("meta", "nothing to set", "--task, --goal, --implemented, --lessons")
         return gates.ledger_meta(repo, run, changes)
-    return gates.ledger_result(repo, run, base=args.base, paths_filter=args.paths)
+    return gates.ledger_result(
+        repo, run, base=args.base, paths_filter=args.paths, skill_dirs=load_user_prefs().skillDirs
+    )

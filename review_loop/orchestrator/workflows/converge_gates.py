@@ -33,9 +33,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from review_loop.agents.converge import (
+    BLIND_REVIEWER_PRODUCT,
     GATE_PASS,
     GATE_SKILLS,
     GOAL_GATE_TOKENS,
+    GRILL_SKILL,
     MAX_BLIND_ROUNDS,
     PROVEN,
     BlindReviewSummary,
@@ -798,9 +800,56 @@ def _skill_gate(
     }
 
 
+def preflight_from_consults(
+    repo: Path, ledger: Ledger, skill_dirs: Sequence[str] = ()
+) -> PreflightSummary:
+    """The preflight the seed's own recipe proves: ``consult`` per peer, then ``sessions``.
+
+    Ready when kept consult round trips (signed, :func:`converge_store.round_trips`) cover
+    two peers of distinct products and the blind reviewer's product, each session still
+    listed by ``sessions`` (the resumable handle), and every required skill resolves (the
+    conditional ``grill-with-docs`` too when the ledger holds a ``HUMAN_DECISION``).
+    """
+    from review_loop.orchestrator.sessions.listing import list_sessions
+    from review_loop.orchestrator.workflows.converge_store import round_trips
+    from review_loop.orchestrator.workflows.skills import resolve_skills
+
+    listed: set[str] = set()
+    for entry in round_trips(repo):
+        product = str(entry.get("product"))
+        if product not in listed and any(
+            item.session.session_id == entry.get("sessionId")
+            for item in list_sessions(repo, product)
+        ):
+            listed.add(product)
+    missing = []
+    if BLIND_REVIEWER_PRODUCT not in listed:
+        missing.append(
+            f"Blind reviewer ({BLIND_REVIEWER_PRODUCT}): no consult round trip whose session "
+            f"`review-loop sessions --product={BLIND_REVIEWER_PRODUCT}` lists"
+        )
+    peers = sorted(listed - {BLIND_REVIEWER_PRODUCT})
+    if len(peers) < 2:
+        missing.append(
+            f"Peer A and Peer B: consult round trips with listed sessions for {peers or 'none'}"
+            ", two products other than the blind reviewer's needed"
+        )
+    grill = [GRILL_SKILL] if ledger.by_status(LedgerStatus.HUMAN_DECISION) else []
+    skills = resolve_skills(repo, host=None, extra_dirs=skill_dirs, optional=grill)
+    missing += [check.missing_text() for check in skills if check.found is None]
+    return PreflightSummary(
+        ready=not missing, missing=missing, at=utc_now(), via="consult + sessions"
+    )
+
+
 @reporting
 def ledger_result(
-    repo: Path, run: str, *, base: str | None, paths_filter: str | list[str] | None
+    repo: Path,
+    run: str,
+    *,
+    base: str | None,
+    paths_filter: str | list[str] | None,
+    skill_dirs: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Recompute the evidence and derive the Task Completion Result; write the block.
 
@@ -816,6 +865,10 @@ def ledger_result(
     ensure_layout(repo)
     with run_lock(paths):
         ledger = load_ledger(paths)
+        if ledger.preflight is None:  # the seed's recipe (consult, then sessions) may hold
+            found = preflight_from_consults(repo, ledger, skill_dirs)
+            if found.ready:
+                ledger = save_ledger(paths, ledger.model_copy(update={"preflight": found}))
         last = ledger.gates[-1].evidence if ledger.gates else None
         if base is None:
             base = last.baseSha if last else "HEAD"

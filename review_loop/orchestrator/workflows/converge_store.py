@@ -127,6 +127,28 @@ def run_lock(paths: RunPaths) -> Iterator[str]:
         yield token
 
 
+#: Where ``consult``'s answered round trips are kept for the preflight: a run of its own
+#: (signed journal lines, one per answered peer), so any loop run of the repository finds
+#: the seed's recipe ("consult … then sessions") as its preflight evidence.
+ROUND_TRIPS_RUN = "consult-round-trips"
+ROUND_TRIP_EVENT = "consult.round-trip"
+
+
+def record_round_trip(repo: Path, product: str, session_id: str) -> None:
+    """Keep one answered consult (``product``, its resumable ``session_id``), signed."""
+    paths = RunPaths(repo, ROUND_TRIPS_RUN)
+    with run_lock(paths):
+        Journal(paths.journal).append(ROUND_TRIP_EVENT, product=product, sessionId=session_id)
+
+
+def round_trips(repo: Path) -> list[dict[str, Any]]:
+    """Every kept consult round trip whose MAC verifies, oldest first."""
+    paths = RunPaths(repo, ROUND_TRIPS_RUN)
+    if not paths.journal.exists():
+        return []
+    return [e for e in Journal(paths.journal).entries if e.get("event") == ROUND_TRIP_EVENT]
+
+
 def load_ledger(paths: RunPaths) -> Ledger:
     """The run's ledger; an empty one when there is no file yet or it is untrusted.
 
