@@ -2,12 +2,13 @@
 
 Each command the seed tells the host to run, in order, as processes of the console script,
 with fake reviewer CLIs first on PATH: Phase 0 (lessons, ledger items; the ledger records
-the checkout), the capability preflight's recipe (``consult`` per peer, then ``sessions``),
-Phase 1 round A while the host writes its position in the format ``converge --help``
-gives, round B, Phase 2's Goal Gate through the report ``ledger --help`` describes,
-Phase 3's verification, Phase 4's agentic review, architecture hardening and blind review,
-lessons, and the Task Completion Result: ``COMPLETED``. Then the T67 path: a blind-review
-Fix resolved by going back to the snapshot already reviewed CLEAN completes again.
+the checkout), the capability preflight's recipe (``consult`` per peer and the blind
+reviewer's Claude, then ``sessions``: the preflight evidence), Phase 1 round A while the
+host writes its position in the format ``converge --help`` gives, round B, Phase 2's Goal
+Gate through the report ``ledger --help`` describes, Phase 3's verification, Phase 4's
+agentic review, architecture hardening and blind review, lessons, and the Task Completion
+Result: ``COMPLETED``. Then the T67 path: a blind-review Fix resolved by going back to the
+snapshot already reviewed CLEAN completes again.
 """
 
 from __future__ import annotations
@@ -92,13 +93,15 @@ def loop_to_completed(host: Host, fakes: FakeCLIs, tmp_path: Path) -> None:
     # Capability preflight: one real round trip per peer, then its resumable handle
     question = tmp_path / "preflight-q.md"
     question.write_text("Preflight: answer OK.\n")
-    for peer in ("codex", "grok"):
+    for peer in ("codex", "grok", "claude"):  # the peers, and likewise the blind reviewer
         answered = host.ok(
             "review-loop", "consult", "--repo", repo, "--peer", peer,
             "--fallback", "gemini", "--question-file", str(question),
         ).json()  # fmt: skip
         listed = host.ok("review-loop", "sessions", "--repo", repo, f"--product={peer}").json()
         assert answered["sessionId"] in json.dumps(listed)
+    early = host.run("review-loop", "ledger", "result", "--repo", repo, *run).json()
+    assert "no preflight recorded" not in early["reasons"]  # the recipe is the evidence
     # Phase 1: round A while the host writes its position, in the format the help gives
     plan = str(tmp_path / "plan.md")
     round_a = host.ok(
@@ -156,7 +159,7 @@ def test_the_seed_walked_literally_completes(tmp_path: Path, fakes: FakeCLIs) ->
         codex=[position("codex"), position("codex"), position("codex"),
                {"mode": "ok", "text": NO_FINDINGS}],
         grok=[position("grok")],
-        claude=[{"mode": "ok", "text": CLEAN}],
+        claude=[{"mode": "ok", "text": "OK"}, {"mode": "ok", "text": CLEAN}],
     )  # fmt: skip
     host = Host(fakes, repo)
     loop_to_completed(host, fakes, tmp_path)
@@ -171,7 +174,7 @@ def test_a_fix_resolved_by_returning_to_the_clean_snapshot_completes(
         codex=[position("codex"), position("codex"), position("codex"),
                {"mode": "ok", "text": NO_FINDINGS}],
         grok=[position("grok")],
-        claude=[{"mode": "ok", "text": CLEAN}, {"mode": "ok", "text": FIX}],
+        claude=[{"mode": "ok", "text": t} for t in ("OK", CLEAN, FIX)],
     )  # fmt: skip
     host = Host(fakes, repo)
     loop_to_completed(host, fakes, tmp_path)
