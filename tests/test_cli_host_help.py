@@ -1,4 +1,4 @@
-"""Collaboration tests: the ``--host`` help says what the tools do with the host (N-2).
+"""Collaboration tests: the ``--host`` and ``--fallback`` help say what the tools do (N-2, N-4).
 
 With default prefs (``skipHost`` false) ``consult --host codex`` may ask codex itself (a
 fresh session), as the seed's prefs semantics say; the help says so instead of "never".
@@ -37,3 +37,10 @@ def test_consult_with_default_prefs_may_ask_the_hosts_product(
     assert cli.run([*argv, "--skip-host", "true"]) == 0
     assert json.loads(capsys.readouterr().out)["ok"] is True
     assert sorted(c["product"] for c in fakes.calls()[2:]) == ["claude", "grok"]
+
+
+def test_the_fallback_help_names_the_seeds_trigger(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.run(["converge", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "when a peer times out or could not be asked" in text  # N-4: the seed's trigger
+    assert "F may not be the host's or a peer's product" in text

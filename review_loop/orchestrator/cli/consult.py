@@ -57,11 +57,21 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
 def _keep_round_trips(repo: Path, document: Mapping[str, Any]) -> None:
     """Each answered peer with a session: the seed's preflight recipe is consult, then
     sessions; the ledger's result finds these (``converge_gates.preflight_from_consults``)."""
+    import sys
+
+    from review_loop.agents.errors import ReviewLoopError
     from review_loop.orchestrator.workflows.converge_store import record_round_trip
 
     for result in document.get("results", [document]):
         if result.get("ok") and result.get("sessionId") and result.get("product"):
-            record_round_trip(repo, str(result["product"]), str(result["sessionId"]))
+            try:
+                record_round_trip(repo, str(result["product"]), str(result["sessionId"]))
+            except (OSError, ReviewLoopError) as error:  # the answer is printed all the same
+                sys.stderr.write(
+                    f"[review-loop] consult: the round trip was not kept as preflight "
+                    f"evidence ({error})\n"
+                )
+                return
 
 
 def _checked(args: argparse.Namespace) -> tuple[Checkout, Prefs, ConsultPlan]:

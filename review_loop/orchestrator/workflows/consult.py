@@ -194,8 +194,9 @@ def resolve_fallbacks(
         InputError: an explicit ``--fallback`` that is the host's or a peer's product.
     """
     host_product = resolve_peer(host, prefs, field="--host").product if host else None
-    taken = {resolve_peer(p, prefs).product: "a peer of this call" for p in peers}
-    if host_product is not None:
+    explicit = any(n.strip() not in ("", "auto") for v in values for n in v.split(","))
+    taken = {resolve_peer(p, prefs).product: "a peer of this call" for p in peers if explicit}
+    if host_product is not None and explicit:
         for product in prefs.standard_peers(host_product):
             taken.setdefault(product, f"Peer A or Peer B for host {host_product}")
         taken[host_product] = "the host"

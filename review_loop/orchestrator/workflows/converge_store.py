@@ -135,18 +135,35 @@ ROUND_TRIP_EVENT = "consult.round-trip"
 
 
 def record_round_trip(repo: Path, product: str, session_id: str) -> None:
-    """Keep one answered consult (``product``, its resumable ``session_id``), signed."""
+    """Keep one answered consult (``product``, its resumable ``session_id``), signed.
+
+    One ``O_APPEND`` line, so concurrent consults need no lock (and ``consult`` loads no
+    model: its start-up stays small, docs/performance.md).
+    """
+    from review_loop.orchestrator.handoff.files import make_dirs
+
     paths = RunPaths(repo, ROUND_TRIPS_RUN)
-    with run_lock(paths):
-        Journal(paths.journal).append(ROUND_TRIP_EVENT, product=product, sessionId=session_id)
+    make_dirs(paths.dir, anchor=repo)
+    entry = {"at": utc_now(), "event": ROUND_TRIP_EVENT, "product": product}
+    append_line(paths.journal, state_auth.sign(JOURNAL_PURPOSE, {**entry, "sessionId": session_id}))
 
 
 def round_trips(repo: Path) -> list[dict[str, Any]]:
-    """Every kept consult round trip whose MAC verifies, oldest first."""
+    """Every kept consult round trip whose MAC verifies, oldest first (planted: skipped)."""
     paths = RunPaths(repo, ROUND_TRIPS_RUN)
-    if not paths.journal.exists():
+    try:
+        lines = read_bytes(paths.journal).decode("utf-8", "replace").splitlines()
+    except OSError:  # none kept yet, or not a regular file reached without a link
         return []
-    return [e for e in Journal(paths.journal).entries if e.get("event") == ROUND_TRIP_EVENT]
+    kept = []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if state_auth.verify(JOURNAL_PURPOSE, entry) and entry.get("event") == ROUND_TRIP_EVENT:
+            kept.append(entry)
+    return kept
 
 
 def load_ledger(paths: RunPaths) -> Ledger:
