@@ -69,7 +69,8 @@ def stop_hint(stop_files: Sequence[Path]) -> str:
 
 def timeout_detail(deadline_ms: int, elapsed_ms: int) -> str:
     """The deadline the user set, not the deadline plus the time it took to end the tree."""
-    return f"timeout after {deadline_ms} ms (+ grace; the process ended after {elapsed_ms} ms)"
+    # "timeout after <N>ms": the original's words, which a client may match
+    return f"timeout after {deadline_ms}ms (+ grace; the process ended after {elapsed_ms} ms)"
 
 
 def hint(

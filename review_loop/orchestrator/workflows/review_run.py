@@ -14,7 +14,6 @@ accept-concerns`` archives a PASS_WITH_CONCERNS packet parked for the user.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -125,14 +124,19 @@ def _default_evidence(repo: Path, base: str, paths: list[str] | None) -> tuple[A
     return compute_evidence(repo, base, paths)
 
 
-def parse_rounds(value: str | None) -> tuple[str, int] | None:
-    """``N`` (absolute) or ``+N`` (added to the persisted budget)."""
-    if value is None:
+def parse_rounds(value: str | None) -> tuple[str, int | float] | None:
+    """``N`` (absolute) or ``+N`` (added to the persisted budget), ``N`` any finite number
+    from 1 as the original reads it (``Number()``: ``2``, ``1e1``, ``1.5``)."""
+    from review_loop.agents.js_number import js_number, plain
+
+    if value is None or value == "":
         return None
-    match = re.fullmatch(r"\s*(\+?)(\d{1,4})\s*", value)
-    if not match or int(match.group(2)) < 1:
+    text = value.strip()
+    kind = "add" if text.startswith("+") else "set"
+    number = js_number(text[1:] if kind == "add" else text)
+    if number is None or number < 1:
         raise InputError("--rounds", f"{value!r} is not a round count", "N or +N with N ≥ 1")
-    return ("add" if match.group(1) else "set"), int(match.group(2))
+    return kind, plain(number)
 
 
 def validate_plan(plan: RunPlan) -> None:
@@ -315,6 +319,8 @@ def _check_state(ref: PacketRef, data: bytes) -> tuple[dict[str, Any] | None, di
                 ref,
                 expected=pinned,
                 actual=sha256_bytes(data),
+                expectedHash=pinned,  # the original's names
+                actualHash=sha256_bytes(data),
             ),
             state,
         )
@@ -340,8 +346,8 @@ def _check_state(ref: PacketRef, data: bytes) -> tuple[dict[str, Any] | None, di
     return None, state
 
 
-def _budget(plan: RunPlan, state: dict[str, Any]) -> int:
-    persisted = int(state.get("roundsBudget") or DEFAULT_ROUNDS)
+def _budget(plan: RunPlan, state: dict[str, Any]) -> int | float:
+    persisted: int | float = state.get("roundsBudget") or DEFAULT_ROUNDS
     rounds = parse_rounds(plan.rounds)
     if rounds is None:
         return persisted
@@ -357,7 +363,7 @@ class _Round:
     reviewer: str
     product: str
     completion: str
-    budget: int
+    budget: int | float  # the original takes any number from 1 (--rounds 1.5)
     base_sha: str
     paths: list[str] | None
 
@@ -472,6 +478,8 @@ def _check_round_order(
             f"(last verdict {state.get('lastVerdict')}); continue it or start a new packet",
             "run --continue",
         )
+    elif _another_round(state, meta, anchors):
+        return  # the user's "another round" after PASS_WITH_CONCERNS: a plain re-review
     elif anchors[-1:] != ["fix_completion"] or meta.get("last_anchor") != "fix_completion":
         raise InputError(
             "--continue",
@@ -487,6 +495,18 @@ def _check_round_order(
         )
 
 
+def _another_round(state: dict[str, Any], meta: dict[str, str], anchors: list[str]) -> bool:
+    """Whether the packet waits on the user's decision after PASS_WITH_CONCERNS (the
+    original's "archive or another round"): another round is a plain ``run --continue``,
+    the reviewer re-reviews the same packet, as in the original."""
+    return (
+        state.get("lastVerdict") == "PASS_WITH_CONCERNS"
+        and meta.get("lifecycle_state") == "awaiting_user_decision"
+        and anchors[-1:] in (["review_findings"], ["re_review"])
+        and meta.get("last_anchor") == anchors[-1]
+    )
+
+
 def _seed_round(
     dispatcher: Dispatcher, plan: RunPlan, ref: PacketRef, state: dict[str, Any], data: bytes
 ) -> _Round:
@@ -500,7 +520,8 @@ def _seed_round(
         plan.reviewer or state.get("reviewer") or dispatcher.prefs.default_reviewer(plan.host)
     )
     peer = resolve_peer(reviewer, dispatcher.prefs, field="--reviewer")
-    completion = plan.completion or state.get("completion") or "pass"
+    # PASS_WITH_CONCERNS waits on the user by default, as the original; "pass" fixes them.
+    completion = plan.completion or state.get("completion") or "review"
     budget = _budget(plan, state)
     pinned_base = state.get("baseSha")
     if pinned_base and plan.base and rev_parse(repo, plan.base) != pinned_base:
@@ -521,8 +542,6 @@ def _seed_round(
             "updated": utc_now(),
         }
     )
-    if plan.rounds is not None and previous_round > 0:
-        state["budgetOverride"] = True
     return _Round(
         number=previous_round + 1,
         reviewer=reviewer,
@@ -1016,7 +1035,7 @@ def _delivery_unknown(
 
 
 def _budget_exhausted(
-    ref: PacketRef, state: dict[str, Any], ledger: Ledger, body: str, budget: int
+    ref: PacketRef, state: dict[str, Any], ledger: Ledger, body: str, budget: int | float
 ) -> dict[str, Any]:
     unresolved = ledger.open_blocking + ledger.open_concerns
     reassessments = state.get("lastReassessments") or []
@@ -1318,9 +1337,9 @@ def fix_completion(repo: Path, packet: str, body_text: str) -> dict[str, Any]:
         if not state or int(state.get("round") or 0) < 1:
             raise InputError("--packet", "the packet has no review round to answer yet")
         anchors = [a for a, _ in h1_sections(body)]
+        # As the original: a Fix Completion answers a Fix Handoff or a Re-review, never the
+        # first round's findings (after PASS_WITH_CONCERNS there: close, or another round).
         allowed = {"fix_handoff", "re_review"}
-        if meta.get("lifecycle_state") == "awaiting_user_decision":
-            allowed.add("review_findings")
         last = anchors[-1] if anchors else None
         if last not in allowed or meta.get("last_anchor") != last:
             raise InputError(
