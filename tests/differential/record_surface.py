@@ -4,10 +4,11 @@
     python -m tests.differential.record_surface --rl /path/to/review-loop.mjs [NAME ...]
 
 ``--spx`` plays :mod:`tests.differential.spx_surface` against spx 0.6.25 (built as
-:mod:`tests.differential.record_spx` says) into ``golden/spx_surface/<scenario>.json``; ``--rl`` plays
-:mod:`tests.differential.rl_surface` against the original Node ``review-loop`` (fetched by
-``scripts/fetch-original``) into ``golden/rl_surface/<scenario>.json``. Without names every
-scenario is recorded; with names only those (the others of the file are kept). CI never runs
+:mod:`tests.differential.record_spx` says) into ``golden/spx_surface/<scenario>.json``;
+``--rl`` plays :mod:`tests.differential.rl_surface` against the original Node
+``review-loop`` (fetched by ``scripts/fetch-original``) into
+``golden/rl_surface/<scenario>.json``. Without names every scenario is recorded; with names
+only those (one file per scenario, the others are kept). CI never runs
 this: the tests compare review-loop against the files.
 """
 
@@ -18,7 +19,6 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from tests.differential import record_spx, spx_surface
 from tests.differential.scenarios import GOLDEN

@@ -103,27 +103,52 @@ NOT_A_CHECKOUT = (
     "writes .review-handoff/ into it; review-loop refuses (exit 1, '--repo: ... is not inside "
     "a git checkout') (docs/compatibility.md)"
 )
+NOT_SUBMITTED = (
+    "a reviewer that refused its credentials before any request left (NOT_SUBMITTED) is "
+    "retried once in review-loop; the original never retries (docs/compatibility.md)"
+)
+RESUME_NOT_FOUND = (
+    "Claude's own answer to a resume of an unknown session ('No conversation found with "
+    "session ID') starts a new session in review-loop; the original does not recognise "
+    "Claude's words and reports DELIVERY_UNKNOWN (docs/compatibility.md)"
+)
 GARBAGE = sc.GARBAGE_DEVIATION
 ARCHIVED = sc.ARCHIVED_DEVIATION
 RETIRED = (
-    "open", "pair", "prompts", "bind", "next", "wait", "complete", "append-eof", "append",
-    "board", "summary", "finish", "report", "status", "gate", "resolve", "disarm",
-    "blind-submit", "h1-probe",
-)  # fmt: skip
+    "open",
+    "pair",
+    "prompts",
+    "bind",
+    "next",
+    "wait",
+    "complete",
+    "append-eof",
+    "append",
+    "board",
+    "summary",
+    "finish",
+    "report",
+    "status",
+    "gate",
+    "resolve",
+    "disarm",
+    "blind-submit",
+    "h1-probe",
+)
 
 
-def _consults(*forms: tuple[str, ...]) -> tuple[Step, ...]:
-    return tuple(s("consult", *form) for form in forms)
+def _consults(*forms: tuple[str, ...], then: tuple[Step, ...] = ()) -> tuple[Step, ...]:
+    return (*(s("consult", *form) for form in forms), *then)
 
 
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         "help_forms",
         (
-            s(),
+            s(why=PERSON_HELP),
             s("help"),
-            s("--help"),
-            s("-h"),
+            s("--help", why=PERSON_HELP),
+            s("-h", why=PERSON_HELP),
             s("help", "run"),
             s("help", "--repo={repo}"),
             s("--version", why=VERSION),
@@ -162,16 +187,16 @@ SCENARIOS: tuple[Scenario, ...] = (
             ("--repo={repo}", "--peer=claude", "--question-file={question}", "--x=1", "-v"),
             ("--repo={repo}", "--peer=claude", "--question-file={question}", "stray"),
             ("--repo={repo}", "--peer=claude", "--question=ignored", "--question-file={question}"),
-        )
-        + (
-            s(
-                "consult",
-                "--repo={repo}",
-                "--peer=codex",
-                "--peer=claude",
-                "--question-file={question}",
-                why=TWO_PEERS,
-            ),  # fmt: skip
+            then=(
+                s(
+                    "consult",
+                    "--repo={repo}",
+                    "--peer=codex",
+                    "--peer=claude",
+                    "--question-file={question}",
+                    why=TWO_PEERS,
+                ),
+            ),
         ),
         {"claude": [{"mode": "ok", "text": "Ship it."}] * 16},
     ),
@@ -198,21 +223,21 @@ SCENARIOS: tuple[Scenario, ...] = (
                 "--peer=claude",
                 "--question-file={question}",
                 why=NOT_A_CHECKOUT,
-            ),  # fmt: skip
+            ),
             s(
                 "consult",
                 "--repo={repo}",
                 "--peer=gemini",
                 "--question-file={question}",
                 why=GEMINI,
-            ),  # fmt: skip
+            ),
             s(
                 "consult",
                 "--repo={repo}",
                 "--peer=claude,codex",
                 "--question-file={question}",
                 why=TWO_PEERS,
-            ),  # fmt: skip
+            ),
         ),
         {"*": [{"mode": "ok", "text": "Ship it."}] * 4},
     ),
@@ -244,7 +269,7 @@ SCENARIOS: tuple[Scenario, ...] = (
                 "--peer=codex",
                 "--question-file={question}",
                 env={"REVIEW_LOOP_TIMEOUT_MS": value},
-            )  # fmt: skip
+            )
             for value in ("500", "1e3", "1500.5", " 800 ", "0x1f4")
         )
         + tuple(
@@ -254,11 +279,11 @@ SCENARIOS: tuple[Scenario, ...] = (
                 "--peer=claude",
                 "--question-file={question}",
                 env={"REVIEW_LOOP_TIMEOUT_MS": value},
-            )  # fmt: skip
+            )
             for value in ("100000000", "", "0", "-5", "abc", "Infinity", "NaN", "1_000")
         )
         + (
-            s("sessions", "--repo={repo}", env={"REVIEW_LOOP_TIMEOUT_MS": "abc"}),
+            s("sessions", "--repo={repo}", "--product=grok", env={"REVIEW_LOOP_TIMEOUT_MS": "abc"}),
             s("help", env={"REVIEW_LOOP_TIMEOUT_MS": "0"}),
             s(
                 "close",
@@ -266,7 +291,7 @@ SCENARIOS: tuple[Scenario, ...] = (
                 "--packet=x.md",
                 "--reason=nope",
                 env={"REVIEW_LOOP_TIMEOUT_MS": "-1"},
-            ),  # fmt: skip
+            ),
             s("run", "--repo={repo}", "--reviewer=claude", env={"REVIEW_LOOP_TIMEOUT_MS": "0"}),
         ),
         {"codex": [HANG] * 5, "claude": [{"mode": "ok", "text": "Ship it."}] * 2},
@@ -297,7 +322,7 @@ SCENARIOS: tuple[Scenario, ...] = (
             s("sessions", "--repo={repo}", "--product=CLAUDE"),
             s("sessions", "--repo={repo}", "--product=codex", "--product=claude"),
             s("sessions", "--repo={repo}", "--verbose", "-x", "stray"),
-            s("sessions", "--repo={work}"),
+            s("sessions", "--repo={work}", why=NOT_A_CHECKOUT),
             s("sessions", cwd="{work}"),
         ),
         {"claude": [CLEAN]},
@@ -320,7 +345,7 @@ SCENARIOS: tuple[Scenario, ...] = (
                 "stray",
                 "--completion=review",
                 "--rounds=3",
-            ),  # fmt: skip
+            ),
             s(
                 "run",
                 "--repo={repo}",
@@ -329,7 +354,7 @@ SCENARIOS: tuple[Scenario, ...] = (
                 "--sandbox=on",
                 "--no-sandbox=false",
                 "--continue=false",
-            ),  # fmt: skip
+            ),
         ),
         {"claude": [CLEAN] * 6},
     ),
@@ -378,7 +403,7 @@ SCENARIOS: tuple[Scenario, ...] = (
                 "{packet}",
                 "--body",
                 "## Fix Conclusion\nAgain.\n",
-            ),  # fmt: skip
+            ),
             s(
                 "fix-completion",
                 "--cwd={repo}",
@@ -386,7 +411,7 @@ SCENARIOS: tuple[Scenario, ...] = (
                 "--body-file={fix}",
                 "--body=# Fix Completion\n\nThird.\n",
                 "--verbose",
-            ),  # fmt: skip
+            ),
             s("fix-completion", "--repo={repo}", "--packet={packet}"),
             s("fix-completion", "--repo={repo}", "--packet={packet}", "--body=# Notes\n\nx"),
             s("fix-completion", "--repo={repo}", "--packet={packet}", "--body-file={work}/no"),
@@ -466,7 +491,7 @@ SCENARIOS: tuple[Scenario, ...] = (
                 CONCERNS,
                 sc.again(["| F2 | unresolved | still vague |"], "PASS_WITH_CONCERNS"),
             ]
-        },  # fmt: skip
+        },
     ),
     Scenario(
         "later_round_failures",
@@ -482,11 +507,10 @@ SCENARIOS: tuple[Scenario, ...] = (
             "claude": [
                 BLOCKED,
                 {"mode": "fail"},
-                {"mode": "garbage"},
                 {"mode": "empty"},
                 PASS_AFTER_F1,
             ]
-        },  # fmt: skip
+        },
     ),
     Scenario(
         "later_round_with_paths",
@@ -503,8 +527,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         (
             s("run", "--repo={repo}", "--reviewer=claude"),
             s(*FIX),
-            s(*CONT),
-            s("sessions", "--repo={repo}", "--product=claude"),
+            s(*CONT, why=RESUME_NOT_FOUND),
         ),
         {"claude": [BLOCKED, {"mode": "session-not-found"}, PASS_AFTER_F1]},
     ),
@@ -554,11 +577,16 @@ SCENARIOS: tuple[Scenario, ...] = (
             s("run", "--repo={repo}", "--reviewer=claude", "--scope=again"),
             s("sessions", "--repo={repo}"),
         ),
-        {"claude": [{"mode": "not-logged-in"}, {"mode": "fail"}, CLEAN]},
+        {"claude": [{"mode": "fail"}, {"mode": "fail"}, CLEAN]},
+    ),
+    Scenario(
+        "not_submitted_round_one",
+        (s("run", "--repo={repo}", "--reviewer=claude", why=NOT_SUBMITTED),),
+        {"claude": [{"mode": "not-logged-in"}] * 2},
     ),
     Scenario(
         "garbage_round_one",
-        (s("run", "--repo={repo}", "--reviewer=claude", why=GARBAGE), s(*CONT)),
+        (s("run", "--repo={repo}", "--reviewer=claude", why=GARBAGE),),
         {"claude": [{"mode": "garbage"}, CLEAN]},
     ),
 )

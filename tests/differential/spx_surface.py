@@ -5,8 +5,9 @@ run the rest of what spx's parser (commander) and its journal accept or refuse: 
 forms, repeated options (the last wins), options in any order, values in other cases, the run
 locator written in unusual forms (tokens, scopes, file paths relative to ``-C``), unusual
 payloads and idempotency keys, and every ``finish`` form. They are played by the same
-:func:`tests.differential.spx_scenarios.play` and recorded into ``golden/spx_surface/<scenario>.json``
-by ``python -m tests.differential.record_surface --spx <spx/bin/spx.js>``.
+:func:`tests.differential.spx_scenarios.play` and recorded into
+``golden/spx_surface/<scenario>.json`` by
+``python -m tests.differential.record_surface --spx <spx/bin/spx.js>``.
 """
 
 from __future__ import annotations
@@ -34,13 +35,20 @@ def option_forms(s: Session) -> None:
     s.step("status_equals_forms", *head, "status", *equals)
     s.step("status_reversed_order", *head, "status", *where[6:], *where[4:6], *where[:4])
     s.step("status_run_repeated_last_wins", *head, "status", *where, "--run", BOGUS_TOKEN)
-    s.step("status_bogus_then_real_run", *head, "status", *where[:6], "--run", BOGUS_TOKEN,
-           "--run", token)  # fmt: skip
+    s.step(
+        "status_bogus_then_real_run",
+        *head,
+        "status",
+        *where[:6],
+        "--run",
+        BOGUS_TOKEN,
+        "--run",
+        token,
+    )
     s.step("status_type_repeated", *head, "status", *where, "--verification-type", "test")
     s.step("status_scope_type_repeated", *head, "status", *where, "--scope-type", "file")
     s.step("status_unknown_option_case", *head, "status", *where, "--Run", token, usage=True)
-    s.step("status_abbreviated_option", *head, "status", "--verif", "audit", *where[2:],
-           usage=True)  # fmt: skip
+    s.step("status_abbreviated_option", *head, "status", "--verif", "audit", *where[2:], usage=True)
     s.step("status_extra_positional", *head, "status", *where, "extra", usage=True)
     s.step("status_missing_value", *head, "status", *where[:-1], usage=True)
     s.step("status_after_double_dash", *head, "status", "--", *where, usage=True)
@@ -76,21 +84,30 @@ def value_cases(s: Session) -> None:
     head = _head(s)
     where = locator(s.repo, token)
     s.step("type_upper", *head, "status", "--verification-type", "AUDIT", *where[2:])
-    s.step("scope_type_upper", *head, "status", *where[:2], "--scope-type", "CHANGESET",
-           *where[4:])  # fmt: skip
+    s.step("scope_type_upper", *head, "status", *where[:2], "--scope-type", "CHANGESET", *where[4:])
     s.step("type_padded", *head, "status", "--verification-type", " audit", *where[2:])
     s.step("type_empty", *head, "status", "--verification-type", "", *where[2:])
-    s.step("scope_padded", *head, "status", *where[:4], "--scope", f" {s.repo.scope} ",
-           *where[6:])  # fmt: skip
+    s.step("scope_padded", *head, "status", *where[:4], "--scope", f" {s.repo.scope} ", *where[6:])
     s.step("scope_empty", *head, "status", *where[:4], "--scope", "", *where[6:])
     s.step("run_padded", *head, "status", *where[:6], "--run", f" {token}")
     s.step("run_empty", *head, "status", *where[:6], "--run", "")
     s.step("run_upper", *head, "status", *where[:6], "--run", token.upper())
     s.step("finish_status_upper", *head, "finish", *where, "--terminal-status", "APPROVED")
     s.step("finish_status_empty", *head, "finish", *where, "--terminal-status", "")
-    s.step("input_source_upper", *head, "start", "--verification-type", "audit",
-           "--scope-type", "changeset", "--scope", s.repo.scope, "--input", "STDIN",
-           stdin="{}")  # fmt: skip
+    s.step(
+        "input_source_upper",
+        *head,
+        "start",
+        "--verification-type",
+        "audit",
+        "--scope-type",
+        "changeset",
+        "--scope",
+        s.repo.scope,
+        "--input",
+        "STDIN",
+        stdin="{}",
+    )
 
 
 def changeset_locators(s: Session) -> None:
@@ -110,12 +127,23 @@ def changeset_locators(s: Session) -> None:
         ("spaces_around_dots", f"{base} .. {tip}"),
         ("upper_hex", f"{base.upper()}..{tip.upper()}"),
     ):
-        started = s.step(f"start_{name}", *start, "--scope", scope, "--input", source,
-                         headline=True)  # fmt: skip
+        started = s.step(
+            f"start_{name}", *start, "--scope", scope, "--input", source, headline=True
+        )
         if started.exit == 0:
-            s.step(f"status_{name}", *head, "status", "--verification-type", "audit",
-                   "--scope-type", "changeset", "--scope", scope, "--run",
-                   _token(started))  # fmt: skip
+            s.step(
+                f"status_{name}",
+                *head,
+                "status",
+                "--verification-type",
+                "audit",
+                "--scope-type",
+                "changeset",
+                "--scope",
+                scope,
+                "--run",
+                _token(started),
+            )
     token = s.start()
     short = f"{base[:7]}..{tip[:7]}"
     s.placeholders[short] = "<short7>..<short7>"
@@ -143,15 +171,26 @@ def file_locators(s: Session) -> None:
         ("parent_relative_to_C", sub, "../keep.py"),
         ("root_relative_under_C", sub, "src/a.py"),
     ):
-        started = s.step(f"start_{name}", "-C", directory, *RUN, *start, "--scope", scope,
-                         "--input", source, headline=True)  # fmt: skip
+        started = s.step(
+            f"start_{name}",
+            "-C",
+            directory,
+            *RUN,
+            *start,
+            "--scope",
+            scope,
+            "--input",
+            source,
+            headline=True,
+        )
         if started.exit != 0:
             continue
         token = _token(started)
         where = ["--verification-type", "audit", "--scope-type", "file", "--run", token]
         s.step(f"status_{name}", "-C", directory, *RUN, "status", *where, "--scope", scope)
-        s.step(f"status_{name}_canonical", "-C", root, *RUN, "status", *where,
-               "--scope", "src/a.py")  # fmt: skip
+        s.step(
+            f"status_{name}_canonical", "-C", root, *RUN, "status", *where, "--scope", "src/a.py"
+        )
 
 
 def payload_forms(s: Session) -> None:
@@ -181,12 +220,42 @@ def payload_forms(s: Session) -> None:
         ("directory", str(s.work)),
         ("stdin_upper", "STDIN"),
     ):
-        s.step(f"payload_{name}", *head, "scope", "add", *where,
-               "--idempotency-key", name, "--payload", source, headline=True)  # fmt: skip
-    s.step("payload_stdin_empty", *head, "scope", "add", *where,
-           "--idempotency-key", "stdin-empty", "--payload", "stdin", stdin="")  # fmt: skip
-    s.step("payload_stdin_array", *head, "scope", "add", *where,
-           "--idempotency-key", "stdin-array", "--payload", "stdin", stdin="[]")  # fmt: skip
+        s.step(
+            f"payload_{name}",
+            *head,
+            "scope",
+            "add",
+            *where,
+            "--idempotency-key",
+            name,
+            "--payload",
+            source,
+            headline=True,
+        )
+    s.step(
+        "payload_stdin_empty",
+        *head,
+        "scope",
+        "add",
+        *where,
+        "--idempotency-key",
+        "stdin-empty",
+        "--payload",
+        "stdin",
+        stdin="",
+    )
+    s.step(
+        "payload_stdin_array",
+        *head,
+        "scope",
+        "add",
+        *where,
+        "--idempotency-key",
+        "stdin-array",
+        "--payload",
+        "stdin",
+        stdin="[]",
+    )
     s.step("status_after_payloads", *head, "status", *where)
 
 
@@ -214,7 +283,7 @@ def payload_fields(s: Session) -> None:
                     "skillOwningPluginVersion": 2,
                 },
             },
-        ),  # fmt: skip
+        ),
         ("parent_null", {**keep, "parentUnitId": None}),
         ("nested_array_extra", {**keep, "extra": [[1, {"a": None}]]}),
     ):
@@ -269,23 +338,54 @@ def finish_forms(s: Session) -> None:
         s.step(f"audit_finish_{name}", *head, "finish", *where2, "--terminal-status", status)
     for name, text in (("empty", ""), ("array", "[]"), ("not_json", "{"), ("null", "null")):
         meta = write(s.work / f"meta-{name}.json", text)
-        s.step(f"audit_finish_metadata_{name}", *head, "finish", *where2,
-               "--terminal-status", "rejected", "--terminal-metadata", meta)  # fmt: skip
-    s.step("audit_finish_metadata_missing", *head, "finish", *where2, "--terminal-status",
-           "rejected", "--terminal-metadata", str(s.work / "nope.json"), headline=True)  # fmt: skip
-    s.step("audit_finish_metadata_stdin_empty", *head, "finish", *where2, "--terminal-status",
-           "rejected", "--terminal-metadata", "stdin", stdin="")  # fmt: skip
+        s.step(
+            f"audit_finish_metadata_{name}",
+            *head,
+            "finish",
+            *where2,
+            "--terminal-status",
+            "rejected",
+            "--terminal-metadata",
+            meta,
+        )
+    s.step(
+        "audit_finish_metadata_missing",
+        *head,
+        "finish",
+        *where2,
+        "--terminal-status",
+        "rejected",
+        "--terminal-metadata",
+        str(s.work / "nope.json"),
+        headline=True,
+    )
+    s.step(
+        "audit_finish_metadata_stdin_empty",
+        *head,
+        "finish",
+        *where2,
+        "--terminal-status",
+        "rejected",
+        "--terminal-metadata",
+        "stdin",
+        stdin="",
+    )
     test = s.start("test")
     twhere = ["--verification-type", "test", *locator(s.repo, test)[2:]]
-    for name, status in (("approved", "approved"), ("rejected", "rejected"),
-                         ("upper", "PASSED"), ("passed", "passed"),
-                         ("failed_after_passed", "failed")):  # fmt: skip
+    for name, status in (
+        ("approved", "approved"),
+        ("rejected", "rejected"),
+        ("upper", "PASSED"),
+        ("passed", "passed"),
+        ("failed_after_passed", "failed"),
+    ):
         s.step(f"test_finish_{name}", *head, "finish", *twhere, "--terminal-status", status)
     s.step("test_render", *head, "render", *twhere)
     review = s.start("review")
     rwhere = ["--verification-type", "review", *locator(s.repo, review)[2:]]
-    s.step("review_finish_without_metadata", *head, "finish", *rwhere, "--terminal-status",
-           "approved")  # fmt: skip
+    s.step(
+        "review_finish_without_metadata", *head, "finish", *rwhere, "--terminal-status", "approved"
+    )
     submitted = {"actor": "me", "body": "", "submittedAt": "2026-01-01T00:00:00Z"}
     for name, extra in (
         ("commented", {"state": "commented", "commit": s.repo.head}),
@@ -295,13 +395,21 @@ def finish_forms(s: Session) -> None:
         (
             "submitted_not_a_time",
             {"state": "approved", "commit": s.repo.head, "submittedAt": "yesterday"},
-        ),  # fmt: skip
+        ),
         ("actor_empty", {"state": "approved", "commit": s.repo.head, "actor": ""}),
         ("dismissed", {"state": "dismissed", "commit": s.repo.head}),
     ):
         meta = write(s.work / f"review-{name}.json", {**submitted, **extra})
-        s.step(f"review_finish_{name}", *head, "finish", *rwhere, "--terminal-status",
-               "approved", "--terminal-metadata", meta)  # fmt: skip
+        s.step(
+            f"review_finish_{name}",
+            *head,
+            "finish",
+            *rwhere,
+            "--terminal-status",
+            "approved",
+            "--terminal-metadata",
+            meta,
+        )
 
 
 def verbs_and_types(s: Session) -> None:
@@ -312,19 +420,50 @@ def verbs_and_types(s: Session) -> None:
         where = ["--verification-type", kind, *locator(s.repo, token)[2:]]
         for verb in ("input", "status", "render"):
             s.step(f"{kind}_{verb}_fresh", *head, verb, *where)
-        s.step(f"{kind}_scope_add_empty_object", *head, "scope", "add", *where,
-               "--idempotency-key", "e", "--payload", write(s.work / f"{kind}-e.json", {}))  # fmt: skip
+        s.step(
+            f"{kind}_scope_add_empty_object",
+            *head,
+            "scope",
+            "add",
+            *where,
+            "--idempotency-key",
+            "e",
+            "--payload",
+            write(s.work / f"{kind}-e.json", {}),
+        )
     token = s.start()
     where = locator(s.repo, token)
     for verb in ("scope", "finding"):
         s.step(f"{verb}_without_add", *head, verb, *where, usage=True)
         s.step(f"{verb}_list", *head, verb, "list", *where, usage=True)
-    s.step("start_unknown_type", *head, "start", "--verification-type", "lint",
-           "--scope-type", "changeset", "--scope", s.repo.scope, "--input", "stdin",
-           stdin="{}")  # fmt: skip
-    s.step("start_twice_same_input", *head, "start", "--verification-type", "audit",
-           "--scope-type", "changeset", "--scope", s.repo.scope, "--input", "stdin",
-           stdin=json.dumps({"changed_paths": ["keep.py", "new.py"]}))  # fmt: skip
+    s.step(
+        "start_unknown_type",
+        *head,
+        "start",
+        "--verification-type",
+        "lint",
+        "--scope-type",
+        "changeset",
+        "--scope",
+        s.repo.scope,
+        "--input",
+        "stdin",
+        stdin="{}",
+    )
+    s.step(
+        "start_twice_same_input",
+        *head,
+        "start",
+        "--verification-type",
+        "audit",
+        "--scope-type",
+        "changeset",
+        "--scope",
+        s.repo.scope,
+        "--input",
+        "stdin",
+        stdin=json.dumps({"changed_paths": ["keep.py", "new.py"]}),
+    )
     s.step("run_without_verb", *head, usage=True)
     s.step("verification_without_run", "-C", str(s.repo.root), "verification", usage=True)
 
@@ -332,8 +471,16 @@ def verbs_and_types(s: Session) -> None:
 def input_forms(s: Session) -> None:
     """What ``start --input`` takes: every JSON kind, encodings, and the input's fields."""
     head = _head(s)
-    start = [*head, "start", "--verification-type", "audit", "--scope-type", "changeset",
-             "--scope", s.repo.scope]  # fmt: skip
+    start = [
+        *head,
+        "start",
+        "--verification-type",
+        "audit",
+        "--scope-type",
+        "changeset",
+        "--scope",
+        s.repo.scope,
+    ]
     for name, text in (
         ("object_empty", "{}"),
         ("array", "[]"),

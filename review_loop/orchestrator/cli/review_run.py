@@ -8,7 +8,7 @@ from typing import Any
 
 USAGE = [
     "review-loop run [--repo R] [--reviewer codex|grok|claude|gemini] [--host H] "
-    "[--completion pass|review] [--base REF] [--rounds N|+N] [--continue] [--scope SLUG] "
+    "[--completion review|pass] [--base REF] [--rounds N|+N] [--continue] [--scope SLUG] "
     "[--packet PATH] [--paths a,b] [--intake] [--timeout SECONDS]",
 ]
 OUTPUT = "json"

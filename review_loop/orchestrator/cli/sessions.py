@@ -16,7 +16,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from review_loop.orchestrator.cli.common import add_repo_option
 
     add_repo_option(parser)
-    parser.add_argument("--product")
+    parser.add_argument("--product", nargs="?", const=None)  # bare: every product (original)
 
 
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:

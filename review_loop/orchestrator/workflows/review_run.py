@@ -14,6 +14,7 @@ accept-concerns`` archives a PASS_WITH_CONCERNS packet parked for the user.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -171,6 +172,25 @@ def _fail_closed(code: str, message: str, ref: PacketRef, **extra: Any) -> dict[
     }
 
 
+def state_view(state: dict[str, Any]) -> dict[str, Any]:
+    """The run state as the original prints it in a result: ``evidenceRound<N>`` is
+    ``true`` (the frozen evidence's record stays in ``state.evidence``), and a finding's
+    ``targetFiles`` in ``findingCatalog`` is the files joined with ``", "``."""
+    view = {
+        key: True if re.fullmatch(r"evidenceRound\d+", key) and value else value
+        for key, value in state.items()
+    }
+    catalog = state.get("findingCatalog")
+    if isinstance(catalog, dict):
+        view["findingCatalog"] = {
+            fid: {**entry, "targetFiles": ", ".join(map(str, entry["targetFiles"]))}
+            if isinstance(entry, dict) and isinstance(entry.get("targetFiles"), list)
+            else entry
+            for fid, entry in catalog.items()
+        }
+    return view
+
+
 def _findings_out(ledger: Ledger, ids: list[str]) -> list[dict[str, Any]]:
     # The original's finding shape (docs/compatibility.md): targetFiles is a string.
     return [ledger.catalog[fid].document() for fid in ids]
@@ -245,7 +265,7 @@ async def run_review(
             "round": state.get("round"),
             "evidence": state.get("evidence"),
             "evidenceCurrent": current,
-            "state": state,  # the original's key: the run state
+            "state": state_view(state),  # the original's key: the run state
             "message": "Packet already archived; start a new packet with run (no --continue)."
             + ("" if current else " Its verdict covers other code than the tree has now."),
         }
@@ -440,7 +460,7 @@ def _open_state(
             "status": "already_archived",
             "packetPath": str(ref.path),
             "packetId": ref.packet_id,
-            "state": state,  # the original's key: the run state
+            "state": state_view(state),  # the original's key: the run state
             "message": "Packet already archived.",
         }, state
     if not state:
@@ -570,7 +590,8 @@ async def _freeze_evidence(
     round_number = seed.number
     evidence_path = ref.runtime / "evidence" / f"round-{round_number}.diff"
     frozen_digest = state.get(f"evidenceDigest{round_number}")
-    if frozen_digest and evidence_path.exists():
+    frozen = bool(frozen_digest) and evidence_path.exists()
+    if frozen:
         reused = await _reuse_frozen(
             repo, ref, state, seed, evidence_fn, evidence_path, frozen_digest, warnings
         )
@@ -594,6 +615,9 @@ async def _freeze_evidence(
         warnings.append(f"large diff: {changed_lines} changed lines (> {LARGE_DIFF_LINES})")
     state["evidencePath"] = str(evidence_path)
     state["lineCount"] = changed_lines  # the original counts changed (+/-) lines
+    # ... but its report counts every line of the frozen evidence a retried round reuses
+    # (the diff text split on newlines): the report's count, as the original's.
+    state["reportLineCount"] = len(diff_text.split("\n")) if frozen else changed_lines
     save_state(ref.runtime, state)
     return _Frozen(evidence, diff_text, evidence_path)
 
@@ -1003,7 +1027,9 @@ def _delivery_unknown(
     correction: bool = False,
 ) -> dict[str, Any]:
     save_state(ref.runtime, state)
-    detail = delivery.detail or delivery.reason or "unknown"
+    from review_loop.orchestrator.explain import failure_words
+
+    detail = failure_words(delivery)  # "non-zero exit N: …" as the original says it
     said = delivery.reason if detail == delivery.reason else f"{delivery.reason}: {detail}"
     return {
         "ok": False,
@@ -1023,7 +1049,7 @@ def _delivery_unknown(
         "sessionId": delivery.sessionId,
         # The whole run state, as the original prints it (baseSha, packetHash, ...).
         "state": {
-            **state,
+            **state_view(state),
             "round": state.get("round"),
             "lastVerdict": state.get("lastVerdict"),
             "lifecycleState": state.get("lifecycleState", "in_progress"),
@@ -1235,7 +1261,7 @@ def _round_result(done: _Recorded) -> dict[str, Any]:
                 "verdict": verdict,
                 "rounds": round_number,
                 "findingIds": ledger.finding_ids,
-                "lineCount": done.state.get("lineCount"),
+                "lineCount": done.state.get("reportLineCount", done.state.get("lineCount")),
             },
         }
     if done.outcome.status == "awaiting_user_decision":
@@ -1258,7 +1284,7 @@ def _fix_result(done: _Recorded) -> dict[str, Any]:
     ledger, state, common, lifecycle = done.ledger, done.state, done.common, done.outcome.lifecycle
     status, round_number = done.outcome.status, common["round"]
     open_ids = ledger.open_blocking + ledger.open_concerns
-    budget = int(state.get("roundsBudget") or DEFAULT_ROUNDS)
+    budget: int | float = state.get("roundsBudget") or DEFAULT_ROUNDS
     if status == "blocked" and round_number >= budget and not state.get("budgetOverride"):
         # As the original: BLOCKED on the last budgeted round stops now (exit 2), never
         # asking for a fix pass no round is left to review. The round is recorded.
