@@ -86,7 +86,10 @@ def parse_verb(rest: Sequence[str], root: str | None) -> argparse.Namespace:
         parser.add_argument(option, required=True)
     if verb == "finish":
         parser.add_argument("--terminal-metadata", default=None)
-    args = parser.parse_args(options)
+    args, extra = parser.parse_known_args(options)
+    # As spx (commander): a stray positional word is ignored; an unknown option is refused.
+    if any(word.startswith("-") for word in extra):
+        raise UsageError(f"{name}: unrecognized arguments: {' '.join(extra)}")
     args.verb = verb
     return args
 
