@@ -42,7 +42,10 @@ class Page(NamedTuple):
 
 
 _REPO = Flag(
-    "--repo R", "the git checkout to work on (alias --repo-root)", "the git top level of the cwd"
+    "--repo R",
+    "the git checkout to work on (alias --repo-root); --cwd D, the original's option: the "
+    "checkout that contains D",
+    "the git top level of the cwd",
 )
 _TIMEOUT = Flag(
     "--timeout SECONDS",
