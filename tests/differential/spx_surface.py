@@ -91,6 +91,7 @@ def value_cases(s: Session) -> None:
     s.step("scope_empty", *head, "status", *where[:4], "--scope", "", *where[6:])
     s.step("run_padded", *head, "status", *where[:6], "--run", f" {token}")
     s.step("run_empty", *head, "status", *where[:6], "--run", "")
+    s.placeholders[token.upper()] = "<upper-token>"
     s.step("run_upper", *head, "status", *where[:6], "--run", token.upper())
     s.step("finish_status_upper", *head, "finish", *where, "--terminal-status", "APPROVED")
     s.step("finish_status_empty", *head, "finish", *where, "--terminal-status", "")
@@ -116,6 +117,7 @@ def changeset_locators(s: Session) -> None:
     source = write(s.work / "cs.json", {"changed_paths": ["keep.py"]})
     start = [*head, "start", "--verification-type", "audit", "--scope-type", "changeset"]
     base, tip = s.repo.base, s.repo.head
+    s.placeholders.update({base.upper(): "<SHA>", tip.upper(): "<SHA>"})
     for name, scope in (
         ("empty_head", f"{base}.."),
         ("empty_base", f"..{tip}"),
