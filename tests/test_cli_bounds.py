@@ -1,9 +1,10 @@
 """Contract tests of bounds and names: deadlines, refused input that writes nothing, records.
 
 - A deadline below one second or above one day is refused with the accepted range, on every
-  command that takes ``--timeout``, in prefs (``timeoutMs``) and in the embedding API (``PeerRequest.timeout_ms``: 0 and negatives are refused, never
-  "0 means the default"). ``REVIEW_LOOP_TIMEOUT_MS`` is the original's contract: any
-  positive number (``500``, ``1e3``, ``1500.5``); what is not one is refused, naming it.
+  command that takes ``--timeout``, in the prefs file (``timeoutMs``) and in the embedding
+  API (``PeerRequest.timeout_ms``: 0 and negatives are refused, never "0 means the
+  default"). ``REVIEW_LOOP_TIMEOUT_MS`` is the original's contract: any positive number
+  (``500``, ``1e3``, ``1500.5``); what is not one is refused, naming it.
 - A refused ``--resume`` is refused before anything is written, with exit code 1.
 - Two consults started in the same millisecond on the same peer get distinct record
   directories (created exclusively).
