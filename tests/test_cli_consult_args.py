@@ -43,8 +43,10 @@ def test_contract_every_spelling_of_consult_s_options() -> None:
         "--repo": "repo",
         "--repo-root": "repo",
         "--cwd": "cwd",
+        "-C": "repo",
         "--peer": "peers",
         "--reviewer": "peers",
+        "--executor": "peers",
         "--fallback": "fallback",
         "--question-file": "question_file",
         "--questionFile": "question_file",
@@ -67,7 +69,7 @@ def test_contract_a_refused_command_line_names_the_word() -> None:
     with pytest.raises(UsageError) as caught:
         _parsed(command, "consult", ["--peer"])
     assert str(caught.value) == (
-        "review-loop consult: argument --peer/--reviewer: expected one argument"
+        "review-loop consult: argument --peer/--reviewer/--executor: expected one argument"
     )
 
 

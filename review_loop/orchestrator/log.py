@@ -48,19 +48,34 @@ def _logger() -> Any:
         if isatty is not None and isatty()
         else structlog.processors.JSONRenderer(sort_keys=True)
     )
+
+    def render(logger: Any, name: str, event_dict: Any) -> Any:
+        # The stdlib record carries whether a progress line says the same (see log_event).
+        echoed = bool(event_dict.pop(_ECHOED, False))
+        return (renderer(logger, name, event_dict),), {"extra": {_ECHOED: echoed}}
+
     return structlog.wrap_logger(
         _stdlib_logger(),
         processors=[
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
-            renderer,
+            render,
         ],
     )
 
 
-def log_event(event: str, *, level: str = "info", **fields: Any) -> None:
-    """Log one structured event (``event`` plus ``fields``) to the ``review_loop`` logger."""
-    getattr(_logger(), level)(event, logger="review-loop", **fields)
+# The record attribute (and event key, never rendered) of an event a progress line says too.
+_ECHOED = "review_loop_echoed"
+
+
+def log_event(event: str, *, level: str = "info", echoed: bool = False, **fields: Any) -> None:
+    """Log one structured event (``event`` plus ``fields``) to the ``review_loop`` logger.
+
+    ``echoed``: a progress line says the same to the person watching (a fallback's
+    ``status=fallback`` line). The command line's stderr then prints it once, as that
+    line; a host's own handlers still get every event.
+    """
+    getattr(_logger(), level)(event, logger="review-loop", **{_ECHOED: echoed}, **fields)
 
 
 def to_stderr() -> None:
@@ -87,6 +102,8 @@ def _attach_stderr(logger: logging.Logger) -> None:
         review_loop_cli = True
 
         def emit(self, record: logging.LogRecord) -> None:
+            if getattr(record, _ECHOED, False):  # its progress line said it on stderr
+                return
             self.stream = sys.stderr
             super().emit(record)
 

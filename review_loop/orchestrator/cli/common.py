@@ -14,9 +14,10 @@ if TYPE_CHECKING:
 
 
 def add_repo_option(parser: argparse.ArgumentParser) -> None:
-    """``--repo`` (alias ``--repo-root``): default the git top level of ``--cwd`` (the
-    original's option), else of the current directory."""
-    parser.add_argument("--repo", "--repo-root", dest="repo", default=None)
+    """``--repo`` (aliases ``--repo-root``, and ``-C`` as git's and spx's): default the git
+    top level of ``--cwd`` (the original's option), else of the current directory. Every
+    command that takes a repository accepts ``--repo``."""
+    parser.add_argument("--repo", "--repo-root", "-C", dest="repo", default=None)
     parser.add_argument("--cwd", dest="cwd", default=None)
 
 

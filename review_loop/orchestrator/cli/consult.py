@@ -23,9 +23,11 @@ IGNORES_UNKNOWN = True  # as the original: a word it does not know is ignored (a
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Declare consult's options."""
-    parser.add_argument("--repo", "--repo-root", dest="repo")
+    parser.add_argument("--repo", "--repo-root", "-C", dest="repo")
     parser.add_argument("--cwd", dest="cwd")  # the original's: the repository containing it
-    parser.add_argument("--peer", "--reviewer", dest="peers", action="append", default=[])
+    parser.add_argument(
+        "--peer", "--reviewer", "--executor", dest="peers", action="append", default=[]
+    )
     parser.add_argument("--fallback", dest="fallback", action="append", default=[])
     parser.add_argument("--question-file", "--questionFile", dest="question_file")
     parser.add_argument("--question", dest="question")

@@ -22,17 +22,15 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
+import tempfile
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-import anyio
-
 from review_loop.agents.models import Invocation
 from review_loop.orchestrator.process import procfs
-from review_loop.orchestrator.sandbox.reviewer import WRAPPER, wrapped_argv
+from review_loop.orchestrator.sandbox.reviewer import WRAPPER, protected_paths, wrapped_argv
 from review_loop.orchestrator.sandbox.wrapper import ISOLATION_FAILED_EXIT, MARKER
 
 __all__ = [
@@ -92,8 +90,6 @@ async def namespace_available() -> bool:
     """
     global _available
     if _available is None:
-        import tempfile
-
         from review_loop.orchestrator.process.run import run_process
 
         with tempfile.TemporaryDirectory(prefix="review-loop-isolate-check-") as tmp:
@@ -110,17 +106,6 @@ async def namespace_available() -> bool:
 def isolation_failed(returncode: int | None, stderr: bytes) -> bool:
     """Whether a run ended because the namespace could not be made (nothing was started)."""
     return returncode == ISOLATION_FAILED_EXIT and MARKER.encode() in stderr
-
-
-async def protected_paths(repo: Path) -> list[Path]:
-    """The repository, and its git common dir when that lies outside it (worktrees)."""
-    from review_loop.orchestrator.handoff.git import common_dir
-
-    paths = [repo]
-    common = await anyio.to_thread.run_sync(common_dir, repo)
-    if not common.is_relative_to(repo):
-        paths.append(common)
-    return paths
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -237,36 +222,10 @@ spelled out so that every command's start-up sweep need not import the capture m
 _SWEPT = (SCRATCH_PREFIX, _OUTPUT_PREFIX)
 
 
-TEMP_VARIABLES = ("TMPDIR", "TEMP", "TMP")
-STANDARD_TEMP = ("/tmp", "/var/tmp", "/usr/tmp")
-"""Where :func:`tempfile.gettempdir` looks, in its order, before the working directory."""
-
-
 def temp_directories() -> list[Path]:
-    """The directories the scratch sweep looks in: one of them is ``tempfile.gettempdir()``.
-
-    Once :mod:`tempfile` is imported (an embedding program may have set
-    ``tempfile.tempdir``), its own answer. Before (a ``consult``, whose every start sweeps),
-    without importing it — ``tempfile`` and ``random`` cost about a millisecond, and
-    ``gettempdir`` creates and removes a file to choose: each place it would try before the
-    working directory (``$TMPDIR``, ``$TEMP``, ``$TMP``, ``/tmp``, ``/var/tmp``,
-    ``/usr/tmp``) that is a directory, each once. ``gettempdir`` takes the first of them in
-    which it can create a file, so its answer is among them unless it can create one in
-    none; when none is even writable (``os.access``), ``tempfile`` is asked (it falls back
-    to the working directory). Looking in more places than needed is safe: what is removed
-    is decided by name, owner and a dead owner process, never by place
-    (``docs/performance.md``).
-    """
-    if "tempfile" not in sys.modules:
-        named = [value for value in map(os.environ.get, TEMP_VARIABLES) if value]
-        found: dict[str, str] = {}  # its real path -> the place as tempfile names it
-        for place in map(os.path.abspath, (*named, *STANDARD_TEMP)):
-            if os.path.isdir(place):
-                found.setdefault(os.path.realpath(place), place)  # a link to one: once
-        if any(os.access(place, os.W_OK | os.X_OK) for place in found.values()):
-            return [Path(place) for place in found.values()]
-    import tempfile
-
+    """The directories the scratch sweep looks in: ``tempfile.gettempdir()``, where the
+    scratch copies and the output spill files are made (an embedding program's
+    ``tempfile.tempdir`` included)."""
     return [Path(tempfile.gettempdir())]
 
 

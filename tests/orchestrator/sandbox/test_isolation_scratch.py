@@ -136,54 +136,6 @@ async def test_an_orphaned_scratch_is_removed_when_the_reaper_has_nothing_to_do(
     assert not orphan.exists()
 
 
-# Run where tempfile was never imported (as in `review-loop consult`): what the sweep looks
-# in, whether that imported tempfile, and what tempfile itself then chooses.
-TEMP_PROBE = """
-import json, sys
-from review_loop.orchestrator.sandbox.isolation import temp_directories
-found = [str(p) for p in temp_directories()]
-imported = "tempfile" in sys.modules
-import os, tempfile
-print(json.dumps([found, imported, tempfile.gettempdir()]))
-"""
-
-
-def _probe_temp(env: dict[str, str], cwd: Path) -> tuple[list[str], bool, str]:
-    done = subprocess.run(
-        [sys.executable, "-c", TEMP_PROBE], env=env, cwd=cwd, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    found, imported, chosen = json.loads(done.stdout)
-    return found, imported, chosen
-
-
-def test_contract_the_sweep_looks_where_tempfile_puts_scratch_without_importing_it(
-    tmp_path: Path,
-) -> None:
-    mine = tmp_path / "mytmp"
-    mine.mkdir()
-    (tmp_path / "rel").mkdir()
-    (tmp_path / "a-file").write_text("x")
-    (tmp_path / "to-mine").symlink_to(mine)
-    bare = {k: v for k, v in os.environ.items() if k not in isolation.TEMP_VARIABLES}
-    cases = [
-        {},
-        {"TMPDIR": str(mine)},
-        {"TMPDIR": str(tmp_path / "missing")},
-        {"TMPDIR": str(tmp_path / "a-file"), "TMP": str(mine)},
-        {"TMPDIR": "rel"},  # relative: to the working directory, as tempfile takes it
-        {"TEMP": str(mine)},
-        {"TMPDIR": str(mine), "TMP": str(tmp_path / "to-mine")},  # the same place twice
-    ]
-    for extra in cases:
-        found, imported, chosen = _probe_temp({**bare, **extra}, tmp_path)
-        assert not imported, extra
-        assert chosen in found, extra
-        assert len({os.path.realpath(p) for p in found}) == len(found), extra  # each once
-    found, _, _ = _probe_temp({**bare, "TMPDIR": str(mine)}, tmp_path)
-    assert found[0] == str(mine)
-
-
 def test_contract_an_imported_tempfile_is_asked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -194,7 +146,7 @@ def test_contract_an_imported_tempfile_is_asked(
 def test_process_a_consult_sweeps_the_scratch_of_a_dead_owner_in_its_tmpdir(
     tmp_path: Path,
 ) -> None:
-    # The command line's sweep (tempfile not imported: temp_directories' own look)
+    # The command line's sweep, in the $TMPDIR tempfile chooses
     repo = committed_repo(tmp_path / "repo", {"a.txt": "hello\n"})
     temp = tmp_path / "tmp"
     temp.mkdir()
