@@ -112,6 +112,11 @@ RESUME_NOT_FOUND = (
     "session ID') starts a new session in review-loop; the original does not recognise "
     "Claude's words and reports DELIVERY_UNKNOWN (docs/compatibility.md)"
 )
+UNKNOWN_PRODUCT = (
+    "sessions --product with a name no product has (CLAUDE, bard): the original lists none "
+    "(exit 0); review-loop refuses it as a usage error naming the products (exit 1) "
+    "(docs/compatibility.md)"
+)
 GARBAGE = sc.GARBAGE_DEVIATION
 ARCHIVED = sc.ARCHIVED_DEVIATION
 RETIRED = (
@@ -319,7 +324,7 @@ SCENARIOS: tuple[Scenario, ...] = (
             s("sessions", "--product", "--repo={repo}"),
             s("sessions", "--repo={repo}", "--product"),
             s("sessions", "--repo={repo}", "--product=codex"),
-            s("sessions", "--repo={repo}", "--product=CLAUDE"),
+            s("sessions", "--repo={repo}", "--product=CLAUDE", why=UNKNOWN_PRODUCT),
             s("sessions", "--repo={repo}", "--product=codex", "--product=claude"),
             s("sessions", "--repo={repo}", "--verbose", "-x", "stray"),
             s("sessions", "--repo={work}", why=NOT_A_CHECKOUT),

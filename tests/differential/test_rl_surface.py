@@ -76,6 +76,7 @@ DELIBERATE: dict[str, Callable[[int, Any], bool]] = {
         _is("DELIVERY_UNKNOWN", 2)(exit, doc) and "2 attempts" in str(doc.get("message"))
     ),
     rs.RESUME_NOT_FOUND: _is("archived", 0),
+    rs.UNKNOWN_PRODUCT: lambda exit, doc: exit == 1 and "unknown product" in str(doc.get("error")),
 }
 
 
