@@ -155,3 +155,19 @@ def test_contract_every_scenario_is_recorded() -> None:
     assert recorded == sorted(s.name for s in rs.SCENARIOS)
     for path in rs.GOLDEN_DIR.glob("*.json"):
         assert "e2acfae790e9" in json.loads(path.read_text())["original"]
+
+
+def test_contract_the_help_states_the_real_completion_default() -> None:
+    """PASS_WITH_CONCERNS waits for the user by default (as the original): said so in the
+    usage line, the person's ``run --help`` and the ``help`` document."""
+    from review_loop.orchestrator.cli import load_command
+
+    assert "[--completion review|pass]" in load_command("run").USAGE[0]
+    out: list[str] = []
+    assert cli_run(["run", "--help"], stdout=out.append) == 0
+    words = " ".join(out[0].split())
+    assert "--completion review|pass what PASS_WITH_CONCERNS does: review waits" in words
+    assert "re-reviewed (default: review) --until-pass" in words
+    out.clear()
+    assert cli_run(["help"], stdout=out.append) == 0
+    assert json.loads(out[0])["defaults"]["completion"].startswith("review ")
