@@ -194,6 +194,17 @@ class ResolvedPeer:
     command: tuple[str, ...]
 
 
+def peer_name(name: str, prefs: Prefs) -> str:
+    """``name`` as the original reads a product name: in any case (``CLAUDE`` is claude).
+
+    A peer-command alias keeps its own spelling; a name that is neither stays as given
+    (:func:`resolve_peer` refuses it, naming it).
+    """
+    if name in prefs.peerCommands or is_product(name) or not is_product(name.lower()):
+        return name
+    return name.lower()
+
+
 def resolve_peer(name: str, prefs: Prefs, *, field: str = "--peer") -> ResolvedPeer:
     """Resolve a product name or alias.
 

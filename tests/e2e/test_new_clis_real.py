@@ -130,8 +130,9 @@ def test_opencode_read_only_resume_command_keeps_the_rules(peer_for: PeerFor) ->
 
 
 @pytest.mark.parametrize("product", NEW_CLIS)
-def test_http_401_is_auth_failed_and_delivery_unknown(  # noqa: F811
-    product: str, peer_for: PeerFor
+def test_http_401_is_auth_failed_and_delivery_unknown(
+    product: str,
+    peer_for: PeerFor,  # noqa: F811
 ) -> None:
     peer = peer_for(product)
     peer.api.default = Reply.error(401, "fake 401 bad key")

@@ -220,7 +220,9 @@ def run(argv: Sequence[str], *, stdout: Callable[[str], None] | None = None) -> 
         module.configure(parser)
         wants_help, words = manual.help_requested(parser, args[1:])
         if wants_help:  # a person's help for one command (-h as a flag's value is a value)
-            write(manual.command_help(name, module.USAGE))
+            text = manual.command_help(name, module.USAGE)
+            details = getattr(module, "help_details", None)  # formats the command reads
+            write(f"{text}\n\n{details(args[1:])}" if details is not None else text)
             return 0
         args = [name, *words]
     if name not in REVIEWER_COMMANDS:
@@ -280,6 +282,9 @@ def _execute(
             )
         )
         return 1
+    ignored = getattr(namespace, "ignored_arguments", None)
+    if ignored:  # said, so that a typo is seen; the original ignores them silently
+        document = {**document, "ignoredArguments": ignored}
     write(_dump(document, output))
     return 2 if document.get("ok") is False else 0
 
@@ -298,10 +303,19 @@ def _check_simulated_replies() -> None:
 
 
 def _parsed(module: CommandModule, name: str, words: list[str]) -> Any:
-    """The command's arguments, read by argparse."""
+    """The command's arguments, read by argparse.
+
+    A command of the original Node ``review-loop`` (``IGNORES_UNKNOWN``) ignores, as the
+    original's parser does, a word it does not know (an unknown ``--flag``, its value, a
+    single-dash word, a stray positional): they are listed in ``ignoredArguments``.
+    """
     parser = new_parser(f"review-loop {name}")
     module.configure(parser)
-    namespace = parser.parse_args(words)
+    if getattr(module, "IGNORES_UNKNOWN", False):
+        namespace, ignored = parser.parse_known_args(words)
+        namespace.ignored_arguments = ignored
+    else:
+        namespace = parser.parse_args(words)
     from review_loop.orchestrator.cli.common import refuse_empty_paths
 
     refuse_empty_paths(namespace)  # --repo "" is not the current directory

@@ -18,10 +18,12 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
+from review_loop.agents import run_payloads
 from review_loop.agents import verification as v
 from review_loop.agents.errors import ReviewLoopError
 from review_loop.orchestrator.journal.dirs import Directory
@@ -122,11 +124,38 @@ def warn_stderr(message: str) -> None:
     sys.stderr.flush()
 
 
+# libuv's words for the errors a read of a named source meets, as spx (Node) prints them.
+_UV_WORDS = {
+    "ENOENT": "no such file or directory",
+    "EACCES": "permission denied",
+    "ENOTDIR": "not a directory",
+    "ELOOP": "too many symbolic links encountered",
+    "ENAMETOOLONG": "name too long",
+    "EISDIR": "illegal operation on a directory",
+}
+
+
 def _error_text(error: BaseException) -> str:
     if isinstance(error, OSError) and error.strerror:
         where = f" '{error.filename}'" if error.filename else ""
         return f"{error.strerror}{where}"
     return str(error) or type(error).__name__
+
+
+def _read_error_text(error: BaseException) -> str:
+    """Why a named source (``--input``, ``--payload``, ``--terminal-metadata``) could not be
+    read, as spx (Node) words it after its headline: ``ENOENT: no such file or directory,
+    open '<path>'``; ``EISDIR: illegal operation on a directory, read``."""
+    if not isinstance(error, OSError) or error.errno is None:
+        return _error_text(error)
+    import errno
+
+    code = errno.errorcode.get(error.errno, "EIO")
+    words = _UV_WORDS.get(code, (error.strerror or code).lower())
+    if code == "EISDIR":  # Node opens a directory, then its read fails: no path
+        return f"{code}: {words}, read"
+    where = f" '{error.filename}'" if error.filename else ""
+    return f"{code}: {words}, open{where}"
 
 
 def _reject_constant(name: str) -> Any:
@@ -288,13 +317,24 @@ def _projection_input(run: RunAddress, state: StreamState) -> None:
 # --- mutations (shared with the async writer) -----------------------------------------------
 
 
+@contextmanager
+def _every_problem(verification_type: str, kind: str, payload: Any) -> Iterator[None]:
+    """A refused payload carries every problem of its fields, not only spx's first one."""
+    try:
+        yield
+    except v.PayloadRejectedError as error:
+        error.problems = run_payloads.problems(verification_type, kind, payload)
+        raise
+
+
 def scope_mutation(
     verification_type: str, selector: v.Selector, key: str, payload: Any, *, time: str | None = None
 ) -> Mutation:
     """A ``scope add`` whose payload is validated under the lock against the run's history."""
 
     def decide(view: Mapping[str, Any]) -> Any:
-        unit = v.validate_scope_for_run(verification_type, payload, view, selector, key)
+        with _every_problem(verification_type, "scope", payload):
+            unit = v.validate_scope_for_run(verification_type, payload, view, selector, key)
         return {"payload": unit}
 
     return Mutation(
@@ -308,7 +348,8 @@ def finding_mutation(
     """A ``finding add`` validated under the lock (its unit must already be recorded)."""
 
     def decide(view: Mapping[str, Any]) -> Any:
-        finding = v.validate_finding_for_run(verification_type, payload, view, key)
+        with _every_problem(verification_type, "finding", payload):
+            finding = v.validate_finding_for_run(verification_type, payload, view, key)
         return {"payload": finding}
 
     return Mutation(
@@ -329,9 +370,10 @@ def terminal_mutation(
     """``finish``: the status is checked against the evidence under the lock, then seals."""
 
     def decide(view: Mapping[str, Any]) -> Any:
-        recorded = v.check_terminal(
-            verification_type, status, metadata, view, selector, has_metadata=has_metadata
-        )
+        with _every_problem(verification_type, "terminal-metadata", metadata):
+            recorded = v.check_terminal(
+                verification_type, status, metadata, view, selector, has_metadata=has_metadata
+            )
         data: dict[str, Any] = {"terminalStatus": status}
         if recorded is not None:
             data["terminalMetadata"] = recorded
@@ -346,6 +388,16 @@ def terminal_mutation(
     )
 
 
+def _problem_lines(error: v.PayloadRejectedError, verb: str) -> str:
+    """After spx's block (kept line for line): every field problem, and where the fields are."""
+    if not error.problems:
+        return ""
+    lines = ["", "", "  every problem of this payload (field: what is wrong; accepted):"]
+    lines += [f"    {problem}" for problem in error.problems]
+    lines += [f"  every field: review-loop verification run {verb} --help"]
+    return "\n".join(lines)
+
+
 def rejection_text(verb: str, verification_type: str, error: Exception) -> str:
     """Render a refused mutation as the command's stderr text."""
     if isinstance(error, JournalSealedError):
@@ -357,7 +409,7 @@ def rejection_text(verb: str, verification_type: str, error: Exception) -> str:
             "terminal-metadata",
             error.reason,
             v.FINISH_RETRY_NOTE,
-        )
+        ) + _problem_lines(error, "finish")
     if isinstance(error, v.PayloadRejectedError):
         return v.render_rejection(
             ERRORS["FINDING_INVALID" if verb == "finding" else "SCOPE_INVALID"],
@@ -365,7 +417,7 @@ def rejection_text(verb: str, verification_type: str, error: Exception) -> str:
             "finding" if verb == "finding" else "scope",
             error.reason,
             v.APPEND_RETRY_NOTE,
-        )
+        ) + _problem_lines(error, f"{verb} add")
     return f"{ERRORS['APPEND_FAILED']}: {_error_text(error)}"
 
 
@@ -457,7 +509,7 @@ def start(
     try:
         content = read(input_source)
     except (OSError, UnicodeDecodeError) as error:
-        raise _fail("INPUT_READ_FAILED", _error_text(error)) from None
+        raise _fail("INPUT_READ_FAILED", _read_error_text(error)) from None
     digest = v.digest_run_input(input_source, content)
     try:
         from review_loop.orchestrator.handoff.git import ensure_excluded
@@ -584,7 +636,7 @@ def add_evidence(
     try:
         raw = read(payload_source)
     except (OSError, UnicodeDecodeError) as error:
-        raise _fail("PAYLOAD_READ_FAILED", _error_text(error)) from None
+        raise _fail("PAYLOAD_READ_FAILED", _read_error_text(error)) from None
     try:
         payload = parse_json(raw)
     except ValueError:
@@ -667,7 +719,7 @@ def finish(
         try:
             raw = read(metadata_source)
         except (OSError, UnicodeDecodeError) as error:
-            raise _fail("PAYLOAD_READ_FAILED", _error_text(error)) from None
+            raise _fail("PAYLOAD_READ_FAILED", _read_error_text(error)) from None
         try:
             metadata = parse_json(raw)
         except ValueError:

@@ -215,7 +215,12 @@ class Tools:
         ctx: Ctx,
         reviewer: Annotated[str | None, Field(description="the reviewer product")] = None,
         host: Annotated[str | None, Field(description="the host product")] = None,
-        completion: Annotated[str | None, Field(description="pass or review")] = None,
+        completion: Annotated[
+            str | None,
+            Field(
+                description="review (the default: PASS_WITH_CONCERNS waits for the user) or pass"
+            ),
+        ] = None,
         base: Annotated[str | None, Field(description="the base ref")] = None,
         rounds: Annotated[str | None, Field(description="N or +N")] = None,
         continue_packet: Annotated[bool, Field(description="--continue: the open packet")] = False,
