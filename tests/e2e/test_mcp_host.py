@@ -57,7 +57,8 @@ def test_claude_calls_consult_over_mcp_and_gets_the_reviewers_answer(
     model_api.script(Reply.tool_then(TOOL, arguments, then=None))
     argv = [cli_bin("claude"), "-p", "--output-format", "json"]
     argv += ["--mcp-config", str(config), "--strict-mcp-config", "--allowedTools", TOOL]
-    ran = run(argv, env=cli_env("claude", model_api, cli_home), cwd=git_repo, stdin="review")
+    env = cli_env("claude", model_api, cli_home, extra={"MCP_CONNECTION_NONBLOCKING": "0"})
+    ran = run(argv, env=env, cwd=git_repo, stdin="review")
 
     assert ran.returncode == 0, ran.describe()
     result = ran.json()["result"]
