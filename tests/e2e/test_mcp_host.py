@@ -1,7 +1,9 @@
 """End to end: the real claude CLI is the MCP client of ``review-loop mcp``.
 
 claude is registered with the server through ``--mcp-config`` (``--strict-mcp-config``: no
-other server), and the fake model API makes it call the ``consult`` tool. The server runs
+other server), with ``MCP_CONNECTION_NONBLOCKING=0`` (``claude -p`` otherwise connects MCP
+servers in the background, and on a loaded machine the model's call found the server "still
+connecting"), and the fake model API makes it call the ``consult`` tool. The server runs
 the real dispatcher, which asks a fake reviewer CLI (``tests/fakes``); the reviewer's answer
 comes back through the protocol, into claude's next model turn, and out as claude's result.
 """
