@@ -26,8 +26,12 @@ if TYPE_CHECKING:
     from review_loop.agents.errors import InputError, ReviewLoopError
     from review_loop.agents.models import DeliveryState, Reply, Usage
     from review_loop.agents.outcomes import Attempt, Delivery, Fallback, RecordError
-    from review_loop.orchestrator.dispatcher import Dispatcher, PeerRequest, open_dispatcher
-    from review_loop.orchestrator.progress import ProgressLine
+    from review_loop.orchestrator.dispatcher import (
+        Dispatcher,
+        PeerRequest,
+        ProgressLine,
+        open_dispatcher,
+    )
     from review_loop.prefs import Prefs
 
 __all__ = [
@@ -57,7 +61,7 @@ _WHERE = {
     "InputError": "review_loop.agents.errors",
     "PeerRequest": "review_loop.orchestrator.dispatcher",
     "Prefs": "review_loop.prefs",
-    "ProgressLine": "review_loop.orchestrator.progress",
+    "ProgressLine": "review_loop.orchestrator.dispatcher",
     "RecordError": "review_loop.agents.outcomes",
     "Reply": "review_loop.agents.models",
     "ReviewLoopError": "review_loop.agents.errors",

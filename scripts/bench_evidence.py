@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from review_loop.agents.evidence import js_rstrip  # noqa: E402
-from review_loop.orchestrator.evidence import EvidenceSnapshot, snapshot_evidence  # noqa: E402
+from review_loop.orchestrator.workflows.evidence import EvidenceSnapshot, snapshot_evidence  # noqa: E402
 
 TRACKED_FILES = 10_000
 UNTRACKED_FILES = 1_000

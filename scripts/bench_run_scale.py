@@ -121,7 +121,7 @@ def cli(*args: str) -> dict[str, Any]:
 
 
 def bench(repo: Path, runs: int) -> None:
-    from review_loop.orchestrator.evidence import compute_evidence
+    from review_loop.orchestrator.workflows.evidence import compute_evidence
 
     compute_evidence(repo)  # warm-up: imports, and the tree in the page cache
     until: list[float] = []

@@ -30,9 +30,9 @@ sys.path.insert(0, str(ROOT))
 
 from review_loop.adapters import get_adapter  # noqa: E402
 from review_loop.agents.models import Invocation  # noqa: E402
-from review_loop.orchestrator import sandbox  # noqa: E402
 from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher  # noqa: E402
-from review_loop.orchestrator.process import run_process  # noqa: E402
+from review_loop.orchestrator.process.run import run_process  # noqa: E402
+from review_loop.orchestrator.sandbox import reviewer as sandbox  # noqa: E402
 from review_loop.prefs import Prefs  # noqa: E402
 
 FAKE_CODEX = """\

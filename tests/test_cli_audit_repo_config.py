@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from review_loop.agents.scope_rules import add_repository_kinds, check_registry, select_artifacts
-from review_loop.orchestrator import scope
+from review_loop.orchestrator.workflows import scope
 from tests.fakes import FakeCLIs
 from tests.gitrepo import committed_repo, git
 

@@ -2,7 +2,7 @@
 
 Checks what a skill parses: one JSON document on stdout with ``{ok, status: "attested",
 evidence}``, the digest the original tool computes (the oracle in
-``tests/orchestrator/test_evidence.py``), exit 1 with an error naming the flag for a
+``tests/orchestrator/workflows/test_evidence.py``), exit 1 with an error naming the flag for a
 non-git ``--repo`` or a bad ``--base``, and that nothing is written.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.orchestrator.test_evidence import Repo, reference_evidence
+from tests.orchestrator.workflows.test_evidence import Repo, reference_evidence
 
 
 @pytest.fixture(autouse=True)

@@ -26,7 +26,7 @@ from review_loop.agents.review import branch_slug
 from review_loop.orchestrator.cli import run as cli_run
 from tests.fakes import FakeCLIs
 from tests.gitrepo import committed_repo, git, guarded_change
-from tests.orchestrator.test_handoff_writes import snapshot
+from tests.orchestrator.handoff.test_files_writes import snapshot
 
 HANDOFF = ".review-handoff"
 HEADER = (

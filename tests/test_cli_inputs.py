@@ -1,6 +1,6 @@
 """Inputs are bounded: file inputs have a size limit, an empty path flag is refused.
 
-- Contract tests of ``review_loop.orchestrator.input_files``: at most the limit + 1 bytes
+- Contract tests of ``review_loop.orchestrator.handoff.input_files``: at most the limit + 1 bytes
   are read, a source past the limit is refused naming it, text reads as ``read_text`` does.
 - Process tests: ``--question-file /dev/zero`` (an endless file) is refused at the limit,
   with the flag and the limit named, under an address-space limit that an unbounded read
@@ -25,9 +25,9 @@ from typing import Any
 
 import pytest
 
-from review_loop.orchestrator import input_files
 from review_loop.orchestrator.cli import run as cli_run
-from review_loop.orchestrator.input_files import MAX_INPUT_BYTES, InputTooLargeError
+from review_loop.orchestrator.handoff import input_files
+from review_loop.orchestrator.handoff.input_files import MAX_INPUT_BYTES, InputTooLargeError
 from tests.fakes import FakeCLIs
 from tests.gitrepo import guarded_change
 

@@ -23,8 +23,8 @@ from typing import Any
 import anyio
 import pytest
 
-from review_loop.orchestrator import capture
 from review_loop.orchestrator.dispatcher import open_dispatcher
+from review_loop.orchestrator.process import capture
 from review_loop.orchestrator.workflows.consult import ConsultPlan, run_consult
 from review_loop.prefs import Prefs
 from tests.fakes import FakeCLIs

@@ -17,7 +17,7 @@ import pytest
 
 from review_loop.orchestrator import cli
 from tests.orchestrator.journal.payloads import unit
-from tests.orchestrator.test_scope import Remote, commit
+from tests.orchestrator.workflows.test_scope import Remote, commit
 
 
 class Outcome:

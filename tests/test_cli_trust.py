@@ -30,9 +30,9 @@ from review_loop.agents.converge import (
     GateRecord,
     Ledger,
 )
-from review_loop.orchestrator import state_auth
-from review_loop.orchestrator.evidence import attest_evidence
+from review_loop.orchestrator.handoff import state_auth
 from review_loop.orchestrator.workflows.converge_store import RunPaths, save_ledger
+from review_loop.orchestrator.workflows.evidence import attest_evidence
 from tests.fakes import FakeCLIs
 from tests.gitrepo import git, guarded_change
 from tests.ledgers import completed_ledger

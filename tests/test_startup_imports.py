@@ -26,9 +26,9 @@ from tests.gitrepo import committed_repo
 RUNTIME = {"anyio", "asyncio", "trio", "psutil", "structlog", "httpx", "logging"}
 DISPATCH = {
     "review_loop.orchestrator.dispatcher",
-    "review_loop.orchestrator.process",
-    "review_loop.orchestrator.reaper",
-    "review_loop.orchestrator.subreaper",
+    "review_loop.orchestrator.process.run",
+    "review_loop.orchestrator.process.reaper",
+    "review_loop.orchestrator.process.subreaper",
 }
 # pydantic builds the shapes; help and prefs show print plain data and never need it.
 PYDANTIC = {"pydantic", "pydantic_core", "review_loop.agents.models"}
@@ -38,7 +38,7 @@ OTHER_WORKFLOWS = {
     "review_loop.agents.converge",
     "review_loop.agents.verification",
     "review_loop.agents.verify_diff",
-    "review_loop.orchestrator.evidence",
+    "review_loop.orchestrator.workflows.evidence",
     "review_loop.orchestrator.workflows.review_run",
     "review_loop.orchestrator.workflows.converge_gates",
 }
@@ -52,13 +52,11 @@ FORBIDDEN: dict[str, set[str]] = {
     "help": RUNTIME | DISPATCH | PYDANTIC | (PLAIN - {"importlib.metadata"}) | {"tomllib"},
     # built-in products only: no scan of installed distributions
     "prefs show": RUNTIME | DISPATCH | PYDANTIC | PLAIN | {"tomli_w"},
-    # records are read by their exact JSON types, no pydantic (orchestrator/session_read.py);
+    # records are read by their exact JSON types, no pydantic (orchestrator/sessions/records.py);
     # uuid (and platform) and hashlib only where a session id is made or an old gemini read;
-    # the run vocabulary (dataclasses, hence inspect) only where a CLI runs (docs/performance.md)
     "sessions": RUNTIME
     | DISPATCH
     | {"pydantic", "pydantic_core", "review_loop.agents.outcomes", "uuid", "platform", "hashlib"}
-    | {"dataclasses", "inspect", "review_loop.agents.run_vocabulary"}
     | {"datetime"}  # only a CLI's own store's session times (adapters._common.iso_utc)
     | {"shutil"},  # argparse asks no terminal width (cli.new_parser)
     # the fields it computed are printed as they are: no model built (and no adapters)
@@ -80,17 +78,10 @@ FORBIDDEN: dict[str, set[str]] = {
         "psutil",
         "importlib.resources",
         # resumeReadOnly has its own module
-        "review_loop.orchestrator.sessions",
-        "review_loop.orchestrator.session_read",
+        "review_loop.orchestrator.sessions.listing",
+        "review_loop.orchestrator.sessions.records",
         # only a request without a record directory names one with uuid (dispatcher._place)
         "uuid",
-        # the scratch sweep finds the temp directory itself (isolation.temp_directories)
-        "tempfile",
-        "random",
-        # the CLI is found on PATH by which's rules without shutil (process.resolve_executable)
-        "shutil",
-        "bz2",
-        "lzma",
         # time stamps are printed with time (files.iso_utc)
         "datetime",
     }

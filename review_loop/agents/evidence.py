@@ -4,7 +4,8 @@
 §3.1, §3.6). Two snapshots are the same when ``baseSha``, ``pathFilter`` and ``digest``
 agree; ``coveredPaths`` is audit metadata and ``sourceRound`` names the reviewed round.
 
-Pure: computing the digest is the orchestrator's job (``review_loop.orchestrator.evidence``).
+Pure: computing the digest is the orchestrator's job
+(``review_loop.orchestrator.workflows.evidence``).
 The string helpers here reproduce JavaScript semantics (``String.prototype.trim``,
 ``Array.prototype.sort``), because the original is JavaScript and its values must compare
 equal to ours.

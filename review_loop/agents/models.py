@@ -4,67 +4,31 @@ These are pure data, immutable once built. Building or reading them performs no 
 adapters can be tested without spawning anything and the orchestrator can journal them.
 They are built by this code base alone (the adapters, the process layer, the dispatcher),
 never from untrusted input, so they are not validated at run time: ``mypy --strict`` is
-their check, and importing them costs no pydantic (``docs/performance.md``).
-
-Two kinds, by what is done with them (``docs/performance.md``):
+their check.
 
 - **The run vocabulary** (:class:`AgentRequest`, :class:`Capabilities`,
   :class:`Invocation`, :class:`Completed`, :class:`Usage`, :class:`Reply`,
   :class:`Failure`, :data:`Outcome`): frozen, slotted, keyword-only stdlib dataclasses,
-  because the run path changes them with ``dataclasses.replace`` and pydantic validates and
-  describes ``Reply`` and ``Usage`` inside the public ``Delivery``. They live in
-  :mod:`review_loop.agents.run_vocabulary` and are loaded from there on first use (module
-  ``__getattr__``): ``sessions`` runs no CLI, so it neither defines them nor imports
-  :mod:`dataclasses` (with :mod:`inspect`), about a tenth of its start-up.
+  because the run path changes them with ``dataclasses.replace`` (the dispatcher, masking,
+  the codex adapter) and pydantic validates and describes ``Reply`` and ``Usage`` inside the
+  public ``Delivery`` (it reads stdlib dataclasses natively and emits their JSON Schemas).
 - **The listing vocabulary** (:class:`StoredSession`, :class:`ResumeCommands`,
-  :class:`ReadOnlyResume`): built by an adapter, read by ``sessions``, never changed and
-  never described by pydantic: ``typing.NamedTuple``s, a tenth of a dataclass's cost to
-  define. :class:`EnvPassthrough`, which every adapter declares at import and which checks
-  its words, is a small hand-written frozen class.
+  :class:`ReadOnlyResume`): built by an adapter, read by ``sessions``, never changed:
+  ``typing.NamedTuple``s, unpacked where they are read. :class:`EnvPassthrough`, which
+  every adapter declares at import, checks its words when it is built.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, NamedTuple
+from pathlib import Path
+from typing import Final, Literal, NamedTuple
 
 from review_loop.agents.constants import ENV_NAME_PATTERN as ENV_NAME_PATTERN
 
-if TYPE_CHECKING:
-    from review_loop.agents.run_vocabulary import AgentRequest as AgentRequest
-    from review_loop.agents.run_vocabulary import Capabilities as Capabilities
-    from review_loop.agents.run_vocabulary import Completed as Completed
-    from review_loop.agents.run_vocabulary import Failure as Failure
-    from review_loop.agents.run_vocabulary import Invocation as Invocation
-    from review_loop.agents.run_vocabulary import Outcome as Outcome
-    from review_loop.agents.run_vocabulary import Reply as Reply
-    from review_loop.agents.run_vocabulary import Usage as Usage
-
 _ENV_NAME = re.compile(ENV_NAME_PATTERN)
-
-_RUN_VOCABULARY = frozenset(
-    {
-        "AgentRequest",
-        "Capabilities",
-        "Completed",
-        "Failure",
-        "Invocation",
-        "Outcome",
-        "Reply",
-        "Usage",
-    }
-)
-
-
-def __getattr__(name: str) -> Any:
-    """The run vocabulary, defined on first use (see the module's docstring)."""
-    if name in _RUN_VOCABULARY:
-        value = getattr(importlib.import_module("review_loop.agents.run_vocabulary"), name)
-        globals()[name] = value  # later lookups are plain attribute reads
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class DeliveryState(StrEnum):
@@ -83,31 +47,24 @@ class DeliveryState(StrEnum):
     DELIVERY_UNKNOWN = "DELIVERY_UNKNOWN"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EnvPassthrough:
     """Which variables of the caller's environment may reach a CLI; nothing else does.
-
-    Built with keywords only (``EnvPassthrough(names=(...), prefixes=(...))``); immutable,
-    compared and hashed by value, like the frozen dataclass it was. Hand-written rather
-    than a dataclass because every adapter builds one at import (``sessions`` then needs no
-    :mod:`dataclasses`), and not a ``NamedTuple`` because its check must not be bypassable
-    (``NamedTuple._make``/``_replace`` skip any ``__new__``).
 
     Attributes:
         names: exact variable names (``ANTHROPIC_API_KEY``).
         prefixes: every variable whose name starts with one of these (``LC_``).
     """
 
-    __slots__ = ("names", "prefixes")
+    names: tuple[str, ...] = ()
+    prefixes: tuple[str, ...] = ()
 
-    names: tuple[str, ...]
-    prefixes: tuple[str, ...]
-
-    def __init__(self, *, names: tuple[str, ...] = (), prefixes: tuple[str, ...] = ()) -> None:
+    def __post_init__(self) -> None:
         """Refuse a name or prefix that is no variable name (``*``, ``A=B``, ``""``).
 
         Adapters (code, possibly a third party's) and prefs (already checked) supply
-        these; the check is kept because it is cheap (one precompiled pattern) and a
-        pattern-like word must never widen what reaches a CLI.
+        these; the check is kept because a pattern-like word must never widen what reaches
+        a CLI (``dataclasses.replace`` runs it too).
 
         Each field is a tuple (a list is taken as one, as the pydantic model took it). Any
         other value is refused, a ``str`` above all: ``prefixes=""`` has no word to refuse
@@ -117,8 +74,8 @@ class EnvPassthrough:
         Raises:
             ValueError: names the field and the offending value or word.
         """
-        checked = []
-        for label, words in (("names", names), ("prefixes", prefixes)):
+        for label in ("names", "prefixes"):
+            words = getattr(self, label)
             if not isinstance(words, tuple | list):
                 raise ValueError(
                     f"EnvPassthrough.{label}: {words!r} is not a tuple of variable names"
@@ -129,28 +86,11 @@ class EnvPassthrough:
                         f"EnvPassthrough.{label}: {word!r} is not a variable name "
                         f"(accepted: {ENV_NAME_PATTERN})"
                     )
-            checked.append(tuple(words))  # a copy: a list changed later changes nothing
-        object.__setattr__(self, "names", checked[0])
-        object.__setattr__(self, "prefixes", checked[1])
+            # a copy: a list changed later changes nothing (frozen, hence object.__setattr__)
+            object.__setattr__(self, label, tuple(words))
 
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}: EnvPassthrough is immutable")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}: EnvPassthrough is immutable")
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not EnvPassthrough:
-            return NotImplemented
-        return (self.names, self.prefixes) == (other.names, other.prefixes)
-
-    def __hash__(self) -> int:
-        return hash((self.names, self.prefixes))
-
-    def __repr__(self) -> str:
-        return f"EnvPassthrough(names={self.names!r}, prefixes={self.prefixes!r})"
-
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
+        """Unpickled through the check: a tampered pickle cannot build a refused value."""
         return _env_passthrough, (self.names, self.prefixes)
 
     def allows(self, name: str) -> bool:
@@ -208,3 +148,165 @@ class ResumeCommands(NamedTuple):
     interactive: str | None
     headless: str | None
     read_only: ReadOnlyResume | None = None
+
+
+_NOTHING_PASSED: Final = EnvPassthrough()
+"""``Invocation.pass_env``'s default: nothing of the caller's environment (an immutable
+value, so one instance serves every invocation)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentRequest:
+    """One question for one product, independent of how that product is launched.
+
+    Attributes:
+        prompt: the full prompt text. It never passes through a shell.
+        cwd: the directory the agent runs in (the repository root).
+        resume_session_id: continue this stored session instead of starting a new one.
+        session_id: a session id chosen in advance, used by CLIs that accept one
+            (``claude --session-id``), so the record holds the handle before launch.
+    """
+
+    prompt: str
+    cwd: Path
+    resume_session_id: str | None = None
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Capabilities:
+    """What an installed CLI can do, as read from its ``--version``/``--help``."""
+
+    variant: str = "default"
+    version: str | None = None
+    read_only: bool = True
+    resumable: bool = True
+    isolate_in_copy: bool = False
+    """Run in a throw-away copy of ``cwd`` because the CLI has no read-only mode."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Invocation:
+    """Everything needed to start one CLI. Building it performs no I/O.
+
+    Attributes:
+        argv: the exact argument vector; ``argv[0]`` is the executable or launcher.
+        env: variables set for the CLI (they win over anything passed through).
+        unset_env: variables never passed through, even when ``pass_env`` allows them.
+        pass_env: which variables of the caller's environment may reach the CLI, besides
+            the orchestrator's product-neutral basics (PATH, HOME, locale, proxies, ...).
+            Everything else of the caller's environment is dropped.
+        hidden_paths: paths relative to ``cwd`` that hold this CLI's project configuration
+            (settings, hooks, MCP servers, ``.env``), which the CLI must not see: covered
+            (empty, read-only) in a private mount namespace, or left out of a copy.
+        stdin: bytes written to stdin before it is closed; ``None`` means DEVNULL.
+        cwd: the working directory.
+        session_id: the session handle known before launch, if any.
+        isolate_in_copy: the orchestrator must run this in a throw-away copy of ``cwd``.
+        home_files: for a CLI without a read-only mode (which runs with a scratch HOME,
+            the real one read-only): files, relative to the real HOME, copied into the
+            scratch HOME when they exist (its credentials and settings).
+    """
+
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    unset_env: tuple[str, ...] = ()
+    pass_env: EnvPassthrough = _NOTHING_PASSED
+    hidden_paths: tuple[str, ...] = ()
+    stdin: bytes | None = None
+    cwd: Path
+    session_id: str | None = None
+    isolate_in_copy: bool = False
+    home_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Completed:
+    """What a finished (or stopped) process left behind.
+
+    ``stdout`` holds the whole output when ``stdout_truncated`` is false (up to the
+    orchestrator's output cap). Past the cap, or when its spill could not be written (a
+    full disk: ``stdout_spill_error`` names the errno), it holds the first and the last
+    part joined, and ``stdout_dropped`` counts the bytes of the middle that were dropped.
+    ``stderr`` holds at most its first and last 256 KiB.
+
+    ``output_complete``: stdout closed on output complete by the adapter's own format
+    while the CLI still ran, and the orchestrator then ended it (``returncode`` is that
+    signal's): the CLI had answered. An adapter reads such a run as one that exited 0.
+    """
+
+    returncode: int | None
+    stdout: bytes = b""
+    stderr: bytes = b""
+    stdout_truncated: bool = False
+    stdout_bytes: int = 0
+    stdout_dropped: int = 0
+    stdout_spill_error: str | None = None
+    output_complete: bool = False
+    elapsed_ms: int = 0
+    timed_out: bool = False
+    stopped: bool = False
+    cancelled: bool = False
+    killed_after_grace: bool = False
+    """The process tree ignored SIGTERM for the whole grace period and got SIGKILL."""
+    spawn_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
+    """Token counts where the CLI reports them."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_input_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reply:
+    """A parsed answer: the only thing that makes an attempt ``DELIVERED``."""
+
+    kind: Literal["reply"] = "reply"
+    text: str
+    session_id: str | None = None
+    cost_usd: float | None = None
+    usage: Usage | None = None
+
+
+_FAILURE_STATES: Final = frozenset({DeliveryState.NOT_SUBMITTED, DeliveryState.DELIVERY_UNKNOWN})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Failure:
+    """A classified failure. ``state`` is never ``DELIVERED``.
+
+    Attributes:
+        state: ``NOT_SUBMITTED`` only when the adapter can prove nothing was sent.
+        reason: a short machine-readable cause (``timeout``, ``auth``, ``parse failed``…).
+        detail: a human-readable excerpt (first 2000 chars of stderr or stdout).
+        session_id: a session handle seen before the failure, kept for resume.
+        session_not_found: the CLI said the resumed session does not exist.
+    """
+
+    kind: Literal["failure"] = "failure"
+    state: Literal[DeliveryState.NOT_SUBMITTED, DeliveryState.DELIVERY_UNKNOWN]
+    reason: str
+    detail: str = ""
+    session_id: str | None = None
+    session_not_found: bool = False
+
+    def __post_init__(self) -> None:
+        # The rule mypy cannot hold for a third-party adapter, kept as the pydantic model
+        # this replaced kept it: a failure that said DELIVERED would make a delivery with
+        # no reply (only a parsed Reply is DELIVERED). The state's value is taken as its
+        # member, as the model took it, so ``state is DeliveryState.X`` holds.
+        if not isinstance(self.state, str) or self.state not in _FAILURE_STATES:
+            raise ValueError(
+                f"Failure.state: {self.state!r} is not a failure's state "
+                "(accepted: DeliveryState.NOT_SUBMITTED, DeliveryState.DELIVERY_UNKNOWN)"
+            )
+        if type(self.state) is not DeliveryState:
+            object.__setattr__(self, "state", DeliveryState(self.state))
+
+
+Outcome = Reply | Failure
+"""What an attempt ended with, told apart by ``kind`` (or ``isinstance``)."""

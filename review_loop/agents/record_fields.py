@@ -2,7 +2,7 @@
 
 A session record read from a repository is untrusted input. :func:`checked` is its one
 reader, for the reaper and the dispatcher (``outcomes.SessionRecord.read``) and for
-``sessions`` (``orchestrator/session_read.py``). It is plain data and functions (no
+``sessions`` (``orchestrator/sessions/records.py``). It is plain data and functions (no
 dataclasses, no pydantic) because ``sessions``, which lists thousands of records, imports it
 and neither of those (``tests/test_startup_imports.py``). A record written by review-loop
 always passes; one with a value of another JSON type (``"pid": "12"``, ``"attempt": 1.0``)

@@ -1,7 +1,7 @@
 """Scope rules: the artifact registry's selection per path, and the reconciliation verdict.
 
 Pure: the registry arrives as parsed JSON, the run's units as dicts. The resolver
-(``review_loop.orchestrator.scope``) reads files and git; these functions only decide.
+(``review_loop.orchestrator.workflows.scope``) reads files and git; these functions only decide.
 
 The registry is data (``review_loop/agents/data/artifact-registry.json`` plus the user's and
 the repository's extension files), never a table of extensions in code. The repository's

@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from contextvars import ContextVar
@@ -61,8 +62,6 @@ from review_loop.agents.outcomes import (
     SessionRecord,
     SessionStatus,
 )
-from review_loop.orchestrator import sandbox, unfinished
-from review_loop.orchestrator.environment import reviewer_passthrough
 from review_loop.orchestrator.explain import (
     emit_progress,
     progress_line,
@@ -70,15 +69,34 @@ from review_loop.orchestrator.explain import (
     stop_hint,
     timeout_detail,
 )
-from review_loop.orchestrator.files import (
+from review_loop.orchestrator.handoff import unfinished
+from review_loop.orchestrator.handoff.files import (
     atomic_write_json,
     make_dir_exclusive,
     make_file,
     read_bytes,
     utc_now,
 )
-from review_loop.orchestrator.git import Checkout, ensure_layout, locate
-from review_loop.orchestrator.isolation import (
+from review_loop.orchestrator.handoff.git import Checkout, ensure_layout, locate
+from review_loop.orchestrator.handoff.recording import (
+    RecordingError,
+    append_record,
+    record_error,
+    write_or_raise,
+    write_record,
+)
+from review_loop.orchestrator.log import log_event
+from review_loop.orchestrator.process.environment import reviewer_passthrough
+from review_loop.orchestrator.process.procfs import start_time
+from review_loop.orchestrator.process.run import (
+    Started,
+    Supervisors,
+    open_supervisors,
+    resolve_executable,
+    run_process,
+)
+from review_loop.orchestrator.sandbox import reviewer as sandbox
+from review_loop.orchestrator.sandbox.isolation import (
     isolation_failed,
     make_scratch,
     namespace_available,
@@ -89,24 +107,7 @@ from review_loop.orchestrator.isolation import (
     sandbox_argv,
     scratch_prefix,
 )
-from review_loop.orchestrator.log import log_event
-from review_loop.orchestrator.masking import mask_failed, remove_from_copy
-from review_loop.orchestrator.process import (
-    Started,
-    Supervisors,
-    open_supervisors,
-    resolve_executable,
-    run_process,
-)
-from review_loop.orchestrator.procfs import start_time
-from review_loop.orchestrator.progress import ProgressLine
-from review_loop.orchestrator.recording import (
-    RecordingError,
-    append_record,
-    record_error,
-    write_or_raise,
-    write_record,
-)
+from review_loop.orchestrator.sandbox.masking import mask_failed, remove_from_copy
 from review_loop.prefs.defaults import MAX_TIMEOUT_MS
 from review_loop.prefs.home import state_home
 from review_loop.prefs.model import Prefs
@@ -183,6 +184,43 @@ class PeerRequest:
     def directory(self) -> Path:
         """``record_dir`` as a ``Path`` (a ``str`` is converted on construction)."""
         return Path(self.record_dir)
+
+
+_PROGRESS_FIELDS = re.compile(r"^\[review-loop\] reviewer=(\S+) status=(\S+)")
+
+
+class ProgressLine(str):
+    """One progress line handed to ``open_dispatcher``'s ``progress``: the text and its request.
+
+    The text is exactly what ``review-loop`` prints on stderr (``[review-loop] reviewer=P
+    status=S ...``), so a callable written for ``str`` keeps working; two requests to the
+    same reviewer at once give lines of the same text and different requests.
+
+    Attributes:
+        request: the very :class:`PeerRequest` object the caller passed to ``consult`` or
+            ``fan_out`` (compare it with ``is``), or ``None`` for a line about no request.
+        record_dir: that request's record directory (unique per call).
+        peer: the line's ``reviewer=`` (the peer name or alias being run).
+        status: the line's ``status=`` (``active``, ``answered``, ``timeout``, ``fallback``,
+            ``not-started``, ``failed``).
+    """
+
+    request: PeerRequest | None
+    record_dir: Path | None
+    peer: str
+    status: str
+
+    def __new__(
+        cls, text: str, *, request: PeerRequest | None = None, record_dir: Path | None = None
+    ) -> ProgressLine:
+        """The line ``text`` about ``request`` (recorded in ``record_dir``)."""
+        line = super().__new__(cls, text)
+        found = _PROGRESS_FIELDS.match(text)
+        line.request = request
+        line.record_dir = record_dir
+        line.peer = found.group(1) if found else ""
+        line.status = found.group(2) if found else ""
+        return line
 
 
 def _check_request_text(peer: object, prompt: object) -> None:
@@ -684,9 +722,9 @@ class Dispatcher:
 
     def _env(self, peer: ResolvedPeer) -> EnvPassthrough:
         """What of the caller's environment this peer's CLI gets: its adapter's, the names
-        its user configuration gives for credentials (``orchestrator/user_config.py``), and
+        its user configuration gives for credentials (``orchestrator/sandbox/user_config.py``), and
         prefs'."""
-        from review_loop.orchestrator.user_config import configured_names
+        from review_loop.orchestrator.sandbox.user_config import configured_names
 
         configured = configured_names(peer.adapter, os.environ, self.repo)
         declared = peer.adapter.env_passthrough.plus(EnvPassthrough(names=configured))
@@ -1186,7 +1224,7 @@ class Dispatcher:
         the scratch directory, which holds the copy, a scratch HOME with the adapter's
         ``home_files`` and a scratch TMPDIR. Otherwise (a read-only CLI kept from earlier
         records): the repository read-only. The scratch directory is removed afterwards.
-        See :mod:`~review_loop.orchestrator.isolation`; the caller has checked that a
+        See :mod:`~review_loop.orchestrator.sandbox.isolation`; the caller has checked that a
         read-only mount namespace is available.
         """
         if not invocation.isolate_in_copy:
@@ -1320,7 +1358,7 @@ async def open_dispatcher(
             Omitted: the user's, as :func:`review_loop.load_prefs` returns them (read when
             the dispatcher opens; a bad file raises ``PrefsError`` naming the key).
         progress: receives each progress line (default: stderr), a
-            :class:`~.progress.ProgressLine`: a ``str`` that also names its request
+            :class:`ProgressLine`: a ``str`` that also names its request
             (``line.request`` is the caller's own object). An exception it raises
             ends the call it was reporting on (sessions ended, records finished) and that
             call raises it.
@@ -1348,7 +1386,7 @@ def _reap_and_sweep(repo: Path, grace: float) -> list[SessionRecord]:
     """The start-up reaper, then the throw-away copies of isolated runs whose review-loop
     was killed with SIGKILL: one worker thread for both (each hop costs a few tenths of a
     millisecond of every command's start)."""
-    from review_loop.orchestrator.reaper import reap_sync
+    from review_loop.orchestrator.process.reaper import reap_sync
 
     reaped = reap_sync(repo, grace)
     remove_orphaned_scratch()
@@ -1368,7 +1406,7 @@ async def _opened(
         repo = await anyio.to_thread.run_sync(locate, repo)
     dispatcher = Dispatcher(repo=repo.root, prefs=prefs, progress=progress, checkout=repo)
     if reap:
-        from review_loop.orchestrator.reaper import nothing_to_reap
+        from review_loop.orchestrator.process.reaper import nothing_to_reap
 
         # The usual case is checked here, without starting a worker thread (several
         # tenths of a millisecond, more under load): a trusted index naming no dead

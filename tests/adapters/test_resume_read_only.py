@@ -15,7 +15,7 @@ import pytest
 
 from review_loop.adapters import get_adapter, product_names
 from review_loop.agents.models import Capabilities, ResumeCommands
-from review_loop.orchestrator.sessions import read_only_resume
+from review_loop.orchestrator.sessions.listing import read_only_resume
 from tests.adapters.test_contract import READ_ONLY
 
 PRODUCTS = product_names()

@@ -28,14 +28,14 @@ from review_loop.orchestrator import cli
 NEVER_RAISED_TO_A_CALLER = {
     # Run by path as its own process, with the standard library only (-I -S: nothing of
     # review-loop can be imported there); its main() turns it into exit 97 and a line.
-    "review_loop.orchestrator.isolation_wrapper.IsolationError",
+    "review_loop.orchestrator.sandbox.wrapper.IsolationError",
     # Private control flow, caught in the module that raises it: "not plain, let the
     # general path decide" (json.dumps, the model path, the template's writer), or "this
     # key refused" (the prefs reader turns it into a PrefsError naming the key).
-    "review_loop.orchestrator.json_text._Unplain",
+    "review_loop.orchestrator.handoff.json_text._Unplain",
     "review_loop.orchestrator.workflows.ledger_view._Unusual",
     "review_loop.prefs.document._Refused",
-    "review_loop.orchestrator.sessions._NotText",
+    "review_loop.orchestrator.sessions.listing._NotText",
 }
 
 _TREE_LINE = re.compile(r"^(?P<indent>[ │├└─]*)(?P<name>[A-Z]\w*)\b")

@@ -297,8 +297,8 @@ def forge_review_state(hostile: HostileRepo, *, victim: int, targets: Path) -> F
     """
     from review_loop.agents.converge import Gate, GateProof, GateRecord
     from review_loop.agents.review import branch_slug
-    from review_loop.orchestrator.evidence import attest_evidence
     from review_loop.orchestrator.workflows.converge_store import LEDGER_PURPOSE
+    from review_loop.orchestrator.workflows.evidence import attest_evidence
     from review_loop.orchestrator.workflows.review_store import STATE_PURPOSE
     from tests.ledgers import completed_ledger
 

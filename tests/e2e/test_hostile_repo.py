@@ -35,7 +35,7 @@ from typing import Any
 import psutil
 import pytest
 
-from review_loop.orchestrator.process import MARKER_ENV
+from review_loop.orchestrator.process.run import MARKER_ENV
 from tests.conftest import TOKEN_ENV
 from tests.e2e.helpers import kill_group, run
 from tests.e2e.hostile import HostileRepo, build_hostile_repo

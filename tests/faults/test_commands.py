@@ -28,7 +28,7 @@ from tests.faults.harness import (
     wait_until,
 )
 from tests.gitrepo import committed_repo
-from tests.orchestrator.test_scope import Remote
+from tests.orchestrator.workflows.test_scope import Remote
 
 Setup = Callable[[Path], tuple[Path, list[str]]]
 

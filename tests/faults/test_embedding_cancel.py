@@ -41,9 +41,9 @@ from review_loop.orchestrator.dispatcher import (
     PeerRequest,
     open_dispatcher,
 )
-from review_loop.orchestrator.files import utc_now
-from review_loop.orchestrator.git import ensure_layout
-from review_loop.orchestrator.process import Started, run_process
+from review_loop.orchestrator.handoff.files import utc_now
+from review_loop.orchestrator.handoff.git import ensure_layout
+from review_loop.orchestrator.process.run import Started, run_process
 from review_loop.orchestrator.workflows.consult import ConsultPlan, run_consult
 from review_loop.prefs import Prefs
 from tests.fakes import FakeCLIs
@@ -445,7 +445,7 @@ async def test_collaboration_an_isolated_consult_cancelled_again_and_again_leave
     teardown does not end at the process layer's edge, the copy's removal runs to its end
     too. At the instant the call raises, no process of it is alive, its record is
     finished, and no scratch copy is left in the temp directory."""
-    from review_loop.orchestrator.isolation import SCRATCH_PREFIX, namespace_available
+    from review_loop.orchestrator.sandbox.isolation import SCRATCH_PREFIX, namespace_available
 
     if not await namespace_available():
         pytest.skip("no read-only mount namespace here: isolated requests are refused")

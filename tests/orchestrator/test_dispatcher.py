@@ -21,7 +21,7 @@ import pytest
 from review_loop.agents import outcomes
 from review_loop.agents.models import DeliveryState
 from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
-from review_loop.orchestrator.reaper import reap_sync
+from review_loop.orchestrator.process.reaper import reap_sync
 from review_loop.prefs import PeerCommand, Prefs
 from tests.fakes import FakeCLIs
 
@@ -322,7 +322,7 @@ async def test_probe_is_cached_until_the_executable_changes(
     async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
         assert (await d.consult(request(repo, "grok"))).ok
     # ... as the npm variant: answered in its format, isolated (the fake cannot log from a
-    # read-only file system; tests/orchestrator/test_isolation.py covers that run)
+    # read-only file system; tests/orchestrator/sandbox/test_isolation.py covers that run)
     assert len(fakes.calls()) == 2
 
 
@@ -330,7 +330,7 @@ async def test_grok_without_read_only_is_refused_where_no_namespace_can_be_made(
     repo: Path, fakes: FakeCLIs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Without a read-only mount namespace the unsafe CLI never starts: NOT_SUBMITTED."""
-    from review_loop.orchestrator import isolation
+    from review_loop.orchestrator.sandbox import isolation
 
     monkeypatch.setenv("FAKE_GROK_VARIANT", "vibe")
     monkeypatch.setattr(isolation, "_available", False)
@@ -417,7 +417,7 @@ async def test_fan_out_never_gives_two_peers_the_same_fallback(repo: Path, fakes
 async def test_first_session_runs_under_the_supervisor_started_at_open(
     repo: Path, fakes: FakeCLIs
 ) -> None:
-    from review_loop.orchestrator import subreaper
+    from review_loop.orchestrator.process import subreaper
 
     if not subreaper.available():
         pytest.skip("no session supervisor on this platform")

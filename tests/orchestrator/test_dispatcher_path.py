@@ -39,9 +39,10 @@ import anyio
 import pytest
 
 from review_loop.agents.errors import InputError
-from review_loop.orchestrator import dispatcher, files, recording, unfinished
+from review_loop.orchestrator import dispatcher
 from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
-from review_loop.orchestrator.files import HandoffPathError
+from review_loop.orchestrator.handoff import files, recording, unfinished
+from review_loop.orchestrator.handoff.files import HandoffPathError
 from review_loop.prefs import Prefs
 from tests.fakes import FakeCLIs
 from tests.gitrepo import empty_repo

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from review_loop.agents.errors import ReviewLoopError
+from review_loop.orchestrator.cli.flags import HELP_FLAGS, VERSION_FLAGS
 
 if TYPE_CHECKING:
     import re
@@ -60,10 +61,6 @@ COMMANDS: dict[str, str] = {
 REVIEWER_COMMANDS = frozenset(
     {"consult", "run", "verify-diff", "converge", "blind-review", "preflight", "audit", "mcp"}
 )
-# The words that ask for a person's help or the version. Here, not in .manual: a command
-# line without one never imports the help pages (docs/performance.md).
-HELP_FLAGS = ("-h", "--help")
-VERSION_FLAGS = ("-V", "--version")
 
 
 class CommandModule(Protocol):
@@ -113,7 +110,7 @@ def load_command(name: str) -> CommandModule:
 def _dump(document: Mapping[str, Any], output: str) -> str:
     if output == "line":
         return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-    from review_loop.orchestrator.json_text import pretty  # json.dumps(indent=2), faster
+    from review_loop.orchestrator.handoff.json_text import pretty  # json.dumps(indent=2), faster
 
     return pretty(document)
 

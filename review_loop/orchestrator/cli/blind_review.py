@@ -37,7 +37,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     from review_loop.orchestrator.cli.common import load_user_prefs, positive_seconds, repo_from
     from review_loop.orchestrator.cli.stops import Stop, run_cancellable
     from review_loop.orchestrator.dispatcher import resolve_peer
-    from review_loop.orchestrator.git import ensure_layout, rev_parse
+    from review_loop.orchestrator.handoff.git import ensure_layout, rev_parse
     from review_loop.orchestrator.workflows.converge_gates import run_blind_review
     from review_loop.orchestrator.workflows.converge_store import check_run, default_run
 

@@ -20,7 +20,7 @@ def add_repo_option(parser: argparse.ArgumentParser) -> None:
 
 def repo_from(args: argparse.Namespace) -> Path:
     """The repository root named by ``--repo`` (validated as a git work tree)."""
-    from review_loop.orchestrator.git import repo_root
+    from review_loop.orchestrator.handoff.git import repo_root
 
     return repo_root(args.repo)
 
@@ -39,7 +39,11 @@ def read_text_file(path_text: str, field: str) -> str:
     At most the input limit (``input_files.MAX_INPUT_BYTES``, 16 MiB) is read: an endless
     file (``/dev/zero``, a FIFO) is refused at the limit, naming it.
     """
-    from review_loop.orchestrator.input_files import InputTooLargeError, limit_text, read_bytes
+    from review_loop.orchestrator.handoff.input_files import (
+        InputTooLargeError,
+        limit_text,
+        read_bytes,
+    )
 
     accepted = f"a readable UTF-8 text file of at most {limit_text()}"
     try:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import argparse
 
-    from review_loop.orchestrator.git import Checkout
+    from review_loop.orchestrator.handoff.git import Checkout
     from review_loop.orchestrator.workflows.consult import ConsultPlan
     from review_loop.prefs.model import Prefs
 
@@ -37,7 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Validate everything first (nothing is written on bad input), then consult."""
-    from review_loop.orchestrator.git import ensure_layout
+    from review_loop.orchestrator.handoff.git import ensure_layout
 
     checkout, prefs, plan = _checked(args)
     ensure_layout(checkout)
@@ -62,7 +62,7 @@ def _checked(args: argparse.Namespace) -> tuple[Checkout, Prefs, ConsultPlan]:
     )
     from review_loop.orchestrator.cli.named_files import read_named_text
     from review_loop.orchestrator.dispatcher import resolve_peer
-    from review_loop.orchestrator.git import locate
+    from review_loop.orchestrator.handoff.git import locate
     from review_loop.orchestrator.workflows.consult import (
         ConsultPlan,
         resolve_fallbacks,

@@ -59,8 +59,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     from review_loop.orchestrator.cli.preflight import skill_dirs_from
     from review_loop.orchestrator.cli.stops import Stop, run_cancellable
     from review_loop.orchestrator.dispatcher import resolve_peer
-    from review_loop.orchestrator.git import ensure_layout
-    from review_loop.orchestrator.skills import resolve_skills
+    from review_loop.orchestrator.handoff.git import ensure_layout
     from review_loop.orchestrator.workflows.consult import resolve_fallbacks
     from review_loop.orchestrator.workflows.converge import (
         ConvergeInputs,
@@ -68,6 +67,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         run_converge,
     )
     from review_loop.orchestrator.workflows.converge_store import check_run, default_run
+    from review_loop.orchestrator.workflows.skills import resolve_skills
 
     plan = _text(args.plan, "--plan", args.repo)
     # Without --host-position only round A runs: the host writes its position meanwhile.

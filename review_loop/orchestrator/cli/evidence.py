@@ -27,8 +27,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Compute the evidence (streamed: the diff text is hashed, never held or written)."""
     from review_loop.agents.errors import InputError
-    from review_loop.orchestrator.evidence import evidence_document
-    from review_loop.orchestrator.git import repo_root
+    from review_loop.orchestrator.handoff.git import repo_root
+    from review_loop.orchestrator.workflows.evidence import evidence_document
 
     base = args.base
     if not base.strip():

@@ -99,7 +99,7 @@ def _change(args: argparse.Namespace, repo: Path, run: str) -> Mapping[str, Any]
     """The actions that write the ledger: always through the models."""
     from review_loop.agents.errors import InputError
     from review_loop.orchestrator.cli.common import load_user_prefs
-    from review_loop.orchestrator.git import rev_parse
+    from review_loop.orchestrator.handoff.git import rev_parse
     from review_loop.orchestrator.workflows import converge_gates as gates
 
     if args.base is not None:

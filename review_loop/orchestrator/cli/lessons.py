@@ -54,7 +54,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
 def _write_for_run(args: argparse.Namespace, lesson: Any) -> Mapping[str, Any]:
     """Write under the run's lock; the run's ledger records the entry (one per run)."""
     from review_loop.orchestrator.cli.common import repo_from
-    from review_loop.orchestrator.git import ensure_layout
+    from review_loop.orchestrator.handoff.git import ensure_layout
     from review_loop.orchestrator.workflows.converge_store import (
         RunPaths,
         check_run,

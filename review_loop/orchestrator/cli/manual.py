@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 # The help words live with the entry (:mod:`review_loop.orchestrator.cli`), which imports
 # this module only when a command line holds one of them (or is empty).
-from review_loop.orchestrator.cli import HELP_FLAGS
+from review_loop.orchestrator.cli.flags import HELP_FLAGS
 
 
 # NamedTuple, not a dataclass: a bare ``review-loop``, ``-h`` and ``--version`` import this

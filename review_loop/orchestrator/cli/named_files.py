@@ -6,7 +6,7 @@ caller's choice, so a path outside the repository is read as the caller named it
 repository is another matter: the repository can commit ``notes/plan.md`` as a link to
 ``~/.aws/credentials`` or ``/proc/self/environ``, and a host that names the file it sees
 there would send the link's target to the reviewers. So inside the repository the file is
-read as every other file of the tree is (:mod:`review_loop.orchestrator.tree_files`):
+read as every other file of the tree is (:mod:`review_loop.orchestrator.handoff.tree_files`):
 through no link, never under ``.git``, a regular file, bounded. The caller who means a
 file a link there points to names that file's real path instead.
 """
@@ -27,7 +27,7 @@ _ACCEPTED = (
 def _reviewed(repo_text: str | None) -> tuple[Path, Path] | None:
     """The top level ``--repo`` names and its common dir (one git process), or ``None``
     when it names none (the command then reports that in its usual place, after this)."""
-    from review_loop.orchestrator.git import locate
+    from review_loop.orchestrator.handoff.git import locate
 
     try:
         checkout = locate(repo_text)
@@ -45,7 +45,7 @@ def read_named_text(path_text: str, field: str, repo_text: str | None) -> str:
             repository) refused by the tree's read contract, with why.
     """
     from review_loop.orchestrator.cli.common import read_text_file, utf8_text
-    from review_loop.orchestrator.tree_files import (
+    from review_loop.orchestrator.handoff.tree_files import (
         TreeFileRefusedError,
         git_identities,
         read_tree_file,

@@ -43,11 +43,11 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     from review_loop.orchestrator.cli.common import load_user_prefs, positive_seconds, repo_from
     from review_loop.orchestrator.cli.stops import Stop, run_cancellable
     from review_loop.orchestrator.dispatcher import resolve_peer
-    from review_loop.orchestrator.git import ensure_layout
-    from review_loop.orchestrator.skills import resolve_skills
+    from review_loop.orchestrator.handoff.git import ensure_layout
     from review_loop.orchestrator.workflows.converge import plan_peers
     from review_loop.orchestrator.workflows.converge_gates import Role, run_preflight
     from review_loop.orchestrator.workflows.converge_store import check_run, default_run
+    from review_loop.orchestrator.workflows.skills import resolve_skills
 
     repo = repo_from(args)
     prefs = load_user_prefs()

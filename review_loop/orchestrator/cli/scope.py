@@ -36,7 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _repo(value: str | None) -> Path:
-    from review_loop.orchestrator.git import repo_root
+    from review_loop.orchestrator.handoff.git import repo_root
 
     return repo_root(value)
 
@@ -44,7 +44,7 @@ def _repo(value: str | None) -> Path:
 def outcome(args: argparse.Namespace) -> tuple[int, str, str]:
     """``(exit code, stdout, stderr)`` of one ``scope resolve``."""
     from review_loop.agents.errors import NotAGitRepositoryError
-    from review_loop.orchestrator import scope
+    from review_loop.orchestrator.workflows import scope
 
     reconciling = args.reconcile_run is not None
     prefix = scope.RECONCILE_PREFIX if reconciling else scope.ERROR_PREFIX

@@ -23,7 +23,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     from review_loop.adapters import get_adapter
     from review_loop.agents.errors import UnknownProductError
     from review_loop.orchestrator.cli.common import repo_from
-    from review_loop.orchestrator.sessions import NOTE, list_sessions, session_document
+    from review_loop.orchestrator.sessions.listing import NOTE, list_sessions, session_document
 
     unknown: str | None = None
     if args.product is not None:

@@ -1,7 +1,8 @@
 """``review-loop shim spx --dir DIR``: an opt-in ``spx`` launcher that is review-loop.
 
 Writes ``DIR/spx`` and nothing else; never replaces a file and never shadows another spx on
-PATH without ``--allow-shadow`` (:mod:`review_loop.orchestrator.shim`, docs/compatibility.md).
+PATH without ``--allow-shadow`` (:mod:`review_loop.orchestrator.cli.spx_launcher`,
+docs/compatibility.md).
 """
 
 from __future__ import annotations
@@ -23,6 +24,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Install the launcher."""
-    from review_loop.orchestrator.shim import install_shim
+    from review_loop.orchestrator.cli.spx_launcher import install_shim
 
     return install_shim(args.name, args.dir, allow_shadow=args.allow_shadow)

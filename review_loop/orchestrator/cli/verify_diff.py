@@ -63,7 +63,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     from review_loop.orchestrator.cli.named_files import read_named_text
     from review_loop.orchestrator.cli.stops import Stop, run_cancellable
     from review_loop.orchestrator.dispatcher import resolve_peer
-    from review_loop.orchestrator.git import rev_parse
+    from review_loop.orchestrator.handoff.git import rev_parse
     from review_loop.orchestrator.workflows.verify_diff import VerifyDiffPlan, run_verify_diff
 
     max_iterations = _max_iterations(args.max_iterations)

@@ -12,7 +12,7 @@ Renames replace a link itself, never its target.
 Without an anchor the directory's own path is taken as the caller gave it (a test's temp
 directory, an embedding program's own store); files in it are still opened no-follow.
 
-Why not :mod:`review_loop.orchestrator.files`, which walks the same way per path: a journal
+Why not :mod:`review_loop.orchestrator.handoff.files`, which walks the same way per path: a journal
 command holds one directory handle across its lock, log, cache, marker and side files, and
 journal commands are start-up bound (``files`` imports ``datetime`` and ``secrets``, about
 6 ms of a 40 ms command).

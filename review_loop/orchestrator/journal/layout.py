@@ -29,7 +29,7 @@ from typing import Final, NamedTuple
 
 from review_loop.agents.errors import InputError, NotAGitRepositoryError
 from review_loop.agents.verification import branch_slug
-from review_loop.orchestrator import git_lockdown
+from review_loop.orchestrator.handoff import git_lockdown
 
 STORE_DIR: Final = (".review-handoff", "verification")
 BRANCH_ENVS: Final = ("REVIEW_LOOP_VERIFY_BRANCH", "SPX_VERIFY_BRANCH")

@@ -103,7 +103,7 @@ def _fail(code: str, detail: str | None = None) -> VerificationError:
 def read_source(source: str) -> str:
     """``stdin`` reads standard input; anything else is a file path. Either is read with
     the input limit (``input_files``): past it, an ``OSError`` that names the limit."""
-    from review_loop.orchestrator.input_files import read_stream_text, read_text
+    from review_loop.orchestrator.handoff.input_files import read_stream_text, read_text
 
     if source == v.INPUT_STDIN:
         return read_stream_text(sys.stdin, "stdin")
@@ -373,7 +373,7 @@ def rejection_text(verb: str, verification_type: str, error: Exception) -> str:
 
 
 def _changed_paths(product: Product, base: str, head: str) -> list[str]:
-    from review_loop.orchestrator.git import git
+    from review_loop.orchestrator.handoff.git import git
 
     if base.startswith("-") or head.startswith("-"):
         raise _fail("CHANGED_SCOPE_FAILED", "a revision must not start with '-'")
@@ -460,7 +460,7 @@ def start(
         raise _fail("INPUT_READ_FAILED", _error_text(error)) from None
     digest = v.digest_run_input(input_source, content)
     try:
-        from review_loop.orchestrator.git import ensure_excluded
+        from review_loop.orchestrator.handoff.git import ensure_excluded
 
         ensure_excluded(product.root)
         context_digest = _write_context(product, verification_type, selector)

@@ -590,7 +590,7 @@ class RunLog:
         try:
             raw = directory.read(self.snapshot_path.name)
             # Imported only when there is a cache to check (a young run has none).
-            from review_loop.orchestrator import state_auth
+            from review_loop.orchestrator.handoff import state_auth
 
             header, _, body = raw.partition(b"\n")
             claimed = json.loads(header)
@@ -632,7 +632,7 @@ class RunLog:
             return None
 
     def _write_snapshot(self, directory: Directory, fd: int, state: StreamState) -> None:
-        from review_loop.orchestrator import state_auth
+        from review_loop.orchestrator.handoff import state_auth
 
         doc = {
             "schema": self.schema.name,

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from review_loop.agents.errors import InputError
-from review_loop.orchestrator.input_files import MAX_INPUT_BYTES, limit_text
+from review_loop.orchestrator.handoff.input_files import MAX_INPUT_BYTES, limit_text
 
 TEXT_LIMIT: Final = MAX_INPUT_BYTES
 """The UTF-8 size bound of a text argument (``question``, ``body``): the CLI's file limit."""

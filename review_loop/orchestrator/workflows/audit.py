@@ -5,12 +5,12 @@
    configuration (validated before anything is recorded). Configuration the repository
    carries (``.review-loop/``) is read from the audited **base** commit and may only add
    to the built-in and the user's: the change under review cannot choose its own audit
-   (``orchestrator/repo_config.py``); the result names what it changed
+   (``orchestrator/workflows/repo_config.py``); the result names what it changed
    (``configurationChanged``) and what was refused (``configurationRefused``).
 2. Resolve the scope (stale base refused) into a start-input file in the scratch dir;
    start the run with it.
 3. Read the selection back from the run's sealed input — never from the resolver again.
-   Load the governing context (``orchestrator/governance.py``): the ``spx/local/``
+   Load the governing context (``orchestrator/workflows/governance.py``): the ``spx/local/``
    overlays per kind from the base commit (the auditing standard, like ``.review-loop/``),
    the decisions and specs that name a changed path or declare its audit ownership from
    the head, and
@@ -47,12 +47,12 @@ from review_loop.agents import verification as v
 from review_loop.agents import verification_audit as va
 from review_loop.agents.errors import ReviewLoopError
 from review_loop.orchestrator.dispatcher import Dispatcher, PeerRequest, resolve_peer
-from review_loop.orchestrator.files import atomic_write_bytes, make_dirs
-from review_loop.orchestrator.governance import OVERLAY_DIR, Governance
-from review_loop.orchestrator.governance import discover as discover_governance
+from review_loop.orchestrator.handoff.files import atomic_write_bytes, make_dirs
 from review_loop.orchestrator.journal import runs
 from review_loop.orchestrator.journal.store import Appended, Existing, Refused
 from review_loop.orchestrator.journal.writer import open_journal
+from review_loop.orchestrator.workflows.governance import OVERLAY_DIR, Governance
+from review_loop.orchestrator.workflows.governance import discover as discover_governance
 from review_loop.prefs import Prefs
 
 P = ParamSpec("P")
@@ -108,7 +108,7 @@ def _q(value: str) -> str:
 
 
 def _live_paths(repo: Path) -> list[str]:
-    from review_loop.orchestrator.git import git
+    from review_loop.orchestrator.handoff.git import git
 
     out = git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", check=False)
     if out.returncode != 0:
@@ -161,7 +161,7 @@ def load_user_concerns(
     Raises:
         AuditBlockedError: as :func:`load_concern_agents`.
     """
-    from review_loop.orchestrator.input_files import read_text
+    from review_loop.orchestrator.handoff.input_files import read_text
     from review_loop.prefs.home import state_home
 
     environ = os.environ if env is None else env
@@ -222,7 +222,7 @@ def add_repository_concerns(
         AuditBlockedError: the file at ``base`` is malformed, or names a prompt that is not
             a regular file inside the repository at ``base``.
     """
-    from review_loop.orchestrator import repo_config
+    from review_loop.orchestrator.workflows import repo_config
 
     path = repo_config.config_path(CONCERNS_NAME)
     where = f"{path} (base {base[:12]})"
@@ -276,7 +276,7 @@ def _repo_prompt(repo: Path, base: str, prompt: str) -> str:
     Raises:
         RepoConfigError: the path is absolute, climbs out, is absent or not a regular file.
     """
-    from review_loop.orchestrator import repo_config
+    from review_loop.orchestrator.workflows import repo_config
 
     concerns = repo_config.config_path(CONCERNS_NAME)
     target = repo_config.inside(concerns, prompt)
@@ -588,7 +588,7 @@ async def _persist(
 def _touched_text(
     repo: Path, base: str, head: str, live: Sequence[str]
 ) -> Callable[[va.ReturnedFinding], bool]:
-    from review_loop.orchestrator.git import git
+    from review_loop.orchestrator.handoff.git import git
 
     diff = git(
         repo,
@@ -674,7 +674,7 @@ async def _reconcile(
     Raises:
         AuditBlockedError: the reconciler failed, or the run is still not reconciled.
     """
-    from review_loop.orchestrator import scope
+    from review_loop.orchestrator.workflows import scope
 
     command = (
         f"review-loop scope resolve {_q(ctx.committed)} --repo {_q(str(ctx.repo))} "
@@ -753,7 +753,7 @@ async def _audit(
     open_dispatcher: Callable[..., Any] | None,
 ) -> dict[str, Any]:
     """The seed's steps, in order; any step stops the audit with ``AuditBlockedError``."""
-    from review_loop.orchestrator import repo_config, scope
+    from review_loop.orchestrator.workflows import repo_config, scope
 
     _refuse_incomplete(request)
     ctx, agents, live = await _anchor(request, prefs)
@@ -830,8 +830,8 @@ async def _anchor(
     Raises:
         AuditBlockedError: not a repository, a configuration error, or an unwritable scratch dir.
     """
-    from review_loop.orchestrator.files import file_stamp, utc_now
-    from review_loop.orchestrator.git import ensure_layout, repo_root
+    from review_loop.orchestrator.handoff.files import file_stamp, utc_now
+    from review_loop.orchestrator.handoff.git import ensure_layout, repo_root
 
     directory = request.directory or os.getcwd()
     try:
@@ -894,7 +894,7 @@ async def _repository_configuration(
         AuditBlockedError: the base's file is malformed, or a product does not resolve.
     """
     from review_loop.agents.scope_rules import skills_of
-    from review_loop.orchestrator import scope
+    from review_loop.orchestrator.workflows import scope
 
     try:
         trusted = skills_of(await _thread(scope.load_registry, ctx.repo))
@@ -930,7 +930,7 @@ async def _resolve(
         AuditBlockedError: the scope does not resolve (exit 2), a stale base (exit 3), or a write
             into the scratch dir is refused.
     """
-    from review_loop.orchestrator import scope
+    from review_loop.orchestrator.workflows import scope
 
     audit_input: dict[str, Any] = {
         "selector": request.selector,
@@ -1020,7 +1020,7 @@ async def _read_sealed(ctx: _Context, run: runs.RunAddress) -> _Sealed:
     Raises:
         AuditBlockedError: the sealed input cannot be read or is not JSON (the run stays open).
     """
-    from review_loop.orchestrator import scope
+    from review_loop.orchestrator.workflows import scope
 
     try:
         sealed = json.loads((await _thread(runs.read_input, run))["content"])

@@ -25,15 +25,15 @@ from review_loop.orchestrator.dispatcher import (
     ResolvedPeer,
     resolve_peer,
 )
-from review_loop.orchestrator.files import (
+from review_loop.orchestrator.handoff.files import (
     atomic_write_bytes,
     check_name,
     file_stamp,
     make_dir_exclusive,
     utc_now,
 )
-from review_loop.orchestrator.recording import RecordingError, record_error
-from review_loop.orchestrator.trust import note_stop, reporting_async
+from review_loop.orchestrator.handoff.recording import RecordingError, record_error
+from review_loop.orchestrator.handoff.trust import note_stop, reporting_async
 from review_loop.prefs.model import PeerCommand, Prefs
 
 ADVISORY_MESSAGE = (
@@ -405,7 +405,7 @@ def _read_only_resume(delivery: Delivery) -> dict[str, Any]:
     if delivery.sessionId is None or not delivery.attempts:
         return {}
     from review_loop.adapters import get_adapter
-    from review_loop.orchestrator.resume_read_only import read_only_resume
+    from review_loop.orchestrator.sessions.resume import read_only_resume
 
     # The last attempt is the one that answered: its product and launch command (an alias's
     # argv, or a fallback's) are the ones to resume with.

@@ -46,8 +46,8 @@ from review_loop.agents.converge import (
 from review_loop.agents.errors import InputError
 from review_loop.agents.skills import SkillCheck
 from review_loop.orchestrator.dispatcher import Dispatcher, is_installed, resolve_peer
-from review_loop.orchestrator.files import atomic_write_bytes, atomic_write_json, utc_now
-from review_loop.orchestrator.trust import reporting_async
+from review_loop.orchestrator.handoff.files import atomic_write_bytes, atomic_write_json, utc_now
+from review_loop.orchestrator.handoff.trust import reporting_async
 from review_loop.orchestrator.workflows.converge_store import (
     Journal,
     RunPaths,
@@ -347,7 +347,7 @@ class _Converge:
         Both peers answered; each session must also be listed by ``sessions`` (the
         resumable handle), as ``preflight`` checks. Recorded in the ledger ``via: round A``.
         """
-        from review_loop.orchestrator.sessions import list_sessions
+        from review_loop.orchestrator.sessions.listing import list_sessions
 
         missing = [s.missing_text() for s in self.inputs.skills if s.found is None]
         for side in SIDES:

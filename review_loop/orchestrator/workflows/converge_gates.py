@@ -62,9 +62,9 @@ from review_loop.agents.converge import (
 from review_loop.agents.errors import InputError
 from review_loop.agents.evidence import Evidence
 from review_loop.agents.skills import SkillCheck
-from review_loop.orchestrator.files import atomic_write_bytes, utc_now
-from review_loop.orchestrator.git import ensure_layout, rev_parse
-from review_loop.orchestrator.trust import reporting, reporting_async
+from review_loop.orchestrator.handoff.files import atomic_write_bytes, utc_now
+from review_loop.orchestrator.handoff.git import ensure_layout, rev_parse
+from review_loop.orchestrator.handoff.trust import reporting, reporting_async
 from review_loop.orchestrator.workflows.converge_store import (
     PROTOCOL_ACTIONS,
     Journal,
@@ -158,7 +158,7 @@ async def _check_role(
     dispatcher: Dispatcher, role: Role, entry: dict[str, Any]
 ) -> tuple[dict[str, Any], str | None]:
     """The role's check: a delivered answer whose session ``sessions`` lists; the problem."""
-    from review_loop.orchestrator.sessions import list_sessions
+    from review_loop.orchestrator.sessions.listing import list_sessions
 
     label = f"{role.label} ({entry['product']})"
     listed = False
@@ -283,7 +283,7 @@ async def run_blind_review(
     seed's later continuation: only once the budget is spent, it opens a new budget on
     the same run and reviews the current evidence, with no new run or ledger.
     """
-    from review_loop.orchestrator.evidence import attest_evidence, compute_evidence
+    from review_loop.orchestrator.workflows.evidence import attest_evidence, compute_evidence
 
     repo = dispatcher.repo
     paths = RunPaths(repo, run)
@@ -573,7 +573,7 @@ def ledger_gate(
     ``skill_dirs`` are the user's skill directories). A typed ``result`` is stored as
     ``self-reported``.
     """
-    from review_loop.orchestrator.evidence import attest_evidence
+    from review_loop.orchestrator.workflows.evidence import attest_evidence
 
     try:
         gate_value = Gate(gate)
@@ -656,8 +656,8 @@ def find_review_proof(
     """
     from review_loop.agents.evidence import normalize_path_filter
     from review_loop.agents.review import branch_identity
-    from review_loop.orchestrator.evidence import attest_evidence
-    from review_loop.orchestrator.git import current_branch
+    from review_loop.orchestrator.handoff.git import current_branch
+    from review_loop.orchestrator.workflows.evidence import attest_evidence
     from review_loop.orchestrator.workflows.review_store import (
         authenticated_archives,
         branch_slugs,
@@ -717,7 +717,7 @@ def find_review_proof(
 def _agentic_review_gate(
     repo: Path, run: str, *, typed: str | None, base: str | None, paths: str | list[str] | None
 ) -> dict[str, Any]:
-    from review_loop.orchestrator.evidence import attest_evidence
+    from review_loop.orchestrator.workflows.evidence import attest_evidence
 
     found = find_review_proof(repo, base=base, paths=paths)
     if found.record is None:
@@ -754,7 +754,7 @@ def _skill_gate(
     paths: str | list[str] | None,
     skill_dirs: Sequence[str],
 ) -> dict[str, Any]:
-    from review_loop.orchestrator.evidence import attest_evidence
+    from review_loop.orchestrator.workflows.evidence import attest_evidence
     from review_loop.orchestrator.workflows.skill_gates import find_skill_proof
 
     found = find_skill_proof(repo, gate, base=base, paths=paths, extra_dirs=skill_dirs)
@@ -787,7 +787,7 @@ def ledger_result(
     recomputed "with the same base/filter"; giving other ones is a change of scope, which
     makes every older gate result stale.
     """
-    from review_loop.orchestrator.evidence import attest_evidence
+    from review_loop.orchestrator.workflows.evidence import attest_evidence
 
     paths = RunPaths(repo, run)
     if base is not None:

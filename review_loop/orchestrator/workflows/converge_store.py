@@ -14,10 +14,10 @@ Layout, under ``<repo>/.review-handoff/runtime/``::
                                         sessions`` lists every converge session
 
 Trust (``docs/authenticated-state.md``): ``ledger.json`` and every journal line carry a MAC
-made with the per-user secret (:mod:`review_loop.orchestrator.state_auth`; purposes
+made with the per-user secret (:mod:`review_loop.orchestrator.handoff.state_auth`; purposes
 :data:`LEDGER_PURPOSE` and :data:`JOURNAL_PURPOSE`). A ledger without a valid MAC is read as
 an empty ledger, a journal line without one is skipped; both are reported as untrusted
-(:mod:`review_loop.orchestrator.trust`), so no forged answer, gate or blind review is ever
+(:mod:`review_loop.orchestrator.handoff.trust`), so no forged answer, gate or blind review is ever
 reused: the calls run again.
 
 A call is identified by a *key* (stage, side and the sha256 of its base prompt). A key
@@ -38,9 +38,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from review_loop.agents.errors import InputError, StateError
-from review_loop.orchestrator import state_auth
-from review_loop.orchestrator.files import append_line, atomic_write_json, read_bytes, utc_now
-from review_loop.orchestrator.trust import note_repo, note_untrusted
+from review_loop.orchestrator.handoff import state_auth
+from review_loop.orchestrator.handoff.files import (
+    append_line,
+    atomic_write_json,
+    read_bytes,
+    utc_now,
+)
+from review_loop.orchestrator.handoff.trust import note_repo, note_untrusted
 
 if TYPE_CHECKING:  # ``ledger`` reads and writes the store without the dispatcher's imports
     from review_loop.agents.converge import Ledger
@@ -67,7 +72,7 @@ def sha256_text(text: str) -> str:
 def default_run(repo: Path) -> str:
     """One converge run per branch: the branch slug, as the review packets use."""
     from review_loop.agents.branch import branch_identity, branch_slug
-    from review_loop.orchestrator.git import current_branch, rev_parse
+    from review_loop.orchestrator.handoff.git import current_branch, rev_parse
 
     return branch_slug(branch_identity(current_branch(repo), rev_parse(repo, "HEAD")))
 

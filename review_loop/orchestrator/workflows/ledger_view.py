@@ -30,9 +30,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from review_loop.orchestrator import state_auth
-from review_loop.orchestrator.files import read_bytes
-from review_loop.orchestrator.trust import note_repo, reporting
+from review_loop.orchestrator.handoff import state_auth
+from review_loop.orchestrator.handoff.files import read_bytes
+from review_loop.orchestrator.handoff.trust import note_repo, reporting
 from review_loop.orchestrator.workflows.converge_store import LEDGER_PURPOSE, RunPaths
 
 # The model's vocabulary (``review_loop.agents.converge``), as plain values: a contract test

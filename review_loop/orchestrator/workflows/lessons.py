@@ -25,7 +25,7 @@ from review_loop.agents.lessons import (
     parse_lesson,
     same_cue,
 )
-from review_loop.orchestrator.files import atomic_write_bytes
+from review_loop.orchestrator.handoff.files import atomic_write_bytes
 
 WRITTEN_PREFIX = "written "
 

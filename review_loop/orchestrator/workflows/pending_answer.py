@@ -5,7 +5,7 @@ A review round is paid for when the reviewer answers. If recording the round the
 next ``run --continue`` (or the same round's retry) must use that answer, not ask again.
 
 So, as soon as an answer arrives, :func:`keep_answer` writes it, signed with the user's
-secret (:mod:`~review_loop.orchestrator.state_auth`), to the packet's runtime directory
+secret (:mod:`~review_loop.orchestrator.handoff.state_auth`), to the packet's runtime directory
 (``pending-answer.json``) and, when that fails, to the user's state directory
 (``$REVIEW_LOOP_HOME/pending/<key>.json``, the key a hash of repository, packet and round).
 :func:`take_answer` gives it back only when its MAC is valid and it answers exactly this
@@ -26,10 +26,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from review_loop.agents.outcomes import RecordError
-from review_loop.orchestrator import state_auth
-from review_loop.orchestrator.files import atomic_write_json, read_bytes, unlink
-from review_loop.orchestrator.recording import record_error
-from review_loop.orchestrator.trust import note_untrusted
+from review_loop.orchestrator.handoff import state_auth
+from review_loop.orchestrator.handoff.files import atomic_write_json, read_bytes, unlink
+from review_loop.orchestrator.handoff.recording import record_error
+from review_loop.orchestrator.handoff.trust import note_untrusted
 from review_loop.prefs import state_home
 
 PURPOSE = "review-loop pending reviewer answer v1"
@@ -109,7 +109,7 @@ def take_answer(
     """The kept answer to exactly this question, and where it was; ``None`` when none is.
 
     A file without this user's valid MAC, or for another question, is noted as untrusted
-    (see :mod:`~review_loop.orchestrator.trust`) and never used.
+    (see :mod:`~review_loop.orchestrator.handoff.trust`) and never used.
     """
     digest = prompt_digest(prompt)
     wanted = (str(repo.resolve()), packet_id, round_number, digest)

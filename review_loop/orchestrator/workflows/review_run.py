@@ -57,7 +57,7 @@ from review_loop.agents.review_prompt import (
     correction_prompt,
 )
 from review_loop.orchestrator.dispatcher import SESSION_FILE, Dispatcher, PeerRequest, resolve_peer
-from review_loop.orchestrator.files import (
+from review_loop.orchestrator.handoff.files import (
     append_line,
     atomic_write_bytes,
     read_bytes,
@@ -65,10 +65,10 @@ from review_loop.orchestrator.files import (
     unlink,
     utc_now,
 )
-from review_loop.orchestrator.git import current_branch, ensure_layout, rev_parse
+from review_loop.orchestrator.handoff.git import current_branch, ensure_layout, rev_parse
+from review_loop.orchestrator.handoff.recording import RecordingError, append_record, record_error
+from review_loop.orchestrator.handoff.trust import note_untrusted, reporting, reporting_async
 from review_loop.orchestrator.log import log_event
-from review_loop.orchestrator.recording import RecordingError, append_record, record_error
-from review_loop.orchestrator.trust import note_untrusted, reporting, reporting_async
 from review_loop.orchestrator.workflows.pending_answer import (
     PendingAnswer,
     clear_answer,
@@ -120,7 +120,7 @@ EvidenceFn = Callable[[Path, str, list[str] | None], tuple[Any, str]]
 
 
 def _default_evidence(repo: Path, base: str, paths: list[str] | None) -> tuple[Any, str]:
-    from review_loop.orchestrator.evidence import compute_evidence
+    from review_loop.orchestrator.workflows.evidence import compute_evidence
 
     return compute_evidence(repo, base, paths)
 
@@ -272,7 +272,7 @@ def _covers_the_tree(repo: Path, recorded: Any) -> bool:
     ``baseSha + pathFilter + digest``, recomputed with the recorded base and filter.
     """
     from review_loop.agents.evidence import Evidence
-    from review_loop.orchestrator.evidence import attest_evidence
+    from review_loop.orchestrator.workflows.evidence import attest_evidence
 
     try:
         evidence = Evidence.model_validate(recorded)

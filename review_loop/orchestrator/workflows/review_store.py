@@ -14,11 +14,11 @@ Layout (``docs/origins.md`` §3.3), under ``<repo>/.review-handoff/``::
         events.jsonl
 
 Trust (``docs/authenticated-state.md``): ``auto-run-state.json`` carries a MAC made with
-the per-user secret (:mod:`review_loop.orchestrator.state_auth`, purpose
+the per-user secret (:mod:`review_loop.orchestrator.handoff.state_auth`, purpose
 :data:`STATE_PURPOSE`), and it pins the packet's sha256 (``packetHash``). A packet is
 believed only through an authenticated state; a state without a valid MAC (committed,
 copied, forged) is never read as a verdict or a round: it is reported
-(:func:`review_loop.orchestrator.trust.note_untrusted`) and the review runs again.
+(:func:`review_loop.orchestrator.handoff.trust.note_untrusted`) and the review runs again.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 from review_loop.agents.errors import InputError, ReviewLoopError, StateError
 from review_loop.agents.review import Finding, Ledger, branch_slug, legacy_branch_slug
 from review_loop.agents.review_packet import PACKET_NAME_RE, h1_sections, split_packet
-from review_loop.orchestrator import procfs, state_auth
-from review_loop.orchestrator.files import (
+from review_loop.orchestrator.handoff import state_auth
+from review_loop.orchestrator.handoff.files import (
     HandoffPathError,
     atomic_write_json,
     iso_utc,
@@ -58,7 +58,8 @@ from review_loop.orchestrator.files import (
     remove_tree,
     unlink,
 )
-from review_loop.orchestrator.trust import note_repo, note_untrusted
+from review_loop.orchestrator.handoff.trust import note_repo, note_untrusted
+from review_loop.orchestrator.process import procfs
 
 HANDOFF = ".review-handoff"
 STATE_FILE = "auto-run-state.json"
@@ -295,8 +296,8 @@ class LockOwner:
     @classmethod
     def mine(cls, token: str) -> LockOwner:
         """This process, now."""
-        from review_loop.orchestrator.files import utc_now
-        from review_loop.orchestrator.unfinished import boot_id
+        from review_loop.orchestrator.handoff.files import utc_now
+        from review_loop.orchestrator.handoff.unfinished import boot_id
 
         pid = os.getpid()
         return cls(
@@ -359,7 +360,7 @@ def owner_gone(owner: LockOwner, written: float | None) -> str | None:
     """
     if not _pid_alive(owner.pid):
         return f"pid {owner.pid} is not running"
-    from review_loop.orchestrator.unfinished import boot_id
+    from review_loop.orchestrator.handoff.unfinished import boot_id
 
     current_boot = boot_id()
     if owner.boot is not None and current_boot is not None and owner.boot != current_boot:

@@ -38,8 +38,8 @@ from review_loop.agents.converge import (
 )
 from review_loop.agents.evidence import Evidence, normalize_path_filter
 from review_loop.agents.skills import SkillCheck
-from review_loop.orchestrator.files import HANDOFF_DIR, read_bytes, utc_now
-from review_loop.orchestrator.git import rev_parse
+from review_loop.orchestrator.handoff.files import HANDOFF_DIR, read_bytes, utc_now
+from review_loop.orchestrator.handoff.git import rev_parse
 
 REPORTS_DIR = "gate-reports"
 
@@ -84,7 +84,7 @@ def _candidates(repo: Path, directory: Path) -> list[Path]:
 
 
 def _tracked(repo: Path) -> set[str]:
-    from review_loop.orchestrator.trust import tracked_handoff_files
+    from review_loop.orchestrator.handoff.trust import tracked_handoff_files
 
     return set(tracked_handoff_files(repo))
 
@@ -99,7 +99,7 @@ def find_skill_proof(
     env: Mapping[str, str] | None = None,
 ) -> SkillProof:
     """The newest report of ``gate``'s skill that proves the tree now (see the module)."""
-    from review_loop.orchestrator.skills import resolve_skill
+    from review_loop.orchestrator.workflows.skills import resolve_skill
 
     skill = GATE_SKILLS[gate]
     directory = report_dir(repo, skill)
@@ -159,7 +159,7 @@ def _mismatch(
     want_paths: list[str] | None,
 ) -> str | None:
     """Why ``report`` is not ``skill``'s report on the evidence now, or ``None``."""
-    from review_loop.orchestrator.evidence import attest_evidence
+    from review_loop.orchestrator.workflows.evidence import attest_evidence
 
     covered = report.evidence
     if report.skill != skill:

@@ -27,7 +27,7 @@ Decisions beyond the seed, each to keep a promise the seed makes:
   directory (``.review-handoff/runtime/verify-diff/<stamp>/reverted/``).
 - A ``--target`` that is not a file in the working tree is ``missing target``.
 - The tree is hostile input: every file is read and written through
-  :mod:`review_loop.orchestrator.tree_files` (no link anywhere on the path, never under
+  :mod:`review_loop.orchestrator.handoff.tree_files` (no link anywhere on the path, never under
   ``.git``, regular files only, bounded). A file not read is named in the result's
   ``skipped_files`` (and in the prompt as not read, never as its content); an edit not
   written in ``refused_edits``, each ``{"path", "reason"}``. Both keys appear only when
@@ -48,15 +48,15 @@ import anyio
 from review_loop.agents import verify_diff as vd
 from review_loop.agents.errors import InputError, StateError
 from review_loop.orchestrator.dispatcher import Dispatcher, PeerRequest
-from review_loop.orchestrator.files import (
+from review_loop.orchestrator.handoff.files import (
     atomic_write_bytes,
     atomic_write_json,
     file_stamp,
     make_dirs,
     utc_now,
 )
-from review_loop.orchestrator.git import ensure_layout, git, rev_parse
-from review_loop.orchestrator.tree_files import (
+from review_loop.orchestrator.handoff.git import ensure_layout, git, rev_parse
+from review_loop.orchestrator.handoff.tree_files import (
     TreeFileRefusedError,
     git_identities,
     read_tree_file,
@@ -116,8 +116,9 @@ async def _thread(func: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
 def normalize_target(repo: Path, target: str) -> str:
     """``--target`` as a path relative to the repository root (``/``-separated).
 
-    Normalised as text, never resolved (:func:`~review_loop.orchestrator.tree_files.relative_path`):
-    a link inside the repository is not followed to name another file.
+    Normalised as text, never resolved
+    (:func:`~review_loop.orchestrator.handoff.tree_files.relative_path`): a link inside the
+    repository is not followed to name another file.
 
     Raises:
         InputError: the path leaves the repository, names its root, or is inside ``.git``.
@@ -162,7 +163,7 @@ def _git_dirs(repo: Path) -> frozenset[tuple[int, int]]:
 class Tree:
     """The working tree, read and written the way the loop needs (synchronous).
 
-    Every read and write goes through :mod:`~review_loop.orchestrator.tree_files`; what it
+    Every read and write goes through :mod:`~review_loop.orchestrator.handoff.tree_files`; what it
     refuses is collected in ``skipped`` (path -> reason) and ``refused`` (edits), which
     :meth:`report` adds to the result.
     """

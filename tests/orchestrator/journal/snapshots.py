@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from review_loop.orchestrator import state_auth
+from review_loop.orchestrator.handoff import state_auth
 from review_loop.orchestrator.journal.store import SNAPSHOT_PURPOSE, RunLog
 
 

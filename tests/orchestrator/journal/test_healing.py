@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 import pytest
 
-from review_loop.orchestrator import state_auth
+from review_loop.orchestrator.handoff import state_auth
 from review_loop.orchestrator.journal.dirs import UnsafePathError
 from review_loop.orchestrator.journal.store import (
     SNAPSHOT_PURPOSE,

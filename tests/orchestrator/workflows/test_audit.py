@@ -19,7 +19,7 @@ from review_loop.orchestrator.journal import runs
 from review_loop.orchestrator.workflows.audit import AuditRequest, run_audit
 from review_loop.prefs import Prefs
 from tests.fakes import FakeCLIs
-from tests.orchestrator.test_scope import Remote
+from tests.orchestrator.workflows.test_scope import Remote
 
 pytestmark = pytest.mark.anyio
 

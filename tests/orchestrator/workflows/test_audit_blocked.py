@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from review_loop.orchestrator import cli, scope
+from review_loop.orchestrator import cli
 from review_loop.orchestrator.journal import runs
+from review_loop.orchestrator.workflows import scope
 from review_loop.orchestrator.workflows.audit import AuditRequest, run_audit
 from tests.fakes import FakeCLIs
-from tests.orchestrator.test_scope import Remote
 from tests.orchestrator.workflows.test_audit import (  # the remote fixture too (fakes: conftest)
     DRIVER,
     PATHS,
@@ -31,6 +31,7 @@ from tests.orchestrator.workflows.test_audit import (  # the remote fixture too 
     remote,
     reply,
 )
+from tests.orchestrator.workflows.test_scope import Remote
 
 __all__ = ["remote"]  # a pytest fixture shared with test_audit
 

@@ -19,7 +19,6 @@ import pytest
 
 from review_loop.orchestrator.workflows.audit import AuditRequest, run_audit
 from tests.fakes import FakeCLIs
-from tests.orchestrator.test_scope import Remote, commit, git
 from tests.orchestrator.workflows.test_audit import (
     DRIVER,
     PREFS,
@@ -28,6 +27,7 @@ from tests.orchestrator.workflows.test_audit import (
     reply,
     subjects,
 )
+from tests.orchestrator.workflows.test_scope import Remote, commit, git
 
 __all__ = ["remote"]  # a fixture shared with test_audit (fakes: tests/conftest.py)
 pytestmark = pytest.mark.anyio

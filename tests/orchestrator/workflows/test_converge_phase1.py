@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from review_loop.orchestrator.skills import SKILL_DIRS_ENV
+from review_loop.orchestrator.workflows.skills import SKILL_DIRS_ENV
 from tests.fakes import FakeCLIs
 from tests.orchestrator.workflows.test_converge import (
     CLEAN_REVIEW,

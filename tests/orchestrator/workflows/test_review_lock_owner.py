@@ -25,9 +25,9 @@ from typing import Any
 
 import pytest
 
-from review_loop.orchestrator import procfs
 from review_loop.orchestrator.cli import run as cli_run
-from review_loop.orchestrator.unfinished import boot_id
+from review_loop.orchestrator.handoff.unfinished import boot_id
+from review_loop.orchestrator.process import procfs
 from review_loop.orchestrator.workflows.review_store import LOCK_DIR, LockOwner, owner_gone
 from tests.fakes import FakeCLIs
 from tests.gitrepo import guarded_change

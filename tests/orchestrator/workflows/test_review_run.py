@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from review_loop.orchestrator import state_auth
 from review_loop.orchestrator.cli import run as cli_run
+from review_loop.orchestrator.handoff import state_auth
 from review_loop.orchestrator.workflows.review_store import STATE_PURPOSE
 from tests.fakes import FakeCLIs
 from tests.gitrepo import guarded_change
