@@ -59,7 +59,10 @@ def test_claude_calls_consult_over_mcp_and_gets_the_reviewers_answer(
     model_api.script(Reply.tool_then(TOOL, arguments, then=None))
     argv = [cli_bin("claude"), "-p", "--output-format", "json"]
     argv += ["--mcp-config", str(config), "--strict-mcp-config", "--allowedTools", TOOL]
-    env = cli_env("claude", model_api, cli_home, extra={"MCP_CONNECTION_NONBLOCKING": "0"})
+    # Wait for the server's tools before the first model turn, and give a loaded machine
+    # time to start it (claude gives a server 5 s to connect by default).
+    wait = {"MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": "60000"}
+    env = cli_env("claude", model_api, cli_home, extra=wait)
     ran = run(argv, env=env, cwd=git_repo, stdin="review")
 
     assert ran.returncode == 0, ran.describe()

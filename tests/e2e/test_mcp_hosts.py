@@ -82,6 +82,7 @@ def test_codex_calls_consult_over_mcp_and_gets_the_reviewers_answer(
     model_api.script(call)
     # required: codex exec waits for the server's tools before its first model turn
     required = ["-c", "mcp_servers.review-loop.required=true"]
+    required += ["-c", "mcp_servers.review-loop.startup_timeout_sec=60"]  # a loaded machine
     ran = run(
         [codex, "exec", *required, "Is the README right? Ask a reviewer."], env=env, cwd=git_repo
     )
