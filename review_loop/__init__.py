@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from review_loop.agents.errors import InputError, ReviewLoopError
     from review_loop.agents.models import DeliveryState, Reply, Usage
-    from review_loop.agents.outcomes import Attempt, Delivery, Fallback, RecordError
+    from review_loop.agents.outcomes import Attempt, Delivery, Fallback, RecordError, SessionRecord
     from review_loop.orchestrator.dispatcher import (
         Dispatcher,
         PeerRequest,
@@ -47,6 +47,7 @@ __all__ = [
     "RecordError",
     "Reply",
     "ReviewLoopError",
+    "SessionRecord",
     "Usage",
     "load_prefs",
     "open_dispatcher",
@@ -65,6 +66,7 @@ _WHERE = {
     "RecordError": "review_loop.agents.outcomes",
     "Reply": "review_loop.agents.models",
     "ReviewLoopError": "review_loop.agents.errors",
+    "SessionRecord": "review_loop.agents.outcomes",
     "Usage": "review_loop.agents.models",
     "open_dispatcher": "review_loop.orchestrator.dispatcher",
 }
