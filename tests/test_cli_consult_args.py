@@ -41,8 +41,10 @@ def test_contract_every_spelling_of_consult_s_options() -> None:
     assert dests == {
         "--repo": "repo",
         "--repo-root": "repo",
+        "-C": "repo",
         "--peer": "peers",
         "--reviewer": "peers",
+        "--executor": "peers",
         "--fallback": "fallback",
         "--question-file": "question_file",
         "--questionFile": "question_file",
@@ -65,7 +67,7 @@ def test_contract_skip_host_alone_is_true_and_a_repeated_option_keeps_the_last()
     ("words", "needle"),
     [
         (["--ques", "q"], "unrecognized arguments: --ques q"),  # no abbreviations
-        (["--peer"], "argument --peer/--reviewer: expected one argument"),
+        (["--peer"], "argument --peer/--reviewer/--executor: expected one argument"),
         (["x"], "unrecognized arguments: x"),
         (["--peers", "codex"], "unrecognized arguments: --peers codex"),
     ],

@@ -49,6 +49,8 @@ with the module that defines it (a class defined in a higher layer is named by i
     │                               as it is at the base commit
     ├── GitCommandError             evidence: a git command the evidence needs failed
     ├── RecordingError              recording: a record that must exist could not be written
+    ├── LaunchRefusedError          runner: a runner proved the CLI never ran (the
+    │                               dispatcher's NOT_SUBMITTED; an embedder's runner raises it)
     ├── InputTooLargeError          input_files: an input past its limit (also an OSError)
     ├── TreeFileRefusedError        tree_files: a file of the reviewed tree refused (a link,
     │                               ``.git``, not regular, too large; also an OSError)
@@ -116,11 +118,19 @@ class AdapterRefusalError(ReviewLoopError):
     """An adapter refuses to build an invocation it cannot make safe.
 
     Raised before anything is spawned, so the request was provably not submitted.
+
+    Attributes:
+        product: the product refused.
+        reason: what makes it unsafe, in words.
+        code: the named reason the delivery reports (a
+            :class:`~review_loop.agents.refusals.Refusal` such as ``cli_too_old``), or
+            ``None`` for the generic ``refused``.
     """
 
-    def __init__(self, product: str, reason: str) -> None:
+    def __init__(self, product: str, reason: str, *, code: str | None = None) -> None:
         self.product = product
         self.reason = reason
+        self.code = code
         super().__init__(f"{product}: {reason}")
 
 

@@ -200,10 +200,23 @@ def new_packet_text(
 # -- stages -------------------------------------------------------------------------------
 
 
+# The findings tables keep the original's Chinese column names and severity tokens
+# (reviewers write them, clients and the packet's own reader key on them); a person reading
+# the packet finds them in English under each table. No line starts with "|": no reader
+# takes it for a table row.
+FINDINGS_LEGEND = (
+    "_Columns: 严重度 = severity ([阻塞] = blocking, [非阻塞] = non-blocking), "
+    "标题 = title, 证据 = evidence._"
+)
+REASSESSMENT_LEGEND = (
+    "_Columns: 状态 = status (resolved, partially or unresolved), 复核证据 = re-check evidence._"
+)
+
+
 def _findings_table(findings: Sequence[Finding]) -> str:
     header = "| " + " | ".join(FINDING_COLUMNS) + " |"
     sep = "|" + "|".join("---" for _ in FINDING_COLUMNS) + "|"
-    return "\n".join([header, sep, *(f.row() for f in findings)])
+    return "\n".join([header, sep, *(f.row() for f in findings), "", FINDINGS_LEGEND])
 
 
 def _meta_lines(items: Mapping[str, object]) -> str:
@@ -252,7 +265,7 @@ def review_stage(
         rheader = "| " + " | ".join(REASSESSMENT_COLUMNS) + " |\n|---|---|---|"
         text = (
             f"\n# Re-review\n\n{head}\n\n"
-            f"## Prior Findings Reassessment\n\n{rheader}\n{rows}\n\n"
+            f"## Prior Findings Reassessment\n\n{rheader}\n{rows}\n\n{REASSESSMENT_LEGEND}\n\n"
             f"## New Findings\n\n"
             + (_findings_table(answer.findings) if answer.findings else "None")
             + "\n\n## Regression Surface\n\n"

@@ -1,4 +1,4 @@
-"""Policy over the process layer: peers, retry, fallback, resume, fan-out, records.
+"""Policy over a runner: peers, retry, fallback, resume, fan-out, records.
 
 Usage::
 
@@ -9,9 +9,10 @@ Usage::
 
 Rules (docs/design.md, "The dispatcher"):
 
-- Each attempt is one supervised process (:func:`~.process.run_process`) with its own full
-  deadline. Its session record is written before spawn and updated with the pid before a
-  byte of the prompt is sent.
+- Each attempt is one run of the runner (:mod:`.runner` holds its contract; by default a
+  supervised process in the reviewer sandbox) with its own full deadline. Its session
+  record is written before the run and updated with the pid before a byte of the prompt
+  is sent.
 - Only a proven ``NOT_SUBMITTED`` is retried, once, with the same parameters.
   ``DELIVERY_UNKNOWN`` is never re-sent to the same product.
 - Fallback: on a timeout or a proven ``NOT_SUBMITTED``, swap in the next installed product
@@ -62,8 +63,10 @@ from review_loop.agents.outcomes import (
     SessionRecord,
     SessionStatus,
 )
+from review_loop.agents.refusals import STALLED
 from review_loop.orchestrator.explain import (
     emit_progress,
+    fallback_reason,
     progress_line,
     retry_may_help,
     stop_hint,
@@ -88,26 +91,17 @@ from review_loop.orchestrator.handoff.recording import (
 from review_loop.orchestrator.log import log_event
 from review_loop.orchestrator.process.environment import reviewer_passthrough
 from review_loop.orchestrator.process.procfs import start_time
-from review_loop.orchestrator.process.run import (
+from review_loop.orchestrator.process.run import Supervisors, resolve_executable
+from review_loop.orchestrator.runner import (
+    Confinement,
+    LaunchRefusedError,
+    ProcessRunner,
+    Runner,
     Started,
-    Supervisors,
-    open_supervisors,
-    resolve_executable,
-    run_process,
+    open_process_runner,
 )
 from review_loop.orchestrator.sandbox import reviewer as sandbox
-from review_loop.orchestrator.sandbox.isolation import (
-    isolation_failed,
-    make_scratch,
-    namespace_available,
-    orphaned_scratch,
-    protected_paths,
-    read_only_argv,
-    remove_orphaned_scratch,
-    sandbox_argv,
-    scratch_prefix,
-)
-from review_loop.orchestrator.sandbox.masking import mask_failed, remove_from_copy
+from review_loop.orchestrator.sandbox.isolation import orphaned_scratch, remove_orphaned_scratch
 from review_loop.prefs.defaults import MAX_TIMEOUT_MS
 from review_loop.prefs.home import state_home
 from review_loop.prefs.model import Prefs
@@ -442,7 +436,10 @@ class Dispatcher:
         repo: the checkout's top level.
         prefs: deadlines, grace, liveness interval and aliases (plain view).
         progress: receives the liveness and progress lines.
-        supervisors: where each session's supervisor is taken from.
+        runner: what runs each attempt's invocation (:mod:`.runner`: the contract);
+            a :class:`~.runner.ProcessRunner` unless the embedder gave its own.
+        supervisors: where the process runner takes each session's supervisor from
+            (``None`` for another runner).
         checkout: the located checkout (``git.locate``), when known.
         reaped: the records the start-up reaper finished.
         outcomes: what became of the requests asked so far, in order: the newest
@@ -460,13 +457,14 @@ class Dispatcher:
         supervisors: Supervisors | None = None,
         checkout: Checkout | None = None,
         keep_outcomes: int = OUTCOMES_KEPT,
+        runner: Runner | None = None,
     ) -> None:
         # A plain class, not a dataclass: its generated methods (eq, repr) were never used,
         # and building them cost every command's start about half a millisecond.
         self.repo = repo
         self.prefs = prefs
         self.progress = progress
-        self.supervisors = supervisors
+        self.runner: Runner = ProcessRunner(supervisors) if runner is None else runner
         self.checkout = checkout
         self.reaped: list[SessionRecord] = []
         self.outcomes: list[Delivery] = []
@@ -477,6 +475,11 @@ class Dispatcher:
         # ``id()`` is unique only among live objects, so each entry holds its request (an id
         # cannot be reused while it is here) and a lookup checks ``is``. Bounded as outcomes.
         self._asked: dict[int, _Asked] = {}
+
+    @property
+    def supervisors(self) -> Supervisors | None:
+        """The process runner's pool of session supervisors (``None`` for another runner)."""
+        return self.runner.supervisors if isinstance(self.runner, ProcessRunner) else None
 
     @property
     def global_stop_file(self) -> Path:
@@ -758,7 +761,7 @@ class Dispatcher:
         if isinstance(hit, dict) and hit.get("stamp") == stamp:
             return str(hit.get("output", ""))
         probe = Invocation(argv=(*peer.command, *args), cwd=self.repo, pass_env=self._env(peer))
-        done = await run_process(probe, deadline=PROBE_DEADLINE_S, grace=1.0)
+        done = await self.runner.run(probe, deadline=PROBE_DEADLINE_S, grace=1.0)
         output = (done.stdout + b"\n" + done.stderr).decode("utf-8", "replace")
         if done.returncode == 0:
             cache[key] = {"stamp": stamp, "output": output}
@@ -816,7 +819,11 @@ class Dispatcher:
                 retried = True
                 _log("retry", peer=current.name, reason=outcome.reason, why="not submitted")
                 continue
-            if outcome.state is DeliveryState.NOT_SUBMITTED or attempt.timedOut:
+            if (
+                outcome.state is DeliveryState.NOT_SUBMITTED
+                or attempt.timedOut
+                or outcome.reason == STALLED  # a stall is ended like a deadline: fall back
+            ):
                 fallback = self._pick_fallback(request, tried, claimed - {peer.product})
                 if fallback is not None:
                     claimed.add(fallback.product)
@@ -824,10 +831,10 @@ class Dispatcher:
                         Fallback(
                             from_=current.name,
                             to=fallback.name,
-                            reason="timeout" if attempt.timedOut else "not_submitted",
+                            reason=fallback_reason(outcome.reason, timed_out=attempt.timedOut),
                         )
                     )
-                    _log("fallback", level="warning", **fallbacks[-1].document())
+                    _log("fallback", level="warning", echoed=True, **fallbacks[-1].document())
                     self._say(
                         progress_line(
                             current.name, "fallback", to=fallback.name, why=fallbacks[-1].reason
@@ -878,8 +885,8 @@ class Dispatcher:
         """One supervised launch of ``peer``; returns (outcome, attempt, failed fast).
 
         Its steps, each a method below: check STOP; build the invocation; write the record
-        (no record, no launch); prepare the launch (executable, namespace, masking); run
-        the process with liveness lines; interpret what it left. Every path ends in
+        (no record, no launch); run it through the runner (which owns the sandbox and the
+        process) with liveness lines; interpret what it left. Every path ends in
         :meth:`_finish`; a cancellation finishes the record ``interrupted`` and goes on
         (:meth:`_run`).
         """
@@ -898,13 +905,10 @@ class Dispatcher:
                 state=DeliveryState.NOT_SUBMITTED, reason="record failed", detail=failed.message
             )
             return self._finish(current, reason, None, failed)
-        prepared = await self._prepare_launch(current, invocation)
-        if isinstance(prepared, Failure):
-            return self._finish(current, prepared, None)
-        ran = await self._run(current, prepared, whole_filesystem=not capabilities.read_only)
+        ran = await self._run(current, invocation, capabilities)
         if not isinstance(ran, Completed):
-            return ran  # finished inside the run: the pid could not be recorded
-        return self._finish(current, self._interpret(current, prepared, ran), ran)
+            return ran  # finished inside the run: refused, or the pid could not be recorded
+        return self._finish(current, self._interpret(current, invocation, ran), ran)
 
     def _begin(
         self, request: PeerRequest, peer: ResolvedPeer, resume: str | None, *, number: int
@@ -974,7 +978,8 @@ class Dispatcher:
             invocation = dataclasses.replace(built, pass_env=self._env(peer))
         except AdapterRefusalError as refusal:
             current.write()
-            return Failure(state=DeliveryState.NOT_SUBMITTED, reason="refused", detail=str(refusal))
+            reason = refusal.code or "refused"  # a named one (cli_too_old) when it has one
+            return Failure(state=DeliveryState.NOT_SUBMITTED, reason=reason, detail=str(refusal))
         if request.isolate:
             invocation = dataclasses.replace(invocation, isolate_in_copy=True)
         return invocation, capabilities
@@ -992,56 +997,17 @@ class Dispatcher:
             current.record = dataclasses.replace(current.record, sessionId=invocation.session_id)
         return current.write(durable=False)
 
-    async def _prepare_launch(
-        self, current: _InFlight, invocation: Invocation
-    ) -> Invocation | Failure:
-        """The invocation as it will be spawned, or why it must not be (``NOT_SUBMITTED``).
-
-        Owns the isolation and masking decisions: a wrapped CLI is first proven present; a
-        throw-away copy needs a read-only mount namespace, else the CLI is refused rather
-        than run able to write the repository; project files to hide are masked in place
-        unless the copy already leaves them out.
-        """
-        if not sandbox.exempt(current.peer.adapter):
-            # The namespace wrapper becomes argv[0]; the CLI itself must still be proven
-            # present, or a missing one would look like a crash instead of NOT_SUBMITTED.
-            executable = resolve_executable(invocation.argv[0], dict(os.environ))
-            if executable is None:
-                return Failure(
-                    state=DeliveryState.NOT_SUBMITTED,
-                    reason="spawn failed",
-                    detail=f"executable not found: {invocation.argv[0]}",
-                )
-            invocation = dataclasses.replace(invocation, argv=(executable, *invocation.argv[1:]))
-        if invocation.isolate_in_copy and not await namespace_available():
-            return Failure(
-                state=DeliveryState.NOT_SUBMITTED,
-                reason="refused",
-                detail=(
-                    f"{current.peer.product} has no read-only mode here and no read-only mount "
-                    "namespace can be made here (docs/reviewer-lockdown.md), so it cannot run "
-                    "without being able to write to the repository"
-                ),
-            )
-        protected = await sandbox.protect(  # what it must not read, out of sight
-            invocation,
-            current.peer.adapter,
-            repo=self.repo,
-            allow_unprotected=self.prefs.allowUnprotected,
-        )
-        if isinstance(protected, str):
-            return Failure(state=DeliveryState.NOT_SUBMITTED, reason="refused", detail=protected)
-        return protected
-
     async def _run(
-        self, current: _InFlight, invocation: Invocation, *, whole_filesystem: bool
+        self, current: _InFlight, invocation: Invocation, capabilities: Capabilities
     ) -> Completed | _Result:
-        """Run the process (in its throw-away copy, if any) with liveness lines.
+        """Run the invocation through the runner, with liveness lines.
 
         The pid is recorded before a byte of stdin is written; when it cannot be, the
-        session is ended and the attempt finished here. Cancelled: the process layer has
-        ended the session's tree; the record is finished ``interrupted`` and the
-        cancellation goes on. Liveness lines start only once the process exists.
+        session is ended and the attempt finished here, as it is when the runner proves
+        the CLI never ran (``NOT_SUBMITTED``: a sandbox that cannot be made here, a missing
+        executable). Cancelled: the runner has ended the session; the record is finished
+        ``interrupted`` and the cancellation goes on. Liveness lines start only once the
+        process exists.
         """
         launched = anyio.Event()  # liveness lines only for a process that exists
 
@@ -1050,25 +1016,35 @@ class Dispatcher:
             launched.set()
 
         deadline = current.deadline_ms / 1000
-        isolated = self._isolated(
-            invocation, whole_filesystem=whole_filesystem, adapter=current.peer.adapter
+        confine = Confinement(
+            adapter=current.peer.adapter,
+            repo=self.repo,
+            whole_filesystem=not capabilities.read_only,
+            allow_unprotected=self.prefs.allowUnprotected,
         )
-        async with isolated as runnable, anyio.create_task_group() as group:
+        async with anyio.create_task_group() as group:
             group.start_soon(self._liveness, current.peer.name, deadline, launched)
             group.start_soon(_make_ahead, current, launched)
             try:
-                completed = await run_process(
-                    runnable,
+                completed = await self.runner.run(
+                    invocation,
                     deadline=deadline,
                     grace=self.prefs.graceMs / 1000,
                     stop_files=current.stop_files,
                     on_started=on_started,
                     complete=partial(output_complete, current.peer.adapter, invocation),
-                    supervisors=self.supervisors,
+                    confine=confine,
+                    stall=self.prefs.stallMs / 1000 if self.prefs.stallMs else None,
                 )
+            except LaunchRefusedError as refused:
+                group.cancel_scope.cancel()
+                failure = Failure(
+                    state=DeliveryState.NOT_SUBMITTED, reason=refused.reason, detail=refused.detail
+                )
+                return self._finish(current, failure, refused.completed)
             except RecordingError as unrecorded:
                 group.cancel_scope.cancel()
-                failure = _unrecorded_launch(runnable, unrecorded)
+                failure = _unrecorded_launch(invocation, unrecorded)
                 return self._finish(current, failure, None, unrecorded.error)
             except anyio.get_cancelled_exc_class():
                 self._finish_interrupted(current)
@@ -1111,11 +1087,8 @@ class Dispatcher:
     def _interpret(
         self, current: _InFlight, invocation: Invocation, completed: Completed
     ) -> Reply | Failure:
-        """What the ended process means: the adapter's reading, unless the sandbox failed.
-
-        A namespace or mask that could not be set up is ``NOT_SUBMITTED`` (the CLI never
-        ran); the adapter is not asked to read a wrapper's error.
-        """
+        """What the ended process means: the adapter's reading (a sandbox that failed to
+        set up never gets here: the runner raised :class:`.LaunchRefusedError`)."""
         if completed.killed_after_grace:
             _log(
                 "escalated-to-sigkill",
@@ -1123,14 +1096,6 @@ class Dispatcher:
                 peer=current.peer.name,
                 graceMs=self.prefs.graceMs,
                 why="the session ignored SIGTERM for the whole grace period",
-            )
-        if (
-            invocation.isolate_in_copy and isolation_failed(completed.returncode, completed.stderr)
-        ) or mask_failed(completed.returncode, completed.stderr):
-            return Failure(
-                state=DeliveryState.NOT_SUBMITTED,
-                reason="refused",
-                detail=completed.stderr.decode("utf-8", "replace").strip(),
             )
         if completed.stdout_spill_error is not None:
             _log(
@@ -1214,57 +1179,6 @@ class Dispatcher:
             )
             await anyio.sleep(interval)
 
-    @asynccontextmanager
-    async def _isolated(
-        self, invocation: Invocation, *, whole_filesystem: bool, adapter: Adapter
-    ) -> AsyncIterator[Invocation]:
-        """Run ``invocation`` in a throw-away copy of the repository, when it asks for that.
-
-        ``whole_filesystem`` (a CLI without a read-only mode): every mount read-only but
-        the scratch directory, which holds the copy, a scratch HOME with the adapter's
-        ``home_files`` and a scratch TMPDIR. Otherwise (a read-only CLI kept from earlier
-        records): the repository read-only. The scratch directory is removed afterwards.
-        See :mod:`~review_loop.orchestrator.sandbox.isolation`; the caller has checked that a
-        read-only mount namespace is available.
-        """
-        if not invocation.isolate_in_copy:
-            yield invocation
-            return
-        import shutil  # here, not at import: only an isolated run makes a scratch copy
-        import tempfile
-
-        root = Path(tempfile.mkdtemp(prefix=scratch_prefix()))
-        source_home = Path(invocation.env.get("HOME") or os.environ.get("HOME") or Path.home())
-        home_files = invocation.home_files if whole_filesystem else ()
-        try:
-            scratch = await anyio.to_thread.run_sync(
-                lambda: make_scratch(
-                    root, self.repo, source_home=source_home, home_files=home_files
-                )
-            )
-            await anyio.to_thread.run_sync(remove_from_copy, scratch.copy, invocation.hidden_paths)
-            argv = tuple(
-                str(scratch.copy) if word == str(invocation.cwd) else word
-                for word in invocation.argv
-            )
-            plan = sandbox.exposure(adapter, repo=self.repo, cwd=scratch.copy, project=())
-            hide = sandbox.hide_options(plan)
-            if whole_filesystem:
-                yield dataclasses.replace(
-                    invocation,
-                    cwd=scratch.copy,
-                    argv=sandbox_argv([root], argv, hide),
-                    env={**invocation.env, **scratch.env()},
-                )
-            else:
-                protected = await protected_paths(self.repo)
-                yield dataclasses.replace(
-                    invocation, cwd=scratch.copy, argv=read_only_argv(protected, argv, hide)
-                )
-        finally:
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(lambda: shutil.rmtree(root, ignore_errors=True))
-
 
 async def _make_ahead(current: _InFlight, launched: anyio.Event) -> None:
     """Make the files the attempt's finish writes while its CLI runs.
@@ -1283,12 +1197,12 @@ async def _make_ahead(current: _InFlight, launched: anyio.Event) -> None:
         make()
 
 
-def _log(event: str, *, level: str = "info", **fields: object) -> None:
+def _log(event: str, *, level: str = "info", echoed: bool = False, **fields: object) -> None:
     """:func:`~.log.log_event` for the current call's request: ``recordDir`` names it."""
     call = _CALL.get()
     if call is not None:
         fields["recordDir"] = str(call.record_dir)
-    log_event(event, level=level, **fields)
+    log_event(event, level=level, echoed=echoed, **fields)
 
 
 def _interrupted(record: SessionRecord) -> Failure:
@@ -1346,6 +1260,7 @@ async def open_dispatcher(
     progress: Callable[[ProgressLine], None] | None = None,
     reap: bool = True,
     keep_outcomes: int = OUTCOMES_KEPT,
+    runner: Runner | None = None,
 ) -> AsyncIterator[Dispatcher]:
     """Open a dispatcher for ``repo``.
 
@@ -1365,9 +1280,11 @@ async def open_dispatcher(
         reap: first find sessions of this repository whose recorded process is gone or
             whose owner died, end orphans, and mark their records (``Dispatcher.reaped``).
         keep_outcomes: how many of the newest deliveries ``Dispatcher.outcomes`` keeps.
-
-    The first session's supervisor is started first (a warm spare, :class:`.Supervisors`),
-    so its interpreter starts while the repository is located and reaped.
+        runner: what runs each attempt (the contract: :mod:`.runner`), owned and closed
+            by the caller. Default: a :class:`~.runner.ProcessRunner`, opened and closed
+            here, whose first session supervisor is started first (a warm spare,
+            :class:`.Supervisors`), so its interpreter starts while the repository is
+            located and reaped.
     """
     bound = _outcomes_bound(keep_outcomes)
     if prefs is None:
@@ -1375,11 +1292,12 @@ async def open_dispatcher(
         from review_loop.prefs import load_prefs
 
         prefs = load_prefs(known_products())
-    async with open_supervisors() as supervisors:
-        dispatcher = await _opened(repo, prefs, progress or _stderr_line, reap=reap)
-        dispatcher.supervisors = supervisors
-        dispatcher.keep_outcomes = bound
-        yield dispatcher
+    opened = partial(_opened, repo, prefs, progress or _stderr_line, reap=reap, keep=bound)
+    if runner is not None:
+        yield await opened(runner=runner)
+        return
+    async with open_process_runner() as process_runner:
+        yield await opened(runner=process_runner)
 
 
 def _reap_and_sweep(repo: Path, grace: float) -> list[SessionRecord]:
@@ -1399,12 +1317,17 @@ async def _opened(
     progress: Callable[[ProgressLine], None],
     *,
     reap: bool,
+    keep: int,
+    runner: Runner,
 ) -> Dispatcher:
     """The dispatcher of :func:`open_dispatcher`, with its repository located and reaped."""
     # An existing git checkout (its top level), never created.
     if not isinstance(repo, Checkout):
         repo = await anyio.to_thread.run_sync(locate, repo)
-    dispatcher = Dispatcher(repo=repo.root, prefs=prefs, progress=progress, checkout=repo)
+    dispatcher = Dispatcher(
+        repo=repo.root, prefs=prefs, progress=progress, checkout=repo, keep_outcomes=keep,
+        runner=runner,
+    )  # fmt: skip
     if reap:
         from review_loop.orchestrator.process.reaper import nothing_to_reap
 

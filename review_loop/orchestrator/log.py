@@ -33,6 +33,8 @@ LOGGER_NAME = "review_loop"
 # ``to_stderr`` was called: the stderr handler is attached with the logger itself, so a
 # command that logs nothing never imports logging (docs/performance.md).
 _cli_stderr = False
+# The record attribute of an event a progress line says too (see log_event).
+_ECHOED = "review_loop_echoed"
 # The attributes every LogRecord has: a field of that name would overwrite one (logging
 # refuses it with KeyError), so it is passed as ``field_<name>`` instead.
 _RECORD_NAMES = frozenset(
@@ -97,8 +99,13 @@ def message(event: str, fields: dict[str, Any]) -> str:
     return " ".join([event, *(f"{key}={shown(value)}" for key, value in fields.items())])
 
 
-def log_event(event: str, *, level: str = "info", **fields: Any) -> None:
-    """Log one structured event (``event`` plus ``fields``) to the ``review_loop`` logger."""
+def log_event(event: str, *, level: str = "info", echoed: bool = False, **fields: Any) -> None:
+    """Log one structured event (``event`` plus ``fields``) to the ``review_loop`` logger.
+
+    ``echoed``: a progress line says the same to the person watching (a fallback's
+    ``status=fallback`` line). The command line's stderr then prints it once, as that
+    line; a host's own handlers still get every event.
+    """
     structlog = _structlog_configured()
     if structlog is not None:
         getattr(structlog.get_logger(LOGGER_NAME), level)(event, **fields)
@@ -110,7 +117,7 @@ def log_event(event: str, *, level: str = "info", **fields: Any) -> None:
     if not logger.isEnabledFor(number):
         return
     extra = {("field_" + k if k in _RECORD_NAMES else k): v for k, v in fields.items()}
-    extra.update(event=event, fields=dict(fields))
+    extra.update(event=event, fields=dict(fields), **{_ECHOED: echoed})
     logger.log(number, "%s", message(event, fields), extra=extra)
 
 
@@ -138,6 +145,8 @@ def _attach_stderr(logger: logging.Logger) -> None:
         review_loop_cli = True
 
         def emit(self, record: logging.LogRecord) -> None:
+            if getattr(record, _ECHOED, False):  # its progress line said it on stderr
+                return
             self.stream = sys.stderr
             super().emit(record)
 

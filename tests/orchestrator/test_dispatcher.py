@@ -1,8 +1,10 @@
-"""Collaboration tests: the dispatcher's policy over real processes of fake CLIs.
+"""Collaboration tests: the dispatcher over real processes of fake CLIs.
 
-Retry only a proven NOT_SUBMITTED, fallback on timeout, never re-send DELIVERY_UNKNOWN,
-the narrow resume fallback, fan-out in one task group, records before the prompt, the
-reaper. Every test runs on asyncio and trio; no process may outlive a test.
+Records before the prompt (the real pid), a STOP file during a real run, a missing
+executable, liveness lines, the reaper, the sandbox of a CLI without a read-only mode, the
+probe cache, the warm supervisor. The policy itself (retry, fallback, resume, deadlines,
+fan-out) is asserted over a fake runner, without a process: test_dispatcher_policy.py.
+Every test runs on asyncio and trio; no process may outlive a test.
 """
 
 from __future__ import annotations
@@ -89,115 +91,6 @@ async def test_record_holds_pid_before_prompt_is_sent(repo: Path, fakes: FakeCLI
         assert record["pid"] in (cli["pid"], psutil.Process(cli["pid"]).ppid())
         assert record["sessionId"] is not None
         group.cancel_scope.cancel()
-
-
-async def test_not_submitted_is_retried_once_then_reported(repo: Path, fakes: FakeCLIs) -> None:
-    fakes.script(claude=[{"mode": "not-logged-in"}])
-    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
-        delivery = await d.consult(request(repo))
-    assert delivery.state is DeliveryState.NOT_SUBMITTED
-    assert len(delivery.attempts) == 2
-    assert len(fakes.calls()) == 2
-
-
-async def test_not_submitted_then_success_on_retry(repo: Path, fakes: FakeCLIs) -> None:
-    # claude's "not logged in" (codex's missing credential is final: test_user_config_env.py)
-    fakes.script(claude=[{"mode": "not-logged-in"}, {"mode": "ok", "text": "second try"}])
-    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
-        delivery = await d.consult(request(repo))
-    assert delivery.state is DeliveryState.DELIVERED
-    assert [a.state for a in delivery.attempts] == ["NOT_SUBMITTED", "DELIVERED"]
-
-
-async def test_delivery_unknown_is_never_resent(repo: Path, fakes: FakeCLIs) -> None:
-    fakes.script(claude=[{"mode": "fail"}])
-    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
-        delivery = await d.consult(request(repo, fallback=("codex",)))
-    assert delivery.state is DeliveryState.DELIVERY_UNKNOWN
-    assert len(fakes.calls()) == 1  # no retry, and a crash is not a reason to fall back
-    assert delivery.fallbacks == []
-
-
-async def test_garbage_output_is_delivery_unknown(repo: Path, fakes: FakeCLIs) -> None:
-    fakes.script(claude=[{"mode": "garbage"}])
-    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
-        delivery = await d.consult(request(repo))
-    assert delivery.state is DeliveryState.DELIVERY_UNKNOWN
-    assert len(fakes.calls()) == 1
-
-
-async def test_timeout_falls_back_with_a_full_budget(repo: Path, fakes: FakeCLIs) -> None:
-    fakes.script(claude=[{"mode": "hang"}], codex=[{"mode": "ok", "delay": 1.5, "text": "B"}])
-    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
-        delivery = await d.consult(request(repo, timeout_ms=2000, fallback=("codex",)))
-    assert delivery.state is DeliveryState.DELIVERED
-    assert delivery.product == "codex"
-    assert [f.document() for f in delivery.fallbacks] == [
-        {"from": "claude", "to": "codex", "reason": "timeout"}
-    ]
-    assert delivery.attempts[0].timedOut
-    # the first attempt was dead before the fallback started
-    first, second = fakes.calls()
-    assert (first["product"], second["product"]) == ("claude", "codex")
-
-
-async def test_timeout_without_fallback_is_delivery_unknown(repo: Path, fakes: FakeCLIs) -> None:
-    fakes.script(claude=[{"mode": "hang"}])
-    started = time.monotonic()
-    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
-        delivery = await d.consult(request(repo, timeout_ms=1000))
-    assert delivery.state is DeliveryState.DELIVERY_UNKNOWN
-    assert delivery.reason == "timeout"
-    assert time.monotonic() - started < 1 + 0.3 + 10  # generous: catches hangs only
-
-
-async def test_fallback_never_takes_an_avoided_product(repo: Path, fakes: FakeCLIs) -> None:
-    fakes.script(claude=[{"mode": "hang"}])
-    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
-        delivery = await d.consult(
-            request(repo, timeout_ms=1000, fallback=("codex",), avoid=("codex",))
-        )
-    assert delivery.state is DeliveryState.DELIVERY_UNKNOWN
-    assert delivery.fallbacks == []
-
-
-async def test_resume_passes_the_session_and_keeps_it(repo: Path, fakes: FakeCLIs) -> None:
-    sid = "11111111-2222-3333-4444-555555555555"
-    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
-        delivery = await d.consult(request(repo, resume_session_id=sid))
-    assert delivery.sessionId == sid
-    assert not delivery.degraded
-    argv = fakes.calls()[0]["argv"]
-    assert argv[argv.index("--resume") + 1] == sid
-
-
-async def test_resume_not_found_fast_starts_a_new_session(repo: Path, fakes: FakeCLIs) -> None:
-    sid = "11111111-2222-3333-4444-555555555555"
-    fakes.script(claude=[{"mode": "session-not-found"}, {"mode": "ok", "text": "fresh"}])
-    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
-        delivery = await d.consult(request(repo, resume_session_id=sid))
-    assert delivery.state is DeliveryState.DELIVERED
-    assert delivery.degraded and delivery.degradedReason == "session_not_found"
-    assert delivery.sessionId != sid
-    assert "--resume" not in fakes.calls()[1]["argv"]
-
-
-async def test_fan_out_runs_peers_in_parallel(repo: Path, fakes: FakeCLIs) -> None:
-    fakes.script(any_=[{"mode": "ok", "delay": 2.0}])
-    started = time.monotonic()
-    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
-        a, b = await d.fan_out([request(repo, "claude"), request(repo, "codex")])
-    assert a.ok and b.ok and a.product == "claude" and b.product == "codex"
-    assert time.monotonic() - started < 2 * 2.0 + 1.5  # overlapping, not back to back
-
-
-async def test_stop_file_before_spawn_is_not_submitted(repo: Path, fakes: FakeCLIs) -> None:
-    (repo / ".review-handoff").mkdir()
-    (repo / ".review-handoff" / "STOP").write_text("")
-    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
-        delivery = await d.consult(request(repo))
-    assert delivery.state is DeliveryState.NOT_SUBMITTED
-    assert fakes.calls() == []
 
 
 async def consult_then_stop(
@@ -373,45 +266,6 @@ def test_reaper_marks_a_session_whose_process_is_gone_as_lost(repo: Path) -> Non
     ]
     assert json.loads((record_dir / "reviewer-session.json").read_text())["status"] == "lost"
     assert reap_sync(repo, grace=0.1) == []  # marked once; a finished record is left alone
-
-
-async def test_resume_not_found_after_the_window_keeps_the_resume(
-    repo: Path, fakes: FakeCLIs, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A late "session not found" is no proof the session is gone: the resume is kept."""
-    from review_loop.orchestrator import dispatcher as dispatcher_module
-
-    monkeypatch.setattr(dispatcher_module, "RESUME_NOT_FOUND_WINDOW_MS", 300)
-    sid = "11111111-2222-3333-4444-555555555555"
-    fakes.script(
-        claude=[{"mode": "session-not-found", "delay": 1.0}, {"mode": "ok", "text": "late"}]
-    )
-    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
-        delivery = await d.consult(request(repo, resume_session_id=sid))
-    assert not delivery.degraded and delivery.degradedReason is None
-    calls = fakes.calls()
-    assert len(calls) == 2
-    for call in calls:
-        argv = call["argv"]
-        assert argv[argv.index("--resume") + 1] == sid
-
-
-async def test_fan_out_never_gives_two_peers_the_same_fallback(repo: Path, fakes: FakeCLIs) -> None:
-    fakes.script(
-        claude=[{"mode": "hang"}], codex=[{"mode": "hang"}], gemini=[{"mode": "ok", "text": "G"}]
-    )
-    async with open_dispatcher(repo=repo, prefs=prefs(), progress=lambda _: None) as d:
-        a, b = await d.fan_out(
-            [
-                request(repo, "claude", timeout_ms=1000, fallback=("gemini",)),
-                request(repo, "codex", timeout_ms=1000, fallback=("gemini",)),
-            ]
-        )
-    assert [a.product, b.product].count("gemini") == 1
-    assert len([c for c in fakes.calls() if c["product"] == "gemini"]) == 1
-    other = b if a.product == "gemini" else a
-    assert other.state is DeliveryState.DELIVERY_UNKNOWN
-    assert other.fallbacks == []
 
 
 async def test_first_session_runs_under_the_supervisor_started_at_open(

@@ -75,7 +75,15 @@ class CommandModule(Protocol):
 
 
 class UsageError(ReviewLoopError):
-    """A command line the parser refused."""
+    """A command line the parser refused.
+
+    Attributes:
+        suggestions: the known names nearest to what was refused (flags, choices).
+    """
+
+    def __init__(self, message: str, suggestions: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.suggestions = list(suggestions)
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -90,7 +98,9 @@ class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of printing usage and exiting 2."""
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}")
+        from review_loop.orchestrator.cli.usage import parser_suggestions
+
+        raise UsageError(f"{self.prog}: {message}", parser_suggestions(self, message))
 
     def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         raise UsageError(message or f"{self.prog}: exit {status}")
@@ -185,6 +195,9 @@ def run(argv: Sequence[str], *, stdout: Callable[[str], None] | None = None) -> 
                 "json",
             )
         )
+        from review_loop.orchestrator.cli import usage
+
+        usage.say(usage.unknown_command_line(name, [*COMMANDS, *HELP_FLAGS, *VERSION_FLAGS]))
         return 1
     module = load_command(name)
     if name == "help":  # the agents' JSON document, whatever follows it
@@ -229,7 +242,10 @@ def _execute(
             return UNPRINTED_EXIT
 
         if output == "line":
-            print(_error_text(error), file=sys.stderr, flush=True)
+            from review_loop.orchestrator.cli.usage import did_you_mean, error_suggestions
+
+            near = did_you_mean(error_suggestions(error)) if isinstance(error, UsageError) else ""
+            print(_error_text(error) + near, file=sys.stderr, flush=True)
             return 1
         document = {"ok": False, "error": _error_text(error)}
         # errorType only for a crash: an exception that is not ours, or a FormatError (a
@@ -240,6 +256,16 @@ def _execute(
         if isinstance(hint, str):  # what a person can do (a held lock: who, how to clear)
             document["hint"] = hint
         write(_dump(document, output))
+        from review_loop.orchestrator.cli import usage  # a person reads stderr, not the JSON
+
+        usage.say(
+            usage.error_line(
+                name,
+                document["error"],
+                suggestions=usage.error_suggestions(error),
+                usage=isinstance(error, UsageError),
+            )
+        )
         return 1
     write(_dump(document, output))
     return 2 if document.get("ok") is False else 0
@@ -281,7 +307,8 @@ def main() -> NoReturn:
 
     to_stderr()  # the command prints its diagnostics; a library leaves that to its host
     try:
-        with terminal_status():  # on a terminal: reviewers as a live table on stderr
+        with terminal_status() as finish_status:  # on a terminal: a live table on stderr
+            document.before = finish_status  # finished before the document is written
             code = run(sys.argv[1:], stdout=document)
     except KeyboardInterrupt:
         # Ctrl-C to a command that runs no reviewer: its default stop, without a traceback.
@@ -314,8 +341,10 @@ class _Document:
 
     def __init__(self, *, stdout_closed: bool) -> None:
         self.failure = "stdout was closed when review-loop started" if stdout_closed else None
+        self.before: Callable[[], None] = lambda: None  # the live table's finish
 
     def __call__(self, text: str) -> None:
+        self.before()  # the table's last frame above, never drawn over the document
         if self.failure is not None:
             return
         try:

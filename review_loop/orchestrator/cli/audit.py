@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 USAGE = [
-    "review-loop audit <HEAD|branch|base...head|worktree:selector> [DIR] "
+    "review-loop audit <HEAD|branch|base...head|worktree:selector> [DIR | --repo DIR] "
     "--driver FILE|self [--concerns FILE] [--deterministic-verification FILE] "
     "[--timeout SECONDS]",
 ]
@@ -23,10 +23,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """The selector, the checkout directory, and where the concern agents are configured."""
     parser.add_argument("selector")
     parser.add_argument("directory", nargs="?", default=None)
+    parser.add_argument("--repo", "--repo-root", "-C", dest="repo", default=None)
     parser.add_argument("--concerns", default=None)
     parser.add_argument("--driver", default=None)
     parser.add_argument("--deterministic-verification", dest="deterministic", default=None)
     parser.add_argument("--timeout", default=None)
+
+
+def _directory(positional: str | None, repo: str | None) -> str | None:
+    """The checkout: the positional ``DIR`` (the seed's form) or ``--repo`` (every other
+    command's), not two different ones."""
+    from review_loop.agents.errors import InputError
+
+    if positional is not None and repo is not None and positional != repo:
+        raise InputError(
+            "--repo",
+            f"{repo!r} given with a different positional DIR {positional!r}",
+            "one of them (DIR or --repo DIR)",
+        )
+    return positional if positional is not None else repo
 
 
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
@@ -44,6 +59,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     from review_loop.orchestrator.cli.stops import Stop, run_cancellable
     from review_loop.orchestrator.workflows.audit import AuditRequest, run_audit
 
+    args.directory = _directory(args.directory, args.repo)
     driver = None
     if args.driver == "self":  # review-loop drives the run: its identity, named explicitly
         driver = dict(va.DEFAULT_DRIVER)

@@ -24,7 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_repo_option(parser)
     parser.add_argument("--base", default="HEAD")
     parser.add_argument("--paths", "--path", dest="paths", default=None)
-    parser.add_argument("--reviewer", "--blind-reviewer", dest="reviewer")
+    parser.add_argument("--reviewer", "--blind-reviewer", "--peer", "--executor", dest="reviewer")
     parser.add_argument("--run")
     parser.add_argument("--timeout")
     parser.add_argument("--continue", dest="cont", action="store_true")

@@ -14,8 +14,9 @@ if TYPE_CHECKING:
 
 
 def add_repo_option(parser: argparse.ArgumentParser) -> None:
-    """``--repo`` (alias ``--repo-root``): default the git top level of the cwd."""
-    parser.add_argument("--repo", "--repo-root", dest="repo", default=None)
+    """``--repo`` (aliases ``--repo-root``, and ``-C`` as git's and spx's): default the git
+    top level of the cwd. Every command that takes a repository accepts ``--repo``."""
+    parser.add_argument("--repo", "--repo-root", "-C", dest="repo", default=None)
 
 
 def repo_from(args: argparse.Namespace) -> Path:

@@ -22,8 +22,10 @@ OUTPUT = "json"
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Declare consult's options."""
-    parser.add_argument("--repo", "--repo-root", dest="repo")
-    parser.add_argument("--peer", "--reviewer", dest="peers", action="append", default=[])
+    parser.add_argument("--repo", "--repo-root", "-C", dest="repo")
+    parser.add_argument(
+        "--peer", "--reviewer", "--executor", dest="peers", action="append", default=[]
+    )
     parser.add_argument("--fallback", dest="fallback", action="append", default=[])
     parser.add_argument("--question-file", "--questionFile", dest="question_file")
     parser.add_argument("--question", dest="question")

@@ -29,7 +29,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plan")
     parser.add_argument("--host-position", dest="host_position")
     parser.add_argument("--host")
-    parser.add_argument("--peer", "--reviewer", dest="peers", action="append", default=[])
+    parser.add_argument(
+        "--peer", "--reviewer", "--executor", dest="peers", action="append", default=[]
+    )
     parser.add_argument("--peer-command", dest="peer_command")
     parser.add_argument("--fallback", action="append", default=[])
     parser.add_argument("--run")

@@ -19,7 +19,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Declare the options: ``--repo``, ``--base`` (default HEAD), ``--paths`` (comma list)."""
     # The same --repo as cli.common.add_repo_option, declared here so that this command
     # does not import the prefs (a third of its start-up time).
-    parser.add_argument("--repo", "--repo-root", dest="repo", default=None)
+    parser.add_argument("--repo", "--repo-root", "-C", dest="repo", default=None)
     parser.add_argument("--base", default="HEAD")
     parser.add_argument("--paths", "--path", dest="paths", default=None)
 

@@ -1,10 +1,21 @@
 """A live status of the running reviewers on a terminal, for the person watching.
 
-When stderr is a terminal, the progress lines of the dispatcher (``[review-loop]
-reviewer=P status=S ...``, :mod:`review_loop.orchestrator.explain`) are shown as one table
-redrawn in place — a row per reviewer with its state and a running clock — instead of a
-scroll of lines. Everything else written to stderr meanwhile (diagnostics, other progress)
-is printed above the table. stdout is never touched: it carries the JSON document.
+When stderr is a terminal that this command has to itself, the progress lines of the
+dispatcher (``[review-loop] reviewer=P status=S ...``, :mod:`review_loop.orchestrator.explain`)
+are shown as one table redrawn in place — a row per reviewer with its state and a running
+clock — instead of a scroll of lines. Everything else written to stderr meanwhile
+(diagnostics, other progress) is printed above the table.
+
+The table never covers what it did not draw:
+
+- it is drawn only when no other program of the command line can write to the same
+  terminal while it runs: stdout and stdin are not pipes or sockets (``review-loop ... | jq``
+  and ``cat q | review-loop ...`` get the plain, append-only lines) and the command is the
+  terminal's foreground job (a job started with ``&`` gets the plain lines);
+- it is finished — its last frame drawn and the cursor put below it — before the JSON
+  document is written to stdout (:meth:`LiveStatus.stop`, called by the command line's
+  document writer), and never redrawn after: the document starts on a line of its own
+  and stays on screen whole.
 
 Off when stderr is not a terminal (a log file gets the plain lines), with ``TERM=dumb``,
 or with ``REVIEW_LOOP_PLAIN=1``. rich is imported only when the first reviewer starts.
@@ -14,9 +25,10 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -88,26 +100,62 @@ class LiveStatus:
 
 
 def wanted(stream: Any = None) -> bool:
-    """Whether the live status is on for ``stream`` (default stderr)."""
+    """Whether the live table is on for ``stream`` (default stderr): a terminal that no
+    other program of this command line can write to while the table is drawn."""
     stream = sys.stderr if stream is None else stream
     if os.environ.get("REVIEW_LOOP_PLAIN") == "1" or os.environ.get("TERM") == "dumb":
         return False
     isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
+    if not (isatty and isatty()):
+        return False
+    try:
+        return _alone_on(stream.fileno())
+    except (AttributeError, OSError, ValueError):  # no descriptor to ask: plain lines
+        return False
+
+
+def _alone_on(fd: int) -> bool:
+    """Whether this process can redraw lines on terminal ``fd`` without covering another
+    program's output: it is the terminal's foreground process group, and neither stdin nor
+    stdout is a pipe or socket to a program that shares the terminal (a reader such as
+    ``jq`` prints whenever it likes; a writer upstream may print its own diagnostics)."""
+    if os.tcgetpgrp(fd) != os.getpgrp():  # a background job, or not our terminal
+        return False
+    for other in (0, 1):
+        try:
+            mode = os.fstat(other).st_mode
+        except OSError:  # closed: nothing shares the terminal through it
+            continue
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+            return False
+    return True
 
 
 @contextmanager
-def terminal_status() -> Iterator[None]:
-    """Show reviewers' progress as a live table while the command runs, on a terminal."""
+def terminal_status() -> Iterator[Callable[[], None]]:
+    """Show reviewers' progress as a live table while the command runs, on a terminal.
+
+    Yields the function that finishes the table (idempotent): the command line calls it
+    before it writes the JSON document, so the document is never drawn over. Off a
+    terminal it does nothing.
+    """
     if not wanted():
-        yield
+        yield _nothing
         return
     from review_loop.orchestrator import explain
 
     status = LiveStatus()
     explain.set_progress_sink(status.line)
-    try:
-        yield
-    finally:
-        explain.set_progress_sink(None)
+
+    def finish() -> None:
+        explain.set_progress_sink(None)  # later lines (if any) print plainly, below
         status.stop()
+
+    try:
+        yield finish
+    finally:
+        finish()
+
+
+def _nothing() -> None:
+    """No live table to finish."""

@@ -42,7 +42,9 @@ class Page(NamedTuple):
 
 
 _REPO = Flag(
-    "--repo R", "the git checkout to work on (alias --repo-root)", "the git top level of the cwd"
+    "--repo R",
+    "the git checkout to work on (aliases -C, --repo-root)",
+    "the git top level of the cwd",
 )
 _TIMEOUT = Flag(
     "--timeout SECONDS",
@@ -52,9 +54,10 @@ _TIMEOUT = Flag(
 )
 _PEER = Flag(
     "--peer P",
-    "a reviewer: a product (codex, claude, gemini, grok; simulated: an offline stand-in) "
+    "a reviewer: a product (codex, claude, gemini, grok, opencode, qwen; simulated: an "
+    "offline stand-in) "
     "or a prefs alias; "
-    "repeatable or comma-separated (alias --reviewer)",
+    "repeatable or comma-separated (aliases --reviewer, --executor)",
     "the prefs order, without the host",
 )
 _PEER_COMMAND = Flag(
@@ -161,7 +164,11 @@ PAGES: dict[str, Page] = {
             Flag("--target PATH", "the file the fix is about (alias --target-file)"),
             Flag("--base REF", "the commit the diff is taken against (alias --base-ref)", "HEAD"),
             Flag("--max-iterations N", "how many executor rounds at most", "1"),
-            Flag("--executor P", "the product that judges", "the first product in prefs order"),
+            Flag(
+                "--executor P",
+                "the product that judges (aliases --reviewer, --peer)",
+                "the first product in prefs order",
+            ),
             Flag("--scenarios-file S", "extra scenarios to check, one file"),
             _TIMEOUT,
         ),
@@ -179,7 +186,7 @@ PAGES: dict[str, Page] = {
             _REPO,
             Flag(
                 "--reviewer P",
-                "the reviewing product (alias --product-reviewer)",
+                "the reviewing product (aliases --peer, --executor, --product-reviewer)",
                 "the first product of the prefs order that is not the host",
             ),
             _HOST,
@@ -282,7 +289,11 @@ PAGES: dict[str, Page] = {
             _REPO,
             _BASE,
             _PATHS,
-            Flag("--reviewer P", "the blind reviewer (alias --blind-reviewer)", "claude"),
+            Flag(
+                "--reviewer P",
+                "the blind reviewer (aliases --blind-reviewer, --peer, --executor)",
+                "claude",
+            ),
             _RUN_NAME,
             _TIMEOUT,
             Flag(
@@ -346,7 +357,9 @@ PAGES: dict[str, Page] = {
         "The verification run journal (spx's contract: one compact JSON line on stdout, "
         "errors on stderr).",
         (
-            Flag("-C ROOT, --directory ROOT", "run as if started in ROOT", "the cwd"),
+            Flag(
+                "-C ROOT, --directory ROOT", "run as if started in ROOT (alias --repo)", "the cwd"
+            ),
             Flag(
                 "REST",
                 "run VERB [options]: start, input, scope add, finding add, finish, status, render",
@@ -373,7 +386,7 @@ PAGES: dict[str, Page] = {
         "Resolve an audit scope selector to a base..head identity.",
         (
             Flag("resolve SELECTOR", "HEAD, a branch, or base...head"),
-            Flag("--repo DIR", "the checkout", "the cwd"),
+            Flag("--repo DIR", "the checkout (alias -C)", "the cwd"),
             Flag("--audit-input FILE", "the audit input to materialise"),
             Flag("--scratch-dir DIR", "where to materialise it"),
             Flag("--output FILE", "where to write the result"),
@@ -386,7 +399,7 @@ PAGES: dict[str, Page] = {
         "The audit-implementation workflow: concern agents review a scope; findings are filed.",
         (
             Flag("SELECTOR", "HEAD, a branch, base...head or worktree:selector"),
-            Flag("DIR", "the checkout", "the cwd"),
+            Flag("DIR", "the checkout (or --repo DIR; aliases -C, --repo-root)", "the cwd"),
             Flag("--concerns FILE", "the concern agents' configuration", "the built-in set"),
             Flag(
                 "--driver FILE|self",

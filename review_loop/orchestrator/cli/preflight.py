@@ -23,7 +23,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from review_loop.orchestrator.cli.common import add_repo_option
 
     add_repo_option(parser)
-    parser.add_argument("--peer", "--reviewer", dest="peers", action="append", default=[])
+    parser.add_argument(
+        "--peer", "--reviewer", "--executor", dest="peers", action="append", default=[]
+    )
     parser.add_argument("--peer-command", dest="peer_command")
     parser.add_argument("--host")
     parser.add_argument("--blind-reviewer", dest="blind_reviewer")

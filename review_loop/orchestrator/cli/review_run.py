@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 USAGE = [
-    "review-loop run [--repo R] [--reviewer codex|grok|claude|gemini] [--host H] "
+    "review-loop run [--repo R] [--reviewer codex|grok|claude|gemini|opencode|qwen] [--host H] "
     "[--completion pass|review] [--base REF] [--rounds N|+N] [--continue] [--scope SLUG] "
     "[--packet PATH] [--paths a,b] [--intake] [--timeout SECONDS]",
 ]
@@ -20,7 +20,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from review_loop.orchestrator.cli.common import add_repo_option
 
     add_repo_option(parser)
-    parser.add_argument("--reviewer", "--product-reviewer", dest="reviewer")
+    parser.add_argument("--reviewer", "--product-reviewer", "--peer", "--executor", dest="reviewer")
     parser.add_argument("--host")
     parser.add_argument("--completion")
     parser.add_argument("--until-pass", dest="until_pass", action="store_true")

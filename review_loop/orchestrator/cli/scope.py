@@ -27,7 +27,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     verbs = parser.add_subparsers(dest="verb", required=True)
     resolve = verbs.add_parser("resolve", add_help=False, allow_abbrev=False)
     resolve.add_argument("selector")
-    resolve.add_argument("--repo", default=None)
+    resolve.add_argument("--repo", "-C", dest="repo", default=None)
     resolve.add_argument("--audit-input", default=None)
     resolve.add_argument("--scratch-dir", default=None)
     resolve.add_argument("--output", default=None)

@@ -19,31 +19,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
-    """List sessions; read-only."""
+    """List sessions; read-only.
+
+    An unknown ``--product`` is a usage error (exit 1) naming the accepted products, as an
+    unknown ``--peer`` is for consult (the original listed none and exited 0:
+    docs/compatibility.md).
+    """
     from review_loop.adapters import get_adapter
-    from review_loop.agents.errors import UnknownProductError
     from review_loop.orchestrator.cli.common import repo_from
     from review_loop.orchestrator.sessions.listing import NOTE, list_sessions, session_document
 
-    unknown: str | None = None
     if args.product is not None:
-        try:
-            get_adapter(args.product, field="--product")
-        except UnknownProductError as error:
-            # As the original: a product no session can have lists none (exit 0); the
-            # warning says why.
-            unknown = str(error)
+        get_adapter(args.product, field="--product")  # UnknownProductError: exit 1
     repo = repo_from(args)
-    sessions = (
-        [] if unknown else [session_document(item) for item in list_sessions(repo, args.product)]
-    )
-    document = {
+    sessions = [session_document(item) for item in list_sessions(repo, args.product)]
+    return {
         "ok": True,
         "repoRoot": str(repo),
         "count": len(sessions),
         "sessions": sessions,
         "note": NOTE,
     }
-    if unknown:
-        document["warning"] = unknown
-    return document

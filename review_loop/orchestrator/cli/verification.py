@@ -47,7 +47,7 @@ EXTRA: dict[str, tuple[str, ...]] = {
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """``verification [-C root] run <verb> ...``; the verb's own options are parsed later."""
-    parser.add_argument("-C", "--directory", dest="root", default=None)
+    parser.add_argument("-C", "--directory", "--repo", dest="root", default=None)
     parser.add_argument("rest", nargs=argparse.REMAINDER)
 
 
@@ -66,8 +66,11 @@ def parse_verb(rest: Sequence[str], root: str | None) -> argparse.Namespace:
         )
     verb = words[1] if len(words) > 1 else ""
     if verb not in VERBS:
+        from review_loop.orchestrator.cli.usage import closest
+
         raise UsageError(
-            f"review-loop verification run: unknown verb {verb!r} (accepted: {', '.join(VERBS)})"
+            f"review-loop verification run: unknown verb {verb!r} (accepted: {', '.join(VERBS)})",
+            closest(verb, VERBS),
         )
     options = words[2:]
     name = f"review-loop verification run {verb}"
@@ -76,7 +79,7 @@ def parse_verb(rest: Sequence[str], root: str | None) -> argparse.Namespace:
             raise UsageError(f"{name}: expected 'add'")
         options, name = options[1:], f"{name} add"
     parser = new_parser(name)
-    parser.add_argument("-C", "--directory", dest="root", default=root)
+    parser.add_argument("-C", "--directory", "--repo", dest="root", default=root)
     parser.add_argument("--verification-type", required=True)
     parser.add_argument("--scope-type", required=True)
     parser.add_argument("--scope", required=True)

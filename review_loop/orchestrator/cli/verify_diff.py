@@ -32,7 +32,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", "--target-file", dest="target")
     parser.add_argument("--base", "--base-ref", dest="base", default="HEAD")
     parser.add_argument("--max-iterations", dest="max_iterations", default="1")
-    parser.add_argument("--executor")
+    parser.add_argument("--executor", "--reviewer", "--peer", dest="executor")
     parser.add_argument("--scenarios-file", dest="scenarios_file")
     parser.add_argument("--timeout")
 

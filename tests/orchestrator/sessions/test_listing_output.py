@@ -162,7 +162,6 @@ ARGVS = {
     "all": [],
     "claude": ["--product=claude"],
     "codex": ["--product", "codex"],
-    "unknown": ["--product", "nope"],
 }
 
 
@@ -243,3 +242,28 @@ def test_contract_an_entry_not_of_its_shape_is_walked_as_any_dict() -> None:
         entry = odd(change)
         assert isinstance(entry, Written) and entry.text("\n") is None
         assert pretty([entry]) == json.dumps([entry], ensure_ascii=False, indent=2)
+
+
+def test_contract_an_unknown_product_is_exit_1_naming_the_accepted_ones(tmp_path: Path) -> None:
+    repo, env = build(tmp_path)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "review_loop",
+            "sessions",
+            "--repo",
+            str(repo),
+            "--product",
+            "kodex",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    error = json.loads(done.stdout)
+    assert error["ok"] is False
+    assert error["error"].startswith("--product: unknown product 'kodex' (accepted: claude, codex")
+    assert done.stderr.splitlines()[-1].endswith("(did you mean codex?)")
