@@ -57,6 +57,7 @@ from review_loop.adapters.base import (
     json_lines,
     shell_join,
 )
+from review_loop.adapters.refusals import refusal_in, refuse_too_old
 from review_loop.agents.constants import ENV_NAME_PATTERN
 from review_loop.agents.models import (
     EnvPassthrough,
@@ -79,6 +80,11 @@ if TYPE_CHECKING:
     )
 
 PRODUCT: Final = "opencode"
+
+OLDEST_VERSION: Final = (1, 18, 0)
+"""The oldest opencode line whose permission variables and project-config switch were
+proven here (1.18.33, ``tests/e2e``); an older ``opencode --version`` is refused
+``cli_too_old``."""
 
 AGENT: Final = "review-loop-reader"
 """The agent every run uses, defined by review-loop (:data:`CONFIG_CONTENT`)."""
@@ -225,6 +231,9 @@ def _error(event: Mapping[str, Any]) -> tuple[str, str]:
     data = as_dict(error.get("data"))
     status = as_int(data.get("statusCode"))
     message = as_str(data.get("message")) or as_str(error.get("name")) or "error"
+    named = refusal_in(status, message)
+    if named is not None:  # a refusal keeps its name; nothing proves it came before any work
+        return named.value, message
     if status is not None:
         return f"api error {status}", message
     return "api error", message
@@ -294,6 +303,7 @@ class OpenCodeAdapter:
         """
         from review_loop.agents.models import Invocation
 
+        refuse_too_old(PRODUCT, capabilities.version, OLDEST_VERSION)
         argv = [*require_command(PRODUCT, command), "run", "--format", "json", *READ_ONLY_FLAGS]
         session_id = None
         if request.resume_session_id is not None:

@@ -59,6 +59,7 @@ from review_loop.adapters.base import (
     detail_of,
     generic_failure,
 )
+from review_loop.adapters.refusals import refusal_in, refuse_too_old
 from review_loop.agents.constants import ENV_NAME_PATTERN
 from review_loop.agents.models import EnvPassthrough, ResumeCommands, StoredSession
 
@@ -75,6 +76,11 @@ if TYPE_CHECKING:
     )
 
 PRODUCT: Final = "qwen"
+
+OLDEST_VERSION: Final = (0, 24, 0)
+"""The oldest Qwen Code line whose plan mode, ``--exclude-tools`` and ``--safe-mode`` were
+proven here (0.24.4, ``tests/e2e``); an older ``qwen --version`` is refused
+``cli_too_old``."""
 
 READING_TOOLS: Final = ("read_file", "grep_search", "glob", "list_directory")
 """The tools a review may use; every other tool of 0.24 is in :data:`EXCLUDED_TOOLS`."""
@@ -225,6 +231,7 @@ class QwenAdapter:
         """
         from review_loop.agents.models import Invocation
 
+        refuse_too_old(PRODUCT, capabilities.version, OLDEST_VERSION)
         argv = [*require_command(PRODUCT, command), "-o", "json", *READ_ONLY_FLAGS]
         argv += NO_PROJECT_CODE_FLAGS
         if request.resume_session_id is not None:
@@ -269,7 +276,13 @@ class QwenAdapter:
             error = as_dict(result.get("error"))
             message = as_str(error.get("message")) or as_str(result.get("result"))
             status = re.search(r"\[API Error: (\d{3})\b", message or "")
-            reason = f"api error {status.group(1)}" if status else "api error"
+            named = refusal_in(int(status.group(1)) if status else None, message or "")
+            # A refusal keeps its name; nothing in qwen's result proves it came before work.
+            reason = (
+                named.value
+                if named is not None
+                else (f"api error {status.group(1)}" if status else "api error")
+            )
             return unknown(reason, message or detail_of(completed), session_id=session_id)
         text = as_str(result.get("result")) or ""
         if not text.strip():

@@ -218,7 +218,7 @@ CASES: tuple[Golden, ...] = (
     Golden("opencode", "success", DELIVERED, stdout="success.jsonl",
            text="FAKE-ANSWER #1", session_id=OPENCODE_SID),
     Golden("opencode", "api-401", UNKNOWN, stdout="api-401.jsonl", returncode=1,
-           reason="api error 401", session_id=OPENCODE_401_SID),
+           reason="auth_failed", session_id=OPENCODE_401_SID),
     Golden("opencode", "session-not-found", NOT_SUBMITTED,
            stderr="session-not-found.stderr.txt", returncode=1, resume=OPENCODE_RESUME_ID,
            reason="session not found", session_not_found=True),
@@ -229,7 +229,7 @@ CASES: tuple[Golden, ...] = (
            text="FAKE-ANSWER #1", session_id=QWEN_SID),
     # An assistant message quoting "[API Error: 401 ...]" comes first: not an answer.
     Golden("qwen", "api-401", UNKNOWN, stdout="api-401.json", stderr="api-401.stderr.json",
-           returncode=1, reason="api error 401", session_id=QWEN_401_SID),
+           returncode=1, reason="auth_failed", session_id=QWEN_401_SID),
     Golden("qwen", "session-not-found", NOT_SUBMITTED, stderr="session-not-found.stderr.txt",
            returncode=1, resume=RESUME_ID, reason="session not found", session_not_found=True),
     Golden("qwen", "garbage", UNKNOWN, stdout="garbage.txt", reason="parse failed"),

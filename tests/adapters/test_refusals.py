@@ -102,6 +102,8 @@ def test_grok_refusal_is_never_proven_first() -> None:
         ("claude", "2.0.99 (Claude Code)", "2.1.197 (Claude Code)"),
         ("codex", "codex-cli 0.170.9", "codex-cli 0.171.0"),
         ("gemini", "0.60.2", "0.61.0"),
+        ("opencode", "1.17.9", "1.18.33"),
+        ("qwen", "0.23.1", "0.24.4"),
     ],
 )
 def test_a_cli_older_than_the_proven_version_is_refused_before_anything_runs(

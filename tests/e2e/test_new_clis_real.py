@@ -130,7 +130,10 @@ def test_opencode_read_only_resume_command_keeps_the_rules(peer_for: PeerFor) ->
 
 
 @pytest.mark.parametrize("product", NEW_CLIS)
-def test_http_401_is_delivery_unknown(product: str, peer_for: PeerFor) -> None:  # noqa: F811
+def test_http_401_is_auth_failed_and_delivery_unknown(
+    product: str,
+    peer_for: PeerFor,  # noqa: F811
+) -> None:
     peer = peer_for(product)
     peer.api.default = Reply.error(401, "fake 401 bad key")
 
@@ -140,7 +143,7 @@ def test_http_401_is_delivery_unknown(product: str, peer_for: PeerFor) -> None: 
     assert (doc["ok"], doc["delivery"], doc["code"]) == (
         False,
         "DELIVERY_UNKNOWN",
-        "api error 401",
+        "auth_failed",
     ), doc
     assert "fake 401 bad key" in doc["error"], doc
     assert isinstance(doc["sessionId"], str) and doc["sessionId"], doc

@@ -415,6 +415,11 @@ def main(product: str) -> int:
         return int(exit_code or 0)
     if mode == "flood":  # a CLI stuck printing: lines of junk until it is killed
         line = b"y" * 65535 + b"\n"
+        if "bytes" in step:  # that much, then stuck silent: the flood's size does not
+            for _ in range(-(-int(step["bytes"]) // len(line))):  # hang on the machine's speed
+                sys.stdout.buffer.write(line)
+            sys.stdout.buffer.flush()
+            time.sleep(3600)
         while True:
             sys.stdout.buffer.write(line)
     if mode == "big-answer":  # a whole, valid answer of ``bytes`` characters
