@@ -314,6 +314,10 @@ def _parsed(module: CommandModule, name: str, words: list[str]) -> Any:
     if getattr(module, "IGNORES_UNKNOWN", False):
         namespace, ignored = parser.parse_known_args(words)
         namespace.ignored_arguments = ignored
+        if ignored:  # a person sees a typo at once; programs read ignoredArguments
+            from review_loop.orchestrator.cli import usage
+
+            usage.say(usage.ignored_line(name, parser, ignored))
     else:
         namespace = parser.parse_args(words)
     from review_loop.orchestrator.cli.common import refuse_empty_paths
