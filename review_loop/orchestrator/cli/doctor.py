@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-USAGE = ["review-loop doctor [--repo R]"]
+USAGE = ["review-loop doctor [--repo R | --cwd D]"]
 OUTPUT = "json"
 
 
@@ -25,15 +25,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_repo_option(parser)
 
 
-def _repo(value: str | None) -> Any:
-    """``--repo``'s top level; without it, the cwd's when it is in a checkout, else none."""
+def _repo(args: argparse.Namespace) -> Any:
+    """``--repo``'s (or ``--cwd``'s) top level; without either, the cwd's when it is in a
+    checkout, else none (doctor works anywhere)."""
     from review_loop.agents.errors import NotAGitRepositoryError
-    from review_loop.orchestrator.handoff.git import repo_root
+    from review_loop.orchestrator.cli.common import repo_from
 
-    if value is not None:
-        return repo_root(value)
+    if args.repo is not None or getattr(args, "cwd", None) is not None:
+        return repo_from(args)
     try:
-        return repo_root(None)
+        return repo_from(args)
     except NotAGitRepositoryError:
         return None
 
@@ -98,7 +99,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     from review_loop.orchestrator.cli.stops import Stop, run_cancellable
     from review_loop.orchestrator.workflows.doctor import diagnose
 
-    repo = _repo(args.repo)
+    repo = _repo(args)
     prefs = load_user_prefs()
 
     async def body(stop: Stop) -> Mapping[str, Any]:

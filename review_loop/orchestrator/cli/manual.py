@@ -471,7 +471,8 @@ PAGES: dict[str, Page] = {
         (
             Flag(
                 "--repo R",
-                "the checkout whose own skill locations count (aliases -C, --repo-root)",
+                "the checkout whose own skill locations count (aliases -C, --repo-root); "
+                "--cwd D: the checkout that contains D",
                 "the git top level of the cwd, or none outside a checkout",
             ),
         ),
