@@ -341,8 +341,12 @@ async def test_a_cancelled_consult_finishes_its_record_interrupted(checkout: Che
     async with open_dispatcher(
         repo=checkout, prefs=prefs(), progress=lambda _: None, runner=runner, reap=False
     ) as d:
-        with anyio.move_on_after(0.05):
-            await d.consult(req)
+        async with anyio.create_task_group() as group:
+            group.start_soon(d.consult, req)
+            # cancelled once the session is launched (not while its CLI is probed)
+            while not [run for run in runner.runs if not describes_itself(run.invocation)]:
+                await anyio.sleep(0.01)
+            group.cancel_scope.cancel()
         delivery = d.outcome_of(req)
     assert delivery.interrupted and delivery.reason == "interrupted"
     # the session had been launched: the prompt may have left
