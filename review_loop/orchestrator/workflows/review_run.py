@@ -15,7 +15,7 @@ accept-concerns`` archives a PASS_WITH_CONCERNS packet parked for the user.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -1440,77 +1440,110 @@ def close_packet(repo: Path, packet: str, reason: str) -> dict[str, Any]:
         failure, state = _check_state(ref, data)
         if failure is not None:
             return failure
-        last = meta.get("last_anchor")
-        anchors = [a for a, _ in h1_sections(body)]
-        if (
-            meta.get("lifecycle_state") != "awaiting_user_decision"
-            or last not in ("review_findings", "re_review")
-            or anchors[-1:] != [last]
-            or state.get("lastVerdict") != "PASS_WITH_CONCERNS"
-        ):
-            raise StateError(
-                "CLOSE_NOT_ALLOWED",
-                "close needs a PASS_WITH_CONCERNS packet awaiting the user's decision "
-                f"(lifecycle {meta.get('lifecycle_state')}, last anchor {last})",
-            )
+        _require_awaiting_decision(meta, body, state)
         concerns = list(state.get("openConcerns") or [])
         evidence = state.get("evidence") or {}
         now = utc_now()
         stage = decision_closure_text(
             reason=reason, concern_ids=concerns, closed=now, evidence_digest=evidence.get("digest")
         )
-        new_meta = dict(meta)
-        new_meta.update(
-            {"updated": now, "last_anchor": "decision_closure", "lifecycle_state": "archived"}
+        final = _archive_with_closure(ref, meta, body, state, stage, now)
+        return _closed_document(ref, final, state, reason, concerns, now)
+
+
+def _require_awaiting_decision(
+    meta: Mapping[str, Any], body: str, state: Mapping[str, Any]
+) -> None:
+    """Refuse ``close`` unless the packet is a PASS_WITH_CONCERNS awaiting the user."""
+    last = meta.get("last_anchor")
+    anchors = [a for a, _ in h1_sections(body)]
+    if (
+        meta.get("lifecycle_state") != "awaiting_user_decision"
+        or last not in ("review_findings", "re_review")
+        or anchors[-1:] != [last]
+        or state.get("lastVerdict") != "PASS_WITH_CONCERNS"
+    ):
+        raise StateError(
+            "CLOSE_NOT_ALLOWED",
+            "close needs a PASS_WITH_CONCERNS packet awaiting the user's decision "
+            f"(lifecycle {meta.get('lifecycle_state')}, last anchor {last})",
         )
-        encoded = join_packet(new_meta, body.rstrip("\n") + "\n" + stage).encode("utf-8")
-        state["pendingStage"] = {"anchor": "decision_closure", "at": now}
-        save_state(ref.runtime, state)
-        atomic_write_bytes(ref.path, encoded)
-        final = PacketRef(ref.repo, ref.slug, ref.base, archived=True)
-        rename(ref.path, final.path)
-        unlink(ref.runtime / "STOP", missing_ok=True)
-        state.update(
-            {
-                "packetHash": sha256_bytes(encoded),
-                "packetPath": str(final.path),
-                "lastAnchor": "decision_closure",
-                "lifecycleState": "archived",
-                "lifecycle": "archived",
-                "pendingStage": None,
-                "updated": utc_now(),
-            }
-        )
-        save_state(ref.runtime, state)
-        append_line(ref.runtime / "events.jsonl", {"event": "decision_closure", "at": now})
-        return {
-            "ok": True,
-            "status": "archived",
-            "reason": reason,
+
+
+def _archive_with_closure(
+    ref: PacketRef,
+    meta: Mapping[str, Any],
+    body: str,
+    state: dict[str, Any],
+    stage: str,
+    now: str,
+) -> PacketRef:
+    """Append the decision closure, move the packet to the archive, record it; the archived
+    packet. The pending stage is saved first, so a crash between the steps is healed."""
+    new_meta = dict(meta)
+    new_meta.update(
+        {"updated": now, "last_anchor": "decision_closure", "lifecycle_state": "archived"}
+    )
+    encoded = join_packet(new_meta, body.rstrip("\n") + "\n" + stage).encode("utf-8")
+    state["pendingStage"] = {"anchor": "decision_closure", "at": now}
+    save_state(ref.runtime, state)
+    atomic_write_bytes(ref.path, encoded)
+    final = PacketRef(ref.repo, ref.slug, ref.base, archived=True)
+    rename(ref.path, final.path)
+    unlink(ref.runtime / "STOP", missing_ok=True)
+    state.update(
+        {
+            "packetHash": sha256_bytes(encoded),
             "packetPath": str(final.path),
-            "packetId": ref.packet_id,
             "lastAnchor": "decision_closure",
             "lifecycleState": "archived",
-            "originalVerdict": "PASS_WITH_CONCERNS",
-            "acceptedConcernIds": concerns,
-            "evidence": evidence,
-            "message": "The user accepted the open concerns; the verdict stays "
-            "PASS_WITH_CONCERNS and the packet is archived.",
-            "report": {
-                # The original's report keys ...
-                "originalVerdict": "PASS_WITH_CONCERNS",
-                "closeReason": reason,
-                "acceptedConcernIds": concerns,
-                "closedAt": now,
-                "lastAnchor": "decision_closure",
-                "lifecycleState": "archived",
-                # ... and the run's, as an archived run reports them.
-                "verdict": "PASS_WITH_CONCERNS",
-                "rounds": state.get("round"),
-                "findingIds": state.get("findingIds", []),
-                "lineCount": state.get("lineCount"),
-            },
+            "lifecycle": "archived",
+            "pendingStage": None,
+            "updated": utc_now(),
         }
+    )
+    save_state(ref.runtime, state)
+    append_line(ref.runtime / "events.jsonl", {"event": "decision_closure", "at": now})
+    return final
+
+
+def _closed_document(
+    ref: PacketRef,
+    final: PacketRef,
+    state: Mapping[str, Any],
+    reason: str,
+    concerns: list[Any],
+    now: str,
+) -> dict[str, Any]:
+    """``close``'s result: the archived packet and the original's report."""
+    return {
+        "ok": True,
+        "status": "archived",
+        "reason": reason,
+        "packetPath": str(final.path),
+        "packetId": ref.packet_id,
+        "lastAnchor": "decision_closure",
+        "lifecycleState": "archived",
+        "originalVerdict": "PASS_WITH_CONCERNS",
+        "acceptedConcernIds": concerns,
+        "evidence": state.get("evidence") or {},
+        "message": "The user accepted the open concerns; the verdict stays "
+        "PASS_WITH_CONCERNS and the packet is archived.",
+        "report": {
+            # The original's report keys ...
+            "originalVerdict": "PASS_WITH_CONCERNS",
+            "closeReason": reason,
+            "acceptedConcernIds": concerns,
+            "closedAt": now,
+            "lastAnchor": "decision_closure",
+            "lifecycleState": "archived",
+            # ... and the run's, as an archived run reports them.
+            "verdict": "PASS_WITH_CONCERNS",
+            "rounds": state.get("round"),
+            "findingIds": state.get("findingIds", []),
+            "lineCount": state.get("lineCount"),
+        },
+    }
 
 
 __all__ = [
