@@ -442,7 +442,7 @@ class TestInVirtualTime:
         assert [a.elapsedMs for a in delivery.attempts] == [2000, 1500]
         assert delivery.elapsedMs == 2000 + 1500
         assert delivery.attempts[0].detail == (
-            "timeout after 2000 ms (+ grace; the process ended after 2000 ms)"
+            "timeout after 2000ms (+ grace; the process ended after 2000 ms)"
         )
 
     async def test_liveness_lines_come_each_interval_until_the_answer(
