@@ -60,12 +60,13 @@ FORBIDDEN: dict[str, set[str]] = {
     | {"shutil"},  # argparse asks no terminal width (cli.new_parser)
     # the fields it computed are printed as they are: no model built (and no adapters)
     "evidence": RUNTIME | DISPATCH | PYDANTIC | {"review_loop.adapters.base"},
-    # a signed ledger is shown without the models; git runs, hence subprocess
+    # a signed ledger is shown without the models; git runs, hence subprocess; the run's
+    # paths are a dataclass (converge_store.RunPaths: dataclasses costs it a few ms of ~180)
     "ledger show": RUNTIME
     | DISPATCH
     | PYDANTIC
     | OTHER_WORKFLOWS
-    | (PLAIN - {"subprocess"})
+    | (PLAIN - {"subprocess", "dataclasses", "inspect"})
     | {"secrets", "review_loop.agents.outcomes"},
     # the core builds plain values; pydantic models only at the embedding API
     # (prompt templates are read beside their package, not through importlib.resources)
