@@ -190,7 +190,7 @@ def test_failure_is_delivery_unknown_exit_2(repo: Path, fakes: FakeCLIs) -> None
 
 
 def test_timeout_with_fallback_reports_the_swap(repo: Path, fakes: FakeCLIs) -> None:
-    fakes.script(codex=[{"mode": "hang"}], grok=[{"mode": "ok", "text": "from grok"}])
+    fakes.script(codex=[{"mode": "hang"}], gemini=[{"mode": "ok", "text": "from gemini"}])
     code, doc, stderr = run_cli(
         "consult",
         "--repo",
@@ -198,7 +198,7 @@ def test_timeout_with_fallback_reports_the_swap(repo: Path, fakes: FakeCLIs) -> 
         "--peer",
         "codex",
         "--fallback",
-        "grok",
+        "gemini",  # grok is Peer B for a claude host: never its substitute (T22)
         "--question",
         "Q",
         "--timeout",
@@ -209,12 +209,12 @@ def test_timeout_with_fallback_reports_the_swap(repo: Path, fakes: FakeCLIs) -> 
         env={"REVIEW_LOOP_TIMEOUT_MS": "1000"},
     )
     assert code == 0, doc
-    assert doc["product"] == "grok"
-    assert doc["fallbacks"] == [{"from": "codex", "to": "grok", "reason": "timeout"}]
+    assert doc["product"] == "gemini"
+    assert doc["fallbacks"] == [{"from": "codex", "to": "gemini", "reason": "timeout"}]
     # Said once on stderr: the progress line (the structured event goes to a host's logging
     # handlers; the command's stderr does not print it a second time).
     said = [line for line in stderr.splitlines() if "fallback" in line]
-    assert said == ["[review-loop] reviewer=codex status=fallback to=grok why=timeout"], stderr
+    assert said == ["[review-loop] reviewer=codex status=fallback to=gemini why=timeout"], stderr
 
 
 @pytest.mark.parametrize(

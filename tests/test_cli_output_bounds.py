@@ -33,6 +33,10 @@ from tests.tmpfs import small_disk, used_bytes
 
 ANSWER_BYTES = 50_000_000
 SLACK = 1024 * 1024
+FLOOD = {"mode": "flood", "bytes": 72 * 1024 * 1024}
+"""Past the 64 MiB kept per stream, then stuck silent until the deadline: a fixed size, so
+that whether the output was truncated does not depend on how fast the machine prints."""
+FLOOD_DEADLINE_MS = 10_000
 """What the records themselves may take on the repository's disk (a few small files)."""
 
 
@@ -82,11 +86,11 @@ def temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 async def test_process_a_flood_with_the_repository_on_a_small_disk(
     tmp_path: Path, fakes: FakeCLIs, temp: Path
 ) -> None:
-    fakes.script(codex=[{"mode": "flood"}])
+    fakes.script(codex=[FLOOD])
     with small_disk(tmp_path / "disk", "30m") as disk:
         repo = committed_repo(disk / "repo", {"a.txt": "hello\n"})
         before = used_bytes(disk)
-        doc, most = await _consult_watching(disk, repo, "codex", 2000)
+        doc, most = await _consult_watching(disk, repo, "codex", FLOOD_DEADLINE_MS)
         assert most - before < SLACK  # the output never went to the repository's disk
         assert used_bytes(disk) - before < SLACK
         _nothing_spilled(disk, temp)
@@ -134,11 +138,11 @@ async def test_process_a_50_mb_answer_with_the_temp_directory_on_a_small_disk(
 async def test_process_a_flood_with_the_temp_directory_on_a_small_disk(
     tmp_path: Path, fakes: FakeCLIs, temp: Path
 ) -> None:
-    fakes.script(codex=[{"mode": "flood"}])
+    fakes.script(codex=[FLOOD])
     repo = committed_repo(tmp_path / "repo", {"a.txt": "hello\n"})
     with small_disk(temp, "30m"):
         before = used_bytes(temp)
-        doc = await _consult(repo, "codex", timeout_ms=2000)
+        doc = await _consult(repo, "codex", timeout_ms=FLOOD_DEADLINE_MS)
         assert used_bytes(temp) == before
         _nothing_spilled(temp, repo)
     assert doc["ok"] is False and doc["code"] == "timeout", doc
@@ -151,7 +155,7 @@ def test_process_the_consult_command_floods_a_repository_on_a_small_disk(
 ) -> None:
     """``review-loop consult`` itself: one JSON document on stdout, exit 2, the record
     finished, nothing spilled (the case that ended in "unhandled errors in a TaskGroup")."""
-    fakes.script(codex=[{"mode": "flood"}])
+    fakes.script(codex=[FLOOD])
     temp = tmp_path / "tmp"
     temp.mkdir()
     with small_disk(tmp_path / "disk", "30m") as disk:
@@ -159,7 +163,14 @@ def test_process_the_consult_command_floods_a_repository_on_a_small_disk(
         before = used_bytes(disk)
         argv = ["consult", "--repo", str(repo), "--peer", "codex", "--question", "hi"]
         done = subprocess.run(
-            [sys.executable, "-m", "review_loop", *argv, "--timeout", "2"],
+            [
+                sys.executable,
+                "-m",
+                "review_loop",
+                *argv,
+                "--timeout",
+                str(FLOOD_DEADLINE_MS // 1000),
+            ],
             capture_output=True,
             text=True,
             env={**os.environ, "TMPDIR": str(temp)},

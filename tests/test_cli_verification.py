@@ -368,9 +368,11 @@ def test_bad_payloads_leave_the_run_unchanged(
         assert lines[0] == "review-loop verification run scope add: evidence payload rejected"
         assert lines[2] == "  verification type  audit"
         assert lines[3] == "  evidence kind      scope"
-        assert lines[-1] == (
+        assert lines[6] == (
             "  the run is unchanged; fix the payload and retry with the same idempotency key"
-        )
+        )  # spx's block, line for line; then review-loop's list of every problem
+        assert lines[8] == "  every problem of this payload (field: what is wrong; accepted):"
+        assert lines[-1] == "  every field: review-loop verification run scope add --help"
     assert_unchanged(run_cli, repo, token, 1)
 
 

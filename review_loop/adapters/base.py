@@ -204,8 +204,8 @@ def detail_of(completed: Completed) -> str:
 def generic_failure(completed: Completed) -> Failure | None:
     """The failures every adapter classifies the same way, or ``None`` to go on parsing.
 
-    A missing executable is proven not submitted. A timeout, a STOP, a cancellation or a
-    truncated stream leaves delivery unknown, whatever the output says.
+    A missing executable is proven not submitted. A timeout, a stall, a STOP, a
+    cancellation or a truncated stream leaves delivery unknown, whatever the output says.
     """
     from review_loop.agents.models import DeliveryState, Failure
 
@@ -220,6 +220,15 @@ def generic_failure(completed: Completed) -> Failure | None:
             state=DeliveryState.DELIVERY_UNKNOWN,
             reason="timeout",
             detail=f"timeout after {completed.elapsed_ms}ms",
+        )
+    if completed.stalled:  # ended by the orchestrator: whatever it printed is cut short
+        from review_loop.agents.refusals import STALLED
+
+        return Failure(
+            state=DeliveryState.DELIVERY_UNKNOWN,
+            reason=STALLED,
+            detail=f"no output and no CPU time for the stall time; ended after "
+            f"{completed.elapsed_ms}ms",
         )
     if completed.stopped:
         return Failure(

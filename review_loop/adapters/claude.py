@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 from review_loop.adapters._common import (
     as_dict,
     as_float,
+    as_int,
     as_str,
     checked_session_id,
     content_text,
@@ -52,6 +53,7 @@ from review_loop.adapters.base import (
     detail_of,
     generic_failure,
 )
+from review_loop.adapters.refusals import refusal_in, refuse_too_old, refused
 from review_loop.agents.models import EnvPassthrough, ResumeCommands, StoredSession
 
 if TYPE_CHECKING:
@@ -67,6 +69,11 @@ if TYPE_CHECKING:
     )
 
 PRODUCT: Final = "claude"
+
+OLDEST_VERSION: Final = (2, 1, 0)
+"""The oldest Claude Code line whose read-only and no-project-code flags were proven here
+(2.1.197, ``tests/e2e``): ``--setting-sources``, ``--strict-mcp-config`` and ``--tools`` are
+not in every older release. An older ``claude --version`` is refused ``cli_too_old``."""
 
 READ_ONLY_FLAGS: Final = (
     "--permission-mode",
@@ -189,6 +196,24 @@ def _refusal(text: str) -> Failure | None:
     return None
 
 
+def _processed_nothing(data: Mapping[str, Any]) -> bool:
+    """Whether a failed result proves the API did no work for this run: no token counted
+    (``usage``), no model billed (``modelUsage`` empty, no cost) and no tool run or denied.
+    A run whose first request was answered (and a later one refused) counts its tokens."""
+    usage = as_dict(data.get("usage"))
+    counted = any(
+        as_int(usage.get(key)) not in (0, None)
+        for key in ("input_tokens", "output_tokens", "cache_read_input_tokens")
+    )
+    return (
+        "usage" in data
+        and not counted
+        and data.get("modelUsage") == {}
+        and as_float(data.get("total_cost_usd")) in (0.0, None)
+        and data.get("permission_denials") in ([], None)
+    )
+
+
 def _is_result(data: Mapping[str, Any]) -> bool:
     return data.get("type") == "result" or "result" in data or "is_error" in data
 
@@ -223,6 +248,7 @@ class ClaudeAdapter:
         """``claude -p --output-format json``, both flag sets, ``--session-id|--resume <id>``."""
         from review_loop.agents.models import Invocation
 
+        refuse_too_old(PRODUCT, capabilities.version, OLDEST_VERSION)
         argv = [*require_command(PRODUCT, command), "-p", "--output-format", "json"]
         argv += READ_ONLY_FLAGS
         argv += NO_PROJECT_CODE_FLAGS
@@ -283,6 +309,14 @@ class ClaudeAdapter:
                 refusal = _refusal(f"{text}\n{text_of(completed.stderr)}".strip())
                 if refusal is not None:
                     return refusal
+            named = refusal_in(as_int(status), text)
+            if named is not None:
+                return refused(
+                    named,
+                    detail,
+                    processed_nothing=_processed_nothing(data),
+                    session_id=session_id,
+                )
             if status is not None:
                 reason = f"api error {status}"
             elif "Unable to connect to API" in text:

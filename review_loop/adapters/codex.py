@@ -46,6 +46,7 @@ from review_loop.adapters.base import (
     generic_failure,
     json_lines,
 )
+from review_loop.adapters.refusals import refusal_in, refuse_too_old, refused
 from review_loop.agents.constants import ENV_NAME_PATTERN
 from review_loop.agents.models import DeliveryState, EnvPassthrough, ResumeCommands, StoredSession
 
@@ -62,6 +63,11 @@ if TYPE_CHECKING:
     )
 
 PRODUCT: Final = "codex"
+
+OLDEST_VERSION: Final = (0, 171, 0)
+"""The oldest Codex the read-only sandbox, ``--disable unbounded_connection_retries`` and
+the event stream were proven with here (``tests/e2e``). An older ``codex --version`` is
+refused ``cli_too_old``."""
 
 READ_ONLY_FLAGS: Final = (
     "-s",
@@ -202,6 +208,17 @@ def _refusal(stderr: str, events: _Events, returncode: int | None) -> Failure | 
     return None
 
 
+_STATUS = re.compile(r"\b(?:unexpected status|last status:)\s+(\d{3})\b")
+
+
+def _status_in(said: str) -> int | None:
+    """The HTTP status codex quotes in a failure (``unexpected status 401 Unauthorized``,
+    ``exceeded retry limit, last status: 429``); ``None`` for its own words (``Quota
+    exceeded. ...``), which :func:`refusal_in` reads by themselves."""
+    found = _STATUS.search(said)
+    return int(found.group(1)) if found else None
+
+
 def _provider_names(provider: Mapping[str, Any]) -> list[str]:
     """The variable names one provider table reads: ``env_key``, ``env_http_headers``."""
     names = [provider["env_key"]] if isinstance(provider.get("env_key"), str) else []
@@ -269,6 +286,7 @@ class CodexAdapter:
         """``codex exec --json <read-only> … -C <cwd> [resume <id>] -``; prompt on stdin."""
         from review_loop.agents.models import Invocation
 
+        refuse_too_old(PRODUCT, capabilities.version, OLDEST_VERSION)
         argv = [*require_command(PRODUCT, command), "exec", "--json", *READ_ONLY_FLAGS]
         argv += ["--skip-git-repo-check", "--disable", "unbounded_connection_retries"]
         argv += [*NO_PROJECT_CODE_FLAGS, *untrusted_project(request.cwd)]
@@ -319,7 +337,12 @@ class CodexAdapter:
             if refusal is not None:
                 return refusal
         if events.turn_failed is not None:
-            return unknown("turn failed", events.turn_failed, session_id=session_id)
+            said = events.turn_failed
+            named = refusal_in(_status_in(said), said)
+            if named is not None:  # a model item (or a cut stream) means work was done
+                nothing = not events.model_items and not completed.stdout_truncated
+                return refused(named, said, processed_nothing=nothing, session_id=session_id)
+            return unknown("turn failed", said, session_id=session_id)
         if completed.returncode != 0:
             return unknown(exit_reason(completed), detail_of(completed), session_id=session_id)
         if events.answer is None:

@@ -52,6 +52,7 @@ from review_loop.adapters.base import (
     generic_failure,
     json_lines,
 )
+from review_loop.adapters.refusals import refusal_in, refuse_too_old, refused
 from review_loop.agents.constants import ENV_NAME_PATTERN
 from review_loop.agents.errors import AdapterRefusalError
 from review_loop.agents.models import EnvPassthrough, ResumeCommands, StoredSession
@@ -70,6 +71,10 @@ if TYPE_CHECKING:
     )
 
 PRODUCT: Final = "gemini"
+
+OLDEST_VERSION: Final = (0, 61, 0)
+"""The oldest Gemini CLI whose ``--admin-policy`` read-only policy and ``--skip-trust`` were
+proven here (``tests/e2e``). An older ``gemini --version`` is refused ``cli_too_old``."""
 
 READ_ONLY_POLICY: Final = Path(__file__).with_name("gemini_read_only.toml")
 """Denies ``exit_plan_mode`` and the writing tools. Gemini silently ignores a policy file
@@ -254,6 +259,7 @@ class GeminiAdapter:
             raise AdapterRefusalError(
                 PRODUCT, f"the read-only policy path {str(READ_ONLY_POLICY)!r} has a comma"
             )
+        refuse_too_old(PRODUCT, capabilities.version, OLDEST_VERSION)
         argv = [*require_command(PRODUCT, command), "-o", "json", *READ_ONLY_FLAGS]
         argv += ["--skip-trust", "-p", ""]
         if request.resume_session_id is not None:
@@ -299,6 +305,11 @@ class GeminiAdapter:
             code = error.get("code")
             reason = f"api error {code}" if code is not None else "api error"
             message = as_str(error.get("message")) or detail_of(completed)
+            named = refusal_in(as_int(code), message)
+            if named is not None:
+                # gemini's error document carries no stats: a refusal of a later request
+                # (after tools ran) reads the same as one of the first, so nothing is proven.
+                return refused(named, message, processed_nothing=False, session_id=session_id)
             return unknown(reason, message, session_id=session_id)
         if data is None or "response" not in data:
             return no_answer(completed, stdout, session_id=known_id)

@@ -56,6 +56,7 @@ from review_loop.adapters.base import (
     generic_failure,
     json_lines,
 )
+from review_loop.adapters.refusals import refusal_in, refused
 from review_loop.agents.errors import AdapterRefusalError
 from review_loop.agents.models import EnvPassthrough, ReadOnlyResume, ResumeCommands, StoredSession
 
@@ -398,12 +399,30 @@ def _interpret_vibe(completed: Completed) -> Outcome:
     if final.get("role") != "assistant" or final.get("tool_calls"):
         return unknown("no final answer", content or detail_of(completed))
     if content.startswith(_ERROR_REPLY):
-        return unknown("api error", content)
+        return _api_error(content)
     if completed.returncode != 0:
         return unknown(exit_reason(completed), content or detail_of(completed))
     if not content.strip():
         return unknown("empty output", detail_of(completed))
     return Reply(text=content)
+
+
+_API_STATUS = re.compile(r"Grok API error: (\d{3})\b")
+
+
+def _api_error(content: str) -> Failure:
+    """``Sorry, I encountered an error: Grok API error: 429 "..."``: a named refusal where
+    the status and words say one, else ``api error``.
+
+    Always ``DELIVERY_UNKNOWN``: on an error 0.0.34 prints the prompt and the error alone,
+    dropping the tool rounds that came before it (measured: a tool call answered, then a
+    403, prints the same two lines as a 403 on the first request), so nothing proves the
+    refused request was the first."""
+    found = _API_STATUS.search(content)
+    refusal = refusal_in(int(found.group(1)) if found else None, content)
+    if refusal is None:
+        return unknown("api error", content)
+    return refused(refusal, content, processed_nothing=False)
 
 
 ADAPTER: Final = GrokAdapter()

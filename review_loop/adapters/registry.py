@@ -25,6 +25,8 @@ BUILTINS: dict[str, str] = {
     "codex": "review_loop.adapters.codex:ADAPTER",
     "grok": "review_loop.adapters.grok:ADAPTER",
     "gemini": "review_loop.adapters.gemini:ADAPTER",
+    "opencode": "review_loop.adapters.opencode:ADAPTER",
+    "qwen": "review_loop.adapters.qwen:ADAPTER",
     # review-loop's own offline stand-in (no key, no network); never picked automatically.
     "simulated": "review_loop.adapters.simulated:ADAPTER",
 }

@@ -103,6 +103,8 @@ GATE_SKILLS: dict[Gate, str] = {
     Gate.ARCHITECTURE_HARDENING: "architecture-hardening-loop",
     Gate.GOAL_GATE: "goal-gate",
 }
+# The conditional skill a user-owned decision makes required (seed 004, Capability Preflight).
+GRILL_SKILL = "grill-with-docs"
 # The goal-gate results: its Decision / Next lets the loop go on, or stops it for the user.
 GOAL_GATE_TOKENS = frozenset({"CONTINUE", "HUMAN_GATE"})
 
@@ -225,12 +227,48 @@ class SkillReport(_Model):
         summary: one line for the ledger.
     """
 
-    skill: str
-    result: str = Field(pattern=r"^[A-Z][A-Z_]*$")
-    evidence: Evidence
-    skillSha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    decision: str = ""
-    summary: str = ""
+    skill: str = Field(description="the skill's name: goal-gate or architecture-hardening-loop")
+    result: str = Field(
+        pattern=r"^[A-Z][A-Z_]*$",
+        description="its terminal token: goal-gate CONTINUE | HUMAN_GATE; "
+        "architecture-hardening-loop NO_ACTIONABLE_FINDINGS (passes), FINDINGS_REMAIN, "
+        "HUMAN_GATE, MISSING_DEPENDENCIES or UNVERIFIED",
+    )
+    evidence: Evidence = Field(
+        description="the evidence the work covered, {baseSha, pathFilter, digest}, as "
+        "`review-loop evidence` prints it now"
+    )
+    skillSha256: str = Field(
+        pattern=r"^[0-9a-f]{64}$",
+        description="the sha256 (64 lowercase hex) of the installed SKILL.md that ran",
+    )
+    decision: str = Field("", description="goal-gate's Decision / Next, as it stated them")
+    summary: str = Field("", description="one line for the ledger")
+
+
+def skill_report_format() -> list[str]:
+    """The skill report's fields, one line each, from :class:`SkillReport` itself."""
+    return [
+        f"{name}{'' if field.is_required() else ' (optional)'}: {field.description}"
+        for name, field in SkillReport.model_fields.items()
+    ]
+
+
+def skill_report_problems(error: Exception) -> str:
+    """Every problem of a refused report: ``field: what is wrong; accepted: ...``."""
+    from pydantic import ValidationError
+
+    if not isinstance(error, ValidationError):
+        return str(error).strip().splitlines()[0][:200] if str(error).strip() else "unreadable"
+    fields = SkillReport.model_fields
+    problems = []
+    for item in error.errors(include_url=False, include_input=False):
+        where = ".".join(str(part) for part in item["loc"]) or "the report"
+        top = str(item["loc"][0]) if item["loc"] else ""
+        accepted = fields[top].description if top in fields else "a JSON object of the fields"
+        message = str(item["msg"]).removeprefix("Value error, ")
+        problems.append(f"{where}: {message}; accepted: {accepted}")
+    return "; ".join(problems)
 
 
 class GateRecord(_Model):
@@ -313,6 +351,26 @@ class BlindReviewSummary(_Model):
     at: str = ""
 
 
+class CheckoutSnapshot(_Model):
+    """Phase 0's record of the checkout the loop started in (seed 004: "Record the
+    repository root, branch, HEAD, and working tree").
+
+    Attributes:
+        root: the repository's top level.
+        branch: the branch checked out, or ``(detached)``.
+        head: the full commit id of ``HEAD``.
+        workingTree: ``clean``, or how many paths ``git status`` lists (protocol files
+            under ``.review-handoff/`` excluded).
+        at: when it was taken (the ledger's first write).
+    """
+
+    root: str
+    branch: str
+    head: str
+    workingTree: str
+    at: str
+
+
 class Ledger(_Model):
     """The task ledger file: items, gate results, and the loop's own records."""
 
@@ -330,6 +388,7 @@ class Ledger(_Model):
     implemented: str = ""
     lessons: str = ""
     updated: str = ""
+    checkout: CheckoutSnapshot | None = None
 
     @field_validator("goal")
     @classmethod
@@ -382,6 +441,39 @@ _POSITION_RE = re.compile(r"^[\s>*_`#-]*position\s*[*_`]*\s*:\s*[*_`]*\s*(agree|
 _HEADING_RE = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*\S)\s*$")
 _NONE_RE = re.compile(r"^[\s*_`(]*(none|n/?a|nothing|no)\b[\s.)*_`]*$", re.I)
+
+
+#: The host position's Markdown headings, what each holds, and whether the convergence
+#: record reads it (a heading whose title contains the word counts; ``##`` or any level).
+#: The position ends with the line ``Position: AGREE`` or ``Position: DISAGREE``.
+HOST_POSITION_SECTIONS: tuple[tuple[str, str, bool], ...] = (
+    ("Scope", "what this round delivers and what it excludes (the record's frozen scope)", True),
+    ("Attribution", "each ledger item's status and its source", False),
+    ("Ownership", "which module owns each change, and the dependency direction", True),
+    ("Assumptions and risks", "what the plan assumes and what could go wrong", False),
+    ("Verification", "falsifiable checks that prove each PENDING item done", True),
+    ("Disagreements", "one '- ' bullet per point still disputed, or '- none'", False),
+    ("Human decisions", "one '- ' bullet per choice only the user can make, or '- none'", False),
+)
+
+
+def host_position_format() -> list[str]:
+    """The host position's format, one line each (``converge --help``)."""
+    lines = [
+        f"## {title}{'' if read else ' (optional)'}: {what}"
+        for title, what, read in HOST_POSITION_SECTIONS
+    ]
+    return [*lines, "Position: AGREE | DISAGREE   (the last line)"]
+
+
+def missing_host_sections(text: str) -> list[str]:
+    """The headings the record reads that ``text`` lacks (then: "not stated")."""
+    titles = [m.group(2).lower() for line in text.splitlines() if (m := _HEADING_RE.match(line))]
+    return [
+        f"## {title}"
+        for title, _, read in HOST_POSITION_SECTIONS
+        if read and not any(title.lower() in found for found in titles)
+    ]
 
 
 class PositionBlock(_Model):
@@ -724,8 +816,17 @@ def derive_result(inputs: CompletionInputs) -> tuple[Result, list[str]]:
                 f"{gate.value}: {record.result} is self-reported; only an authenticated "
                 "archived review packet of this evidence proves it"
             )
+    # A spent budget matters only while no passing review covers the tree now: a Fix
+    # resolved by returning to a snapshot already reviewed CLEAN is that review's.
+    blind = latest.get(Gate.BLIND_REVIEW)
+    covered = (
+        blind is not None
+        and blind.passed
+        and current is not None
+        and blind.evidence.same_snapshot(current)
+    )
     reviews = ledger.blindReviews[ledger.blindBudgetFrom :]
-    if len(reviews) >= MAX_BLIND_ROUNDS and reviews[-1].verdict == "FIX":
+    if not covered and len(reviews) >= MAX_BLIND_ROUNDS and reviews[-1].verdict == "FIX":
         unverified.append(f"blind review budget used ({MAX_BLIND_ROUNDS} rounds, last one FIX)")
     if missing_deps:
         return Result.MISSING_DEPENDENCIES, missing_deps

@@ -118,11 +118,19 @@ class AdapterRefusalError(ReviewLoopError):
     """An adapter refuses to build an invocation it cannot make safe.
 
     Raised before anything is spawned, so the request was provably not submitted.
+
+    Attributes:
+        product: the product refused.
+        reason: what makes it unsafe, in words.
+        code: the named reason the delivery reports (a
+            :class:`~review_loop.agents.refusals.Refusal` such as ``cli_too_old``), or
+            ``None`` for the generic ``refused``.
     """
 
-    def __init__(self, product: str, reason: str) -> None:
+    def __init__(self, product: str, reason: str, *, code: str | None = None) -> None:
         self.product = product
         self.reason = reason
+        self.code = code
         super().__init__(f"{product}: {reason}")
 
 

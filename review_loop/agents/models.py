@@ -206,6 +206,10 @@ class Invocation:
         home_files: for a CLI without a read-only mode (which runs with a scratch HOME,
             the real one read-only): files, relative to the real HOME, copied into the
             scratch HOME when they exist (its credentials and settings).
+        read_only_repository: the CLI writes into the repository on its own, whatever its
+            tools may do (opencode caches a project id in ``.git/``): the repository and
+            its git directories are mounted read-only in the reviewer's namespace, and
+            where no namespace can be made the run is refused.
     """
 
     argv: tuple[str, ...]
@@ -218,6 +222,7 @@ class Invocation:
     session_id: str | None = None
     isolate_in_copy: bool = False
     home_files: tuple[str, ...] = ()
+    read_only_repository: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -247,6 +252,8 @@ class Completed:
     timed_out: bool = False
     stopped: bool = False
     cancelled: bool = False
+    stalled: bool = False
+    """Ended for showing no sign of life (no output, no CPU time) for the stall time."""
     killed_after_grace: bool = False
     """The process tree ignored SIGTERM for the whole grace period and got SIGKILL."""
     spawn_error: str | None = None

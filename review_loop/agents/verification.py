@@ -50,6 +50,13 @@ SCOPE_TYPES: Final = ("changeset", "file")
 TERMINAL_STATUSES: Final = ("approved", "rejected", "failed", "interrupted", "passed")
 REVIEW_TERMINAL_STATUSES: Final = frozenset({"approved", "rejected"})
 TEST_TERMINAL_STATUSES: Final = frozenset({"passed", "failed", "interrupted"})
+#: The terminal statuses ``finish`` accepts, per verification type (an audit's is the one
+#: its evidence derives: ``approved`` or ``rejected``).
+TERMINAL_BY_TYPE: Final[Mapping[str, tuple[str, ...]]] = {
+    "audit": ("approved", "rejected"),
+    "review": ("approved", "rejected"),
+    "test": ("passed", "failed", "interrupted"),
+}
 
 EVENT_SOURCE: Final = "/spx/verify"
 RUN_CONTEXT_EVENT: Final = "sh.spx.verify.run-context"
@@ -118,6 +125,13 @@ REQ_PARENT_IS_RECORDED: Final = "a child unit names a parent unit already record
 REQ_FINDING_UNIT_IS_RECORDED: Final = (
     "a finding names a unit already recorded as scope evidence in the run"
 )
+# review-loop's own (beyond spx): the key is the client's choice, so the same finding
+# under a second key would be counted twice; its identity may be recorded once. (A scope
+# unit recorded twice counts once, as in spx: its unitId is a set member.)
+REQ_FINDING_RECORDED_ONCE: Final = (
+    "a finding's unitId and rule are not already recorded in the run (one finding per unit "
+    "and rule: add a further location to its message instead)"
+)
 
 TERM_IN_TYPE_VOCABULARY: Final = "the terminal status is one the verification type seals with"
 TERM_MATCHES_EVIDENCE: Final = (
@@ -145,6 +159,9 @@ class PayloadRejectedError(ReviewLoopError):
 
     def __init__(self, reason: str) -> None:
         self.reason = reason
+        #: every field problem of the payload at once (``agents.run_payloads.problems``),
+        #: filled in by the journal when it renders the refusal.
+        self.problems: list[str] = []
         super().__init__(reason)
 
 
@@ -580,7 +597,7 @@ def validate_test_finding(payload: Any) -> dict[str, Any]:
 # keeps it beside the log (so one command costs the same after 5,000 events as after 5) and
 # every run-level rule below reads it instead of re-reading the history.
 
-FOLD_ID: Final = "verification-run/1"
+FOLD_ID: Final = "verification-run/2"
 
 
 def new_view() -> dict[str, Any]:
@@ -594,6 +611,7 @@ def new_view() -> dict[str, Any]:
         "requiredRoots": [],  # subjects of required root units (file-scope rule)
         "reviewFindingScopes": 0,
         "findingCount": 0,
+        "findings": {},  # "<unitId>:<rule>" -> 1, every recorded audit finding
         "terminal": None,  # {"terminalStatus": ..., "terminalMetadata"?: ...}
     }
 
@@ -623,6 +641,12 @@ def fold_event(view: dict[str, Any], event: Mapping[str, Any]) -> None:
             view["reviewFindingScopes"] += 1
     elif kind == FINDING_EVENT:
         view["findingCount"] += 1
+        try:
+            finding = validate_audit_finding(data.get("payload"))
+        except PayloadRejectedError:
+            finding = None
+        if finding is not None:
+            view["findings"][f"{finding['unitId']}:{finding['rule']}"] = 1
     elif kind == RUN_CONTEXT_EVENT:
         mode = data.get("driveMode")
         if mode in (DRIVE_MODE_CALLER, DRIVE_MODE_SPX):
@@ -707,7 +731,8 @@ def validate_finding_for_run(
 ) -> dict[str, Any]:
     """Validate a finding payload against the run's recorded evidence; returns what to record.
 
-    ``idempotency_key`` is the client's own choice: as in spx, no rule ties it to the finding.
+    ``idempotency_key`` is the client's own choice: as in spx, no rule ties it to the finding;
+    its ``<unitId>:<rule>`` may be recorded once (a second key cannot record it twice).
 
     Raises:
         PayloadRejectedError: the payload or its place in the run is refused.
@@ -719,6 +744,8 @@ def validate_finding_for_run(
     finding = validate_audit_finding(payload)
     if finding["unitId"] not in view["units"]:
         raise requirement_rejection(REQ_FINDING_UNIT_IS_RECORDED)
+    if f"{finding['unitId']}:{finding['rule']}" in view.get("findings", {}):
+        raise requirement_rejection(REQ_FINDING_RECORDED_ONCE)
     return finding
 
 

@@ -326,6 +326,33 @@ class ConcernResult:
     withdrawn: tuple[str, ...] = field(default=())
 
 
+def unsettled_paths(concern: Concern, result: ConcernResult) -> tuple[str, ...]:
+    """The paths of a concern's selection its completed result did not settle.
+
+    A completed concern answers for every path its selection names: audited, not
+    applicable, or unsupported (seed 002: "each read-only concern skill identifies the
+    subject paths it audited or returns NOT_APPLICABLE"). A path it passed over in silence
+    was inspected by nobody, so it may not become an accounting record "left to another
+    auditor". A concern that returned NOT_APPLICABLE as a whole, or failed, settles none
+    and leaves none unsettled here (the whole-concern answer speaks for every path).
+    """
+    if result.status != "completed":
+        return ()
+    settled = {*result.audited, *result.not_applicable, *result.unsupported}
+    return tuple(path for path in concern.paths if path not in settled)
+
+
+def unsettled_prompt(paths: Sequence[str]) -> str:
+    """The re-ask for a completed result that left paths of its selection unsettled."""
+    listed = "\n".join(f"- {path}" for path in paths)
+    return (
+        "Your answer did not settle every path your selection names. Each of these must be "
+        "in audited, notApplicable or unsupported, or answer status failed naming the "
+        f"failed operation or absent prerequisite:\n{listed}\n\nAnswer again with the "
+        f"complete JSON object (every path, every finding) only.\n\n{RESPONSE_CONTRACT}\n"
+    )
+
+
 def _json_object(text: str) -> Any:
     candidates = [text.strip()]
     candidates += [m.group(1) for m in re.finditer(r"```(?:json)?\s*\n(.*?)```", text, re.S)][::-1]
@@ -566,13 +593,18 @@ def check_driver(document: Any, source: str) -> dict[str, str]:
     """
     if not isinstance(document, dict):
         raise ConcernConfigError(f"{source}: the run-driver identity is a JSON object")
-    driver = {}
-    for name in DRIVER_FIELDS:
-        value = document.get(name)
-        if not isinstance(value, str) or not value:
-            raise ConcernConfigError(f"{source}: run-driver field {name!r} is missing or empty")
-        driver[name] = value
-    return driver
+    missing = [
+        name
+        for name in DRIVER_FIELDS
+        if not isinstance(document.get(name), str) or not document[name]
+    ]
+    if missing:  # every one at once, each accepting a non-empty string
+        fields = ", ".join(repr(name) for name in missing)
+        raise ConcernConfigError(
+            f"{source}: run-driver field{'s' if len(missing) > 1 else ''} {fields} "
+            "missing or empty (each a non-empty string)"
+        )
+    return {name: document[name] for name in DRIVER_FIELDS}
 
 
 def check_deterministic(document: Any) -> dict[str, Any]:

@@ -62,8 +62,10 @@ from review_loop.agents.outcomes import (
     SessionRecord,
     SessionStatus,
 )
+from review_loop.agents.refusals import STALLED
 from review_loop.orchestrator.explain import (
     emit_progress,
+    fallback_reason,
     progress_line,
     retry_may_help,
     stop_hint,
@@ -714,7 +716,11 @@ class Dispatcher:
                 retried = True
                 log_event("retry", peer=current.name, reason=outcome.reason, why="not submitted")
                 continue
-            if outcome.state is DeliveryState.NOT_SUBMITTED or attempt.timedOut:
+            if (
+                outcome.state is DeliveryState.NOT_SUBMITTED
+                or attempt.timedOut
+                or outcome.reason == STALLED  # a stall is ended like a deadline: fall back
+            ):
                 fallback = self._pick_fallback(request, tried, claimed - {peer.product})
                 if fallback is not None:
                     claimed.add(fallback.product)
@@ -722,7 +728,7 @@ class Dispatcher:
                         Fallback(
                             from_=current.name,
                             to=fallback.name,
-                            reason="timeout" if attempt.timedOut else "not_submitted",
+                            reason=fallback_reason(outcome.reason, timed_out=attempt.timedOut),
                         )
                     )
                     log_event("fallback", level="warning", echoed=True, **fallbacks[-1].document())
@@ -869,7 +875,8 @@ class Dispatcher:
             invocation = dataclasses.replace(built, pass_env=self._env(peer))
         except AdapterRefusalError as refusal:
             current.write()
-            return Failure(state=DeliveryState.NOT_SUBMITTED, reason="refused", detail=str(refusal))
+            reason = refusal.code or "refused"  # a named one (cli_too_old) when it has one
+            return Failure(state=DeliveryState.NOT_SUBMITTED, reason=reason, detail=str(refusal))
         if request.isolate:
             invocation = dataclasses.replace(invocation, isolate_in_copy=True)
         return invocation, capabilities
@@ -924,6 +931,7 @@ class Dispatcher:
                     on_started=on_started,
                     complete=partial(output_complete, current.peer.adapter, invocation),
                     confine=confine,
+                    stall=self.prefs.stallMs / 1000 if self.prefs.stallMs else None,
                 )
             except LaunchRefusedError as refused:
                 group.cancel_scope.cancel()

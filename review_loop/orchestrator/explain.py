@@ -15,6 +15,8 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from review_loop.agents.refusals import ADVICE, REFUSALS, STALLED, Refusal
+
 PREFIX = "[review-loop]"
 EXECUTABLE_NOT_FOUND = "executable not found: "
 
@@ -22,7 +24,12 @@ EXECUTABLE_NOT_FOUND = "executable not found: "
 # something only the user can change (a missing program, a STOP file, a full disk). A
 # refusal is retried: an isolation mount can fail once and succeed the next time.
 # A missing credential is the user's to set or pass: the same environment fails the same way.
-_FINAL_REASONS = frozenset({"STOP interrupt (pre-spawn)", "record failed", "missing credentials"})
+# A named refusal (a rate limit, an empty quota, a refused key, an unknown model, a CLI too
+# old) is the provider's or the installation's answer: the same request a moment later gets
+# the same answer, so it goes to the fallback (if any) instead.
+_FINAL_REASONS = frozenset(
+    {"STOP interrupt (pre-spawn)", "record failed", "missing credentials", *REFUSALS}
+)
 
 
 def retry_may_help(reason: str | None, detail: str) -> bool:
@@ -34,6 +41,17 @@ def retry_may_help(reason: str | None, detail: str) -> bool:
     if reason in _FINAL_REASONS:
         return False
     return not detail.startswith(EXECUTABLE_NOT_FOUND)
+
+
+def fallback_reason(reason: str | None, *, timed_out: bool) -> str:
+    """The ``reason`` of a fallback's ``{from, to, reason}``: ``timeout``, ``stalled``, the
+    named refusal that proved nothing was processed (``quota_exhausted``...), else
+    ``not_submitted``."""
+    if timed_out:
+        return "timeout"
+    if reason == STALLED or reason in REFUSALS:
+        return str(reason)
+    return "not_submitted"
 
 
 def missing_executable(detail: str) -> str | None:
@@ -98,6 +116,13 @@ def hint(
         return missing_credential_hint(detail, product, env)
     if reason == "timeout":
         return "raise the deadline with --timeout SECONDS or 'review-loop prefs set timeoutMs N'"
+    if reason in REFUSALS:
+        return f"{product}: {ADVICE[Refusal(reason)]}"
+    if reason == STALLED:
+        return (
+            "it showed no sign of life (no output, no CPU time) for the stall time; raise it "
+            "with 'review-loop prefs set stallMs N', or turn it off with stallMs 0"
+        )
     return None
 
 

@@ -26,7 +26,9 @@ default, runs real processes in the reviewer sandbox. The contract, for every ru
 - ``grace`` is how long the run may take to end once asked to; ``complete`` says whether
   what it printed is a whole answer in its CLI's format (the run may then be ended at
   once, ``Completed.output_complete``); ``spill_dir`` is where output past its in-memory
-  head may be kept. A runner may ignore ``complete`` and ``spill_dir``.
+  head may be kept; ``stall``: seconds without a sign of life after which the run is ended
+  as ``Completed.stalled`` (``None``: never). A runner may ignore ``complete``,
+  ``spill_dir`` and ``stall``.
 - ``confine``: what the run may see and write (:class:`Confinement`), or ``None`` for a run
   that is no reviewer session (a CLI describing itself, ``--version``), run as it is.
 
@@ -128,6 +130,7 @@ class Runner(Protocol):
         complete: Callable[[Completed], bool] | None = None,
         spill_dir: Path | None = None,
         confine: Confinement | None = None,
+        stall: float | None = None,
     ) -> Completed:
         """Run ``invocation``; see the module docstring."""
         ...
@@ -157,6 +160,7 @@ class ProcessRunner:
         complete: Callable[[Completed], bool] | None = None,
         spill_dir: Path | None = None,
         confine: Confinement | None = None,
+        stall: float | None = None,
     ) -> Completed:
         """Run ``invocation`` as a process (the module docstring is the contract)."""
         if confine is None:  # no session: no sandbox, and the warm spare is left for one
@@ -169,7 +173,7 @@ class ProcessRunner:
             completed = await run_process(
                 runnable, deadline=deadline, grace=grace, stop_files=stop_files,
                 on_started=on_started, complete=complete, spill_dir=spill_dir,
-                supervisors=self.supervisors,
+                supervisors=self.supervisors, stall=stall,
             )  # fmt: skip
         if (
             invocation.isolate_in_copy and isolation_failed(completed.returncode, completed.stderr)

@@ -20,6 +20,14 @@ TIMEOUT_RANGE = (
 )
 DEFAULT_GRACE_MS = 5_000
 DEFAULT_LIVENESS_MS = 30_000
+# A reviewer that shows no sign of life (no byte on stdout or stderr, no CPU time in its
+# process tree) for stallMs is ended as "stalled". Off (0) by default: claude (one JSON
+# document at the end) and the npm grok (no streaming) print nothing while the model
+# thinks, and a process blocked on a socket may count no CPU tick for minutes, so any
+# fixed default would end some healthy review early; the deadline (timeoutMs) still bounds
+# every run. Below one second a poll could not tell a pause from a stall.
+DEFAULT_STALL_MS = 0
+MIN_STALL_MS = 1_000
 ALIAS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 ENV_NAME_RE = re.compile(ENV_NAME_PATTERN)
 

@@ -28,6 +28,7 @@ KEYS = (
     "timeoutMs",
     "graceMs",
     "livenessMs",
+    "stallMs",
     "envPassthrough",
     "skillDirs",
     "allowUnprotected",
@@ -60,6 +61,7 @@ def defaults() -> dict[str, Any]:
         "timeoutMs": d.DEFAULT_TIMEOUT_MS,
         "graceMs": d.DEFAULT_GRACE_MS,
         "livenessMs": d.DEFAULT_LIVENESS_MS,
+        "stallMs": d.DEFAULT_STALL_MS,
         "envPassthrough": [],
         "skillDirs": [],
         "allowUnprotected": False,
@@ -118,6 +120,18 @@ def _integer(low: int, high: int, accepted: str | None = None) -> Callable[[Any]
         return number
 
     return check
+
+
+def _stall(value: Any) -> int:
+    """0 (off) or a stall time from 1 s to 1 day, in milliseconds."""
+    words = (
+        f"0 (off) or an integer of milliseconds from {d.MIN_STALL_MS} (1 s) to "
+        f"{d.MAX_TIMEOUT_MS} (1 day)"
+    )
+    number = _integer(0, d.MAX_TIMEOUT_MS, words)(value)
+    if 0 < number < d.MIN_STALL_MS:
+        raise _Refused(f"{value!r} is out of range", words)
+    return number
 
 
 def _order(value: Any) -> list[str]:
@@ -195,6 +209,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "timeoutMs": _integer(d.MIN_TIMEOUT_MS, d.MAX_TIMEOUT_MS, d.TIMEOUT_RANGE),
     "graceMs": _integer(0, d.MAX_TIMEOUT_MS),
     "livenessMs": _integer(1, d.MAX_TIMEOUT_MS),
+    "stallMs": _stall,
     "envPassthrough": _env_passthrough,
     "skillDirs": _skill_dirs,
     "allowUnprotected": _boolean,

@@ -18,6 +18,7 @@ from review_loop.prefs.defaults import (
     DEFAULT_HOST,
     DEFAULT_LIVENESS_MS,
     DEFAULT_ORDER,
+    DEFAULT_STALL_MS,
     DEFAULT_TIMEOUT_MS,
 )
 from review_loop.prefs.document import KEYS, ProductSet, checked
@@ -47,6 +48,8 @@ class Prefs:
         timeoutMs: the deadline of one attempt, from 1 s to 1 day.
         graceMs: time between SIGTERM and SIGKILL of a stopped session's process group.
         livenessMs: interval of the ``status=active`` line on stderr.
+        stallMs: end a reviewer that showed no sign of life (no output, no CPU time in its
+            process tree) for this long, as ``stalled``; 0 (the default) is off.
         envPassthrough: names of the user's environment variables that reviewers get
             besides what their product needs (exact names, e.g. ``AWS_PROFILE``).
         skillDirs: more directories where ``preflight`` looks for the skills the
@@ -62,6 +65,7 @@ class Prefs:
     timeoutMs: int = DEFAULT_TIMEOUT_MS
     graceMs: int = DEFAULT_GRACE_MS
     livenessMs: int = DEFAULT_LIVENESS_MS
+    stallMs: int = DEFAULT_STALL_MS
     envPassthrough: tuple[str, ...] = ()
     skillDirs: tuple[str, ...] = ()
     allowUnprotected: bool = False
@@ -100,6 +104,7 @@ class Prefs:
             timeoutMs=document["timeoutMs"],
             graceMs=document["graceMs"],
             livenessMs=document["livenessMs"],
+            stallMs=document["stallMs"],
             envPassthrough=tuple(document["envPassthrough"]),
             skillDirs=tuple(document["skillDirs"]),
             allowUnprotected=document["allowUnprotected"],

@@ -30,6 +30,11 @@ CODEX_TID = "01a228a5-31e8-78a0-b0d8-2bbde8cbff29"
 GEMINI_SID = "3c9b1f2e-7d4a-4b6c-9e8f-0a1b2c3d4e5f"
 GROK_SID = "019f470d-3e02-7601-b726-1133cc72ef76"
 SIMULATED_SID = "5d2c1b0a-9e8f-4a7b-8c6d-5e4f3a2b1c0d"
+OPENCODE_SID = "ses_dcb89c963ffeNw8iTUmWFHuom1"
+OPENCODE_401_SID = "ses_dcb86b925ffeT426tauU2hd4T2"
+QWEN_SID = "3f237c64-322c-47a7-a5c4-c92480ae7064"
+QWEN_401_SID = "c8528948-47da-4b8f-b394-c7bcb53f7823"
+OPENCODE_RESUME_ID = "ses_0000000000000000000000000"
 
 DELIVERED = DeliveryState.DELIVERED
 NOT_SUBMITTED = DeliveryState.NOT_SUBMITTED
@@ -107,8 +112,9 @@ CASES: tuple[Golden, ...] = (
            session_id=CLAUDE_SID),
     Golden("claude", "not-logged-in", NOT_SUBMITTED, stdout="not-logged-in.json",
            returncode=1, reason="not logged in"),
+    # a 401 after the model had counted tokens (usage, modelUsage): it had read the prompt
     Golden("claude", "api-401", UNKNOWN, stdout="api-401.json", returncode=1,
-           reason="api error 401", session_id=CLAUDE_SID),
+           reason="auth_failed", session_id=CLAUDE_SID),
     Golden("claude", "api-500", UNKNOWN, stdout="api-500.json", returncode=1,
            reason="api error 500", session_id=CLAUDE_SID),
     Golden("claude", "connection-refused", UNKNOWN, stdout="connection-refused.json",
@@ -132,8 +138,9 @@ CASES: tuple[Golden, ...] = (
            text="FAKE-ANSWER #1", session_id=CODEX_TID),
     Golden("codex", "success-after-reconnect", DELIVERED, stdout="success-after-reconnect.jsonl",
            text="FAKE-ANSWER #2", session_id=CODEX_TID),
-    Golden("codex", "turn-failed-401", UNKNOWN, stdout="turn-failed-401.jsonl", returncode=1,
-           reason="turn failed", session_id=CODEX_TID),
+    # refused before any item: the provider processed nothing
+    Golden("codex", "turn-failed-401", NOT_SUBMITTED, stdout="turn-failed-401.jsonl",
+           returncode=1, reason="auth_failed", session_id=CODEX_TID),
     Golden("codex", "turn-failed-500", UNKNOWN, stdout="turn-failed-500.jsonl", returncode=1,
            reason="turn failed", session_id=CODEX_TID),
     Golden("codex", "connection-failed", UNKNOWN, stdout="connection-failed.jsonl",
@@ -166,12 +173,12 @@ CASES: tuple[Golden, ...] = (
     Golden("gemini", "unknown-argument", NOT_SUBMITTED, stderr="unknown-argument.stderr.txt",
            returncode=1, reason="argument error"),
     Golden("gemini", "api-401", UNKNOWN, stderr="api-401.stderr.json", returncode=145,
-           reason="api error 401", session_id=GEMINI_SID),
+           reason="auth_failed", session_id=GEMINI_SID),
     # 0.61 against a 401: warnings, then a stack dump quoting the body inline, then the
     # pretty-printed error object (measured by tests/e2e/test_consult_real.py).
     Golden("gemini", "api-401-after-stack-trace", UNKNOWN,
            stderr="api-401-after-stack-trace.stderr.txt", returncode=145,
-           reason="api error 401", session_id=GEMINI_SID),
+           reason="auth_failed", session_id=GEMINI_SID),
     Golden("gemini", "api-500", UNKNOWN, stderr="api-500.stderr.json", returncode=1,
            reason="api error 500", session_id=GEMINI_SID),
     Golden("gemini", "garbage", UNKNOWN, stdout="garbage.txt", reason="parse failed"),
@@ -193,7 +200,7 @@ CASES: tuple[Golden, ...] = (
     Golden("grok", "vibe-success", DELIVERED, stdout="vibe-success.jsonl", probe=VIBE,
            text="FAKE-ANSWER #1"),
     Golden("grok", "vibe-api-401", UNKNOWN, stdout="vibe-api-401.jsonl", probe=VIBE,
-           reason="api error"),
+           reason="auth_failed"),
     Golden("grok", "vibe-api-500", UNKNOWN, stdout="vibe-api-500.jsonl", probe=VIBE,
            reason="api error"),
     Golden("grok", "vibe-connection-error", UNKNOWN, stdout="vibe-connection-error.jsonl",
@@ -207,6 +214,49 @@ CASES: tuple[Golden, ...] = (
     Golden("grok", "vibe-garbage", UNKNOWN, stdout="garbage.txt", probe=VIBE,
            reason="parse failed"),
     Golden("grok", "vibe-empty", UNKNOWN, probe=VIBE, reason="empty output"),
+    # -- opencode 1.18.33 (recorded against the fake model API) --------------------------
+    Golden("opencode", "success", DELIVERED, stdout="success.jsonl",
+           text="FAKE-ANSWER #1", session_id=OPENCODE_SID),
+    Golden("opencode", "api-401", UNKNOWN, stdout="api-401.jsonl", returncode=1,
+           reason="auth_failed", session_id=OPENCODE_401_SID),
+    Golden("opencode", "session-not-found", NOT_SUBMITTED,
+           stderr="session-not-found.stderr.txt", returncode=1, resume=OPENCODE_RESUME_ID,
+           reason="session not found", session_not_found=True),
+    Golden("opencode", "garbage", UNKNOWN, stdout="garbage.txt", reason="parse failed"),
+    Golden("opencode", "empty-non-zero", UNKNOWN, returncode=3, reason="non-zero exit 3"),
+    # -- qwen 0.24.4 (recorded against the fake model API) ------------------------------
+    Golden("qwen", "success", DELIVERED, stdout="success.json",
+           text="FAKE-ANSWER #1", session_id=QWEN_SID),
+    # An assistant message quoting "[API Error: 401 ...]" comes first: not an answer.
+    Golden("qwen", "api-401", UNKNOWN, stdout="api-401.json", stderr="api-401.stderr.json",
+           returncode=1, reason="auth_failed", session_id=QWEN_401_SID),
+    Golden("qwen", "session-not-found", NOT_SUBMITTED, stderr="session-not-found.stderr.txt",
+           returncode=1, resume=RESUME_ID, reason="session not found", session_not_found=True),
+    Golden("qwen", "garbage", UNKNOWN, stdout="garbage.txt", reason="parse failed"),
+    Golden("qwen", "empty", UNKNOWN, reason="empty output"),
+    # -- refusals: each provider's own refusal of the first request, as each real CLI
+    # relayed it (recorded against tests/fakes/refusals.py's bodies; tests/e2e/
+    # test_refusals_real.py re-proves them). NOT_SUBMITTED where the run proves the provider
+    # processed nothing; gemini's error document and grok 0.0.34's transcript (it drops the
+    # tool rounds before an error) cannot prove it.
+    *(Golden("claude", f"refused-{kind}", NOT_SUBMITTED, stdout=f"refused-{kind}.json",
+             returncode=1, reason=reason)
+      for kind, reason in (("rate_limit", "rate_limited"), ("quota", "quota_exhausted"),
+                           ("billing", "quota_exhausted"), ("expired", "auth_failed"),
+                           ("model", "model_unavailable"))),
+    *(Golden("codex", f"refused-{kind}", NOT_SUBMITTED, stdout=f"refused-{kind}.jsonl",
+             returncode=1, reason=reason)
+      for kind, reason in (("rate_limit", "rate_limited"), ("quota", "quota_exhausted"),
+                           ("usage_limit", "quota_exhausted"), ("billing", "quota_exhausted"),
+                           ("auth", "auth_failed"), ("model", "model_unavailable"))),
+    *(Golden("grok", f"vibe-refused-{kind}", UNKNOWN, probe=VIBE,
+             stdout=f"vibe-refused-{kind}.jsonl", reason=reason)
+      for kind, reason in (("rate_limit", "rate_limited"), ("quota", "quota_exhausted"),
+                           ("auth", "auth_failed"), ("model", "model_unavailable"))),
+    Golden("gemini", "refused-auth", UNKNOWN, stderr="refused-auth.stderr.txt",
+           returncode=144, reason="auth_failed"),
+    Golden("gemini", "refused-billing", UNKNOWN, stderr="refused-billing.stderr.txt",
+           returncode=146, reason="quota_exhausted"),
     # -- simulated (review-loop's offline stand-in, python -m review_loop.simulated) ----
     Golden("simulated", "success", DELIVERED, stdout="success.jsonl",
            text=SIMULATED_TEXT, session_id=SIMULATED_SID),

@@ -44,6 +44,24 @@ READ_ONLY: dict[str, tuple[str, ...]] = {
         "--admin-policy",
         str(Path(__file__).parents[2] / "review_loop" / "adapters" / "gemini_read_only.toml"),
     ),
+    "opencode": ("--agent", "review-loop-reader"),
+    "qwen": (
+        "--approval-mode",
+        "plan",
+        "--exclude-tools",
+        # every tool qwen 0.24 registers but read_file, grep_search, glob, list_directory
+        "exec,edit,write_file,zoom_image,run_shell_command,todo_write,save_memory,agent,skill,"
+        "exit_plan_mode,enter_plan_mode,web_fetch,web_search,image_gen,lsp,ask_user_question,"
+        "cron_create,cron_list,cron_delete,loop_wakeup,create_sub_session,list_agents,task_stop,"
+        "task_create,task_update,task_list,team_create,team_delete,team_plan_approval,"
+        "request_shutdown,send_message,structured_output,monitor,notebook_edit,tool_call,"
+        "tool_search,read_mcp_resource,enter_worktree,exit_worktree,workflow,artifact,"
+        "record_artifact,record_source,report_findings,get_goal,update_goal,"
+        "omni_downsample_image,omni_downscale_video,omni_downsample_audio,omni_extract_keyframes,"
+        "omni_extract_audio,omni_clip_video,omni_convert_image,omni_transcribe_audio,"
+        "omni_clip_image,omni_clip_audio,omni_caption_image,omni_caption_audio,omni_ocr_image,"
+        "omni_understand_video_segments,omni_recall_media_memory,propose_goal,display_image",
+    ),
     "grok": (
         "--output-format",
         "json",
@@ -77,10 +95,30 @@ NO_PROJECT_CODE: dict[str, tuple[str, ...]] = {
     ),
     # the reviewed repository untrusted, whatever the user's own config.toml says
     "codex": ("--ignore-rules", "-c", f'projects={{"{REPO}"={{trust_level="untrusted"}}}}'),
+    "qwen": ("--safe-mode",),  # no hook, extension, skill, MCP server or memory agent
 }
 
+# The read-only rules opencode takes from its environment only, written out independently:
+# every tool denied but the four that read, for the run's own agent too.
+OPENCODE_PERMISSION = {
+    "*": "deny",
+    "read": "allow",
+    "glob": "allow",
+    "grep": "allow",
+    "list": "allow",
+}
+OPENCODE_ENV = {"OPENCODE_DISABLE_PROJECT_CONFIG": "1"}
+
+# Products whose CLI writes into the repository by itself: run with it mounted read-only.
+READ_ONLY_REPOSITORY = ("opencode", "qwen")
+
 # What each built-in's CLI would load from the repository and must not see.
-HIDDEN: dict[str, tuple[str, ...]] = {"gemini": (".gemini", ".env"), "grok": (".grok", ".env")}
+HIDDEN: dict[str, tuple[str, ...]] = {
+    "gemini": (".gemini", ".env"),
+    "grok": (".grok", ".env"),
+    "opencode": (".opencode", "opencode.json", "opencode.jsonc"),
+    "qwen": (".qwen", ".env", ".mcp.json"),
+}
 
 # Each built-in's own credential, which must reach it; and secrets of other tools, which
 # no adapter may let through.
@@ -89,6 +127,8 @@ OWN_CREDENTIAL = {
     "codex": "OPENAI_API_KEY",
     "gemini": "GEMINI_API_KEY",
     "grok": "GROK_API_KEY",
+    "opencode": "OPENCODE_CONFIG",
+    "qwen": "OPENAI_API_KEY",
 }
 FOREIGN_SECRETS = (
     "AWS_SECRET_ACCESS_KEY",
@@ -109,6 +149,8 @@ PROBES: dict[str, tuple[str | None, ...]] = {
         "WARNING: proceeding, even though we could not create PATH aliases\ncodex-cli 0.171.0\n",
     ),
     "gemini": (None, "0.61.0\n"),
+    "opencode": (None, "1.18.33\n"),
+    "qwen": (None, "0.24.4\n"),
     "grok": (
         None,
         sample("grok", "help-vibe-0.0.34.txt").decode(),
@@ -225,6 +267,25 @@ def test_no_project_code_runs(product: str) -> None:
         assert set(HIDDEN.get(product, ())) <= set(invocation.hidden_paths)
         for path in invocation.hidden_paths:
             assert not Path(path).is_absolute() and ".." not in Path(path).parts
+
+
+@pytest.mark.parametrize("product", ["opencode"])
+def test_opencode_read_only_rules_are_set_for_every_run(product: str) -> None:
+    import json
+
+    adapter = get_adapter(product)
+    for invocation in invocations(adapter, product):
+        assert json.loads(invocation.env["OPENCODE_PERMISSION"]) == OPENCODE_PERMISSION
+        content = json.loads(invocation.env["OPENCODE_CONFIG_CONTENT"])
+        assert content["agent"]["review-loop-reader"]["permission"] == OPENCODE_PERMISSION
+        assert OPENCODE_ENV.items() <= invocation.env.items()
+
+
+@pytest.mark.parametrize("product", PRODUCTS, ids=PRODUCTS)
+def test_repository_read_only_where_the_cli_writes_into_it(product: str) -> None:
+    adapter = get_adapter(product)
+    for invocation in invocations(adapter, product):
+        assert invocation.read_only_repository is (product in READ_ONLY_REPOSITORY)
 
 
 @pytest.mark.parametrize("product", PRODUCTS, ids=PRODUCTS)

@@ -104,7 +104,7 @@ def test_error_json_after_log_lines_on_stderr_is_found() -> None:
     stderr = b"Loaded cached credentials.\n" + sample("gemini", "api-401.stderr.json")
     outcome = interpret(b"", stderr, returncode=145)
     assert isinstance(outcome, Failure)
-    assert (outcome.state, outcome.reason) == (DeliveryState.DELIVERY_UNKNOWN, "api error 401")
+    assert (outcome.state, outcome.reason) == (DeliveryState.DELIVERY_UNKNOWN, "auth_failed")
     assert "fake 401" in outcome.detail
 
 
@@ -115,7 +115,7 @@ def test_error_object_after_a_stack_dump_is_the_last_top_level_object() -> None:
         b"", sample("gemini", "api-401-after-stack-trace.stderr.txt"), returncode=145
     )
     assert isinstance(outcome, Failure)
-    assert (outcome.state, outcome.reason) == (DeliveryState.DELIVERY_UNKNOWN, "api error 401")
+    assert (outcome.state, outcome.reason) == (DeliveryState.DELIVERY_UNKNOWN, "auth_failed")
     assert outcome.session_id == GEMINI_SID
     assert outcome.detail == (
         '{"error":{"code":401,"message":"fake 401 bad key","status":"UNAUTHENTICATED"}}'
@@ -130,7 +130,7 @@ def test_last_error_object_wins_and_trailing_lines_are_ignored() -> None:
     stderr = f"log {{ not json\n{first}\n{last}\nflushing telemetry }}\n".encode()
     outcome = interpret(b"", stderr, returncode=145)
     assert isinstance(outcome, Failure)
-    assert (outcome.reason, outcome.detail) == ("api error 401", "new")
+    assert (outcome.reason, outcome.detail) == ("auth_failed", "new")
 
 
 def test_auth_error_later_in_a_run_is_not_proof_of_non_submission() -> None:

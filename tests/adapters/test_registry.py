@@ -79,7 +79,8 @@ def test_unknown_product_names_what_is_accepted() -> None:
     with pytest.raises(UnknownProductError) as caught:
         get_adapter("bard", field="--peer")
     assert str(caught.value) == (
-        "--peer: unknown product 'bard' (accepted: claude, codex, gemini, grok, simulated)"
+        "--peer: unknown product 'bard' (accepted: claude, codex, gemini, grok, opencode, qwen, "
+        "simulated)"
     )
 
 

@@ -8,6 +8,8 @@ written out independently in ``test_contract.READ_ONLY``.
 
 from __future__ import annotations
 
+import json
+import re
 import shlex
 from collections.abc import Sequence
 
@@ -16,7 +18,7 @@ import pytest
 from review_loop.adapters import get_adapter, product_names
 from review_loop.agents.models import Capabilities, ResumeCommands
 from review_loop.orchestrator.sessions.listing import read_only_resume
-from tests.adapters.test_contract import READ_ONLY
+from tests.adapters.test_contract import OPENCODE_PERMISSION, READ_ONLY
 
 PRODUCTS = product_names()
 SESSION_ID = "0199a0b1-aaaa-7bbb-8ccc-0123456789ab"
@@ -28,6 +30,15 @@ HEADLESS_ONLY = ("--output-format", "json")
 def contains(argv: Sequence[str], flags: Sequence[str]) -> bool:
     """``flags`` appear in ``argv`` in order, side by side."""
     return any(tuple(argv[i : i + len(flags)]) == tuple(flags) for i in range(len(argv)))
+
+
+def without_assignments(argv: list[str]) -> tuple[dict[str, str], list[str]]:
+    """The leading ``NAME=value`` words a shell reads as variable assignments, and the rest."""
+    assigned: dict[str, str] = {}
+    while argv and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", argv[0], re.DOTALL):
+        name, _, value = argv.pop(0).partition("=")
+        assigned[name] = value
+    return assigned, argv
 
 
 def interactive_flags(flags: tuple[str, ...]) -> tuple[str, ...]:
@@ -51,13 +62,19 @@ def test_contract_read_only_resume_commands_carry_the_read_only_flags(product: s
         assert (bare is None) == (guarded is None)
         if guarded is None:
             continue
-        argv = shlex.split(guarded)
+        assigned, argv = without_assignments(shlex.split(guarded))
+        if product == "opencode":  # its rules and agent come from the environment only
+            assert json.loads(assigned["OPENCODE_PERMISSION"]) == OPENCODE_PERMISSION
+            content = json.loads(assigned["OPENCODE_CONFIG_CONTENT"])
+            assert content["agent"]["review-loop-reader"]["permission"] == OPENCODE_PERMISSION
+        else:
+            assert assigned == {}
         assert argv[0] == "peer" and SESSION_ID in argv
         assert contains(argv, expected), f"{product}: {guarded} lacks {expected}"
         assert set(shlex.split(bare)) <= set(argv)  # the same command, flags added
     if read_only.headless is not None:
         # The prompt stays the last, positional word, after every flag's value.
-        argv = shlex.split(read_only.headless)
+        _, argv = without_assignments(shlex.split(read_only.headless))
         assert argv[-1] == PROMPT and not contains(argv[:-1], [PROMPT])
 
 

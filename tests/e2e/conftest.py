@@ -24,7 +24,14 @@ ROOT = E2E_DIR.parents[1]
 BIN_ENV = "REVIEW_LOOP_E2E_BIN"
 SKIP_ENV = "REVIEW_LOOP_SKIP_E2E"
 DEFAULT_BIN = ROOT / ".clis" / "node_modules" / ".bin"
-PRODUCT_BINARIES = {"claude": "claude", "codex": "codex", "gemini": "gemini", "grok": "grok"}
+PRODUCT_BINARIES = {
+    "claude": "claude",
+    "codex": "codex",
+    "gemini": "gemini",
+    "grok": "grok",
+    "opencode": "opencode",
+    "qwen": "qwen",
+}
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
@@ -51,7 +58,8 @@ def cli_bin() -> Callable[[str], Path]:
             pytest.fail(
                 f"the real `{product}` CLI is not installed at {path}. "
                 f"Run scripts/install-clis (or point {BIN_ENV} at a folder holding "
-                f"claude/codex/gemini/grok); set {SKIP_ENV}=1 to skip the e2e tier on purpose.",
+                f"claude/codex/gemini/grok/opencode/qwen); set {SKIP_ENV}=1 to skip the e2e "
+                "tier on purpose.",
                 pytrace=False,
             )
         if shutil.which("node") is None:

@@ -8,8 +8,9 @@ temp git repo):
   cwd, from our record and from the CLI's own store; ``consult --resume`` reaches the same
   session (the model sees the first turn again) and keeps the id; resuming an unknown id
   starts a new session, marked degraded;
-- a scripted HTTP 401 and a hang under ``--timeout`` are ``DELIVERY_UNKNOWN`` (exit 2),
-  bounded in time, with nothing left running and the session id kept;
+- a scripted HTTP 401 is ``auth_failed`` (``NOT_SUBMITTED`` where the run proves nothing was
+  processed) and a hang under ``--timeout`` is ``DELIVERY_UNKNOWN`` (exit 2), bounded in
+  time, with nothing left running and the session id kept;
 - a scripted tool call that tries to write a file leaves the repo untouched, also when the
   model first asks to leave the sandbox (codex) or plan mode (gemini);
 - the npm grok 0.0.34 (no read-only mode) answers from a throw-away copy of the repo; an
@@ -224,31 +225,32 @@ def test_resuming_an_unknown_session_starts_a_new_one(product: str, peer_for: Pe
 
 # ----------------------------------------------------------------------------- failures
 
-CODE_OF_401 = {
-    "claude": "api error 401",
-    "codex": "turn failed",
-    "gemini": "api error 401",
-    "grok": "api error",  # 0.0.34 exits 0 with "Sorry, I encountered an error: ..."
+DELIVERY_OF_401 = {
+    # the provider refused the first request: claude counted no token, codex printed no
+    # item; gemini's error document and grok 0.0.34's transcript (it exits 0 with "Sorry, I
+    # encountered an error: ..." and drops earlier tool rounds) cannot prove it
+    "claude": "NOT_SUBMITTED",
+    "codex": "NOT_SUBMITTED",
+    "gemini": "DELIVERY_UNKNOWN",
+    "grok": "DELIVERY_UNKNOWN",
 }
 
 
 @pytest.mark.parametrize("product", EVERY_CLI)
-def test_http_401_is_delivery_unknown(product: str, peer_for: PeerFor) -> None:
+def test_http_401_is_auth_failed(product: str, peer_for: PeerFor) -> None:
     peer = peer_for(product)
     peer.api.default = Reply.error(401, "fake 401 bad key")
 
     ran, doc = peer.consult("anything")
 
     assert ran.returncode == 2, ran.describe()
-    assert (doc["ok"], doc["status"], doc["delivery"]) == (
-        False,
-        "DELIVERY_UNKNOWN",
-        "DELIVERY_UNKNOWN",
-    ), doc
-    assert doc["code"] == CODE_OF_401[product], doc
+    delivery = DELIVERY_OF_401[product]
+    # ``status`` is the original tool's (DELIVERY_UNKNOWN for every failure)
+    assert (doc["ok"], doc["status"], doc["delivery"]) == (False, "DELIVERY_UNKNOWN", delivery)
+    assert doc["code"] == "auth_failed", doc
     assert "fake 401 bad key" in doc["error"], doc
     assert doc["recordPath"] is None
-    assert len(doc["attempts"]) == 1, doc["attempts"]  # DELIVERY_UNKNOWN is never re-sent
+    assert len(doc["attempts"]) == 1, doc["attempts"]  # a refusal is never re-sent as it was
     if product in RESUMABLE:  # the session the request went out in, to resume it later
         assert_uuid(doc["sessionId"])
     turns = peer.api.turns()

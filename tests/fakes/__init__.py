@@ -13,7 +13,7 @@ FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
 PRODUCTS = ("claude", "codex", "gemini", "grok")
 PASSTHROUGH_ENV = "REVIEW_LOOP_ENV_PASSTHROUGH"
 """The caller's list of extra variable names reviewers may see (review-loop drops the rest)."""
-FAKE_ENV_NAMES = ("FAKE_AGENT_SCRIPT", "FAKE_AGENT_LOG", "FAKE_GROK_VARIANT")
+FAKE_ENV_NAMES = ("FAKE_AGENT_SCRIPT", "FAKE_AGENT_LOG", "FAKE_GROK_VARIANT", "FAKE_AGENT_VERSION")
 """What the fake CLIs read from their environment; the tests, as the user, pass them on."""
 
 

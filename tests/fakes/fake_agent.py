@@ -14,7 +14,8 @@ after the request left), ``not-logged-in`` (credential refusal before any reques
 SIGTERM), ``grandchild`` (answers, leaving a sleeping grandchild that holds stdout),
 ``setsid-grandchild`` (a grandchild in its own session holding stdout, then hang),
 ``garbage``, ``non-utf8``, ``huge`` (``bytes``), ``slow-stream`` (``lines``, ``interval``),
-``empty``, ``flood`` (prints junk lines until killed), ``big-answer`` (a valid answer of
+``empty``, ``burn`` (uses CPU for ``seconds`` without a byte of output, then answers),
+``flood`` (prints junk lines until killed), ``big-answer`` (a valid answer of
 ``bytes`` characters), ``answer-then-linger`` (answers, of ``bytes`` characters if given,
 closes stdout and stderr, sleeps ``linger`` seconds), ``partial-then-linger`` (the same with
 its output's last characters cut off), ``ok-leaving`` (answers, leaving the processes listed
@@ -24,6 +25,7 @@ hang; the pids left are noted in ``$FAKE_AGENT_SCRIPT.pids``), ``read-paths`` (t
 of ``paths`` and answers with one JSON object: path -> its content, the sorted names of a
 directory, or ``"<ErrorName>"``; then tries to unmount each of them, noting
 ``"umount <path>": rc``).
+``--version`` prints ``$FAKE_AGENT_VERSION`` (default ``9.9.9``).
 Any step may carry ``delay`` (seconds before output), ``write`` (a path,
 relative to the cwd, the fake writes to — to prove read-only isolation), and ``exit``.
 """
@@ -360,7 +362,8 @@ def main(product: str) -> int:
             _print(f"Usage: {product} [options]")
         return 0
     if "--version" in argv or "-V" in argv:
-        _print("1.0.1" if product == "grok" and grok_variant == "vibe" else f"{product} 9.9.9")
+        version = os.environ.get("FAKE_AGENT_VERSION", "9.9.9")  # an old one: cli_too_old
+        _print("1.0.1" if product == "grok" and grok_variant == "vibe" else f"{product} {version}")
         return 0
     prompt = _read_prompt(product, argv)
     step = _next_step(product)
@@ -409,6 +412,11 @@ def main(product: str) -> int:
         return int(exit_code or 0)
     if mode == "flood":  # a CLI stuck printing: lines of junk until it is killed
         line = b"y" * 65535 + b"\n"
+        if "bytes" in step:  # that much, then stuck silent: the flood's size does not
+            for _ in range(-(-int(step["bytes"]) // len(line))):  # hang on the machine's speed
+                sys.stdout.buffer.write(line)
+            sys.stdout.buffer.flush()
+            time.sleep(3600)
         while True:
             sys.stdout.buffer.write(line)
     if mode == "big-answer":  # a whole, valid answer of ``bytes`` characters
@@ -453,6 +461,12 @@ def main(product: str) -> int:
     if mode == "stubborn":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         time.sleep(3600)
+        return 0
+    if mode == "burn":  # thinks without printing: CPU time, no output, for ``seconds``
+        until = time.monotonic() + float(step.get("seconds", 3))
+        while time.monotonic() < until:
+            sum(range(10_000))
+        _ok(product, sid, text, grok_variant)
         return 0
     if mode == "hang":
         if product == "codex":

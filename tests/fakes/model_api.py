@@ -1,12 +1,13 @@
-"""A fake model API on 127.0.0.1 that the real ``claude``, ``codex``, ``gemini`` and ``grok`` CLIs
-can complete a turn against — stdlib only.
+"""A fake model API on 127.0.0.1 that the real ``claude``, ``codex``, ``gemini``, ``grok``,
+``opencode`` and ``qwen`` CLIs can complete a turn against — stdlib only.
 
 One server speaks all four wire shapes (see ``reference/cli-adapters.md`` §5):
 
 ================================  =========================================================
 Anthropic Messages (SSE)          ``POST /v1/messages`` (claude), plus ``HEAD /`` preflight
 OpenAI Responses (SSE)            ``POST /v1/responses`` (codex)
-OpenAI Chat Completions (JSON)    ``POST /v1/chat/completions`` (grok 0.0.34, non-streaming)
+OpenAI Chat Completions          ``POST /v1/chat/completions``: JSON (grok 0.0.34), or SSE
+                                  chunks when the body says ``"stream": true`` (opencode, qwen)
 Gemini                            ``POST /v1beta/models/<m>:streamGenerateContent?alt=sse``
                                   (the turn) and ``:generateContent`` (utility calls such as the
                                   model router, answered with JSON that fits the asked schema)
@@ -22,6 +23,9 @@ markers in the last user message, else gets :attr:`FakeModelAPI.default` (``FAKE
   reply quoting the tool result
 - ``[[DELAY 1.5]]``     → waits that many seconds, then answers as usual
 - ``[[HANG]]``          → never answers, until the server shuts down (or :meth:`release_hangs`)
+- ``[[REFUSE quota]]``  → the provider's own refusal of that kind (``rate_limit``, ``quota``,
+  ``billing``, ``usage_limit``, ``auth``, ``expired``, ``model``): its status and body, in the
+  API's own shape (:mod:`tests.fakes.refusals`)
 
 Every request is logged (method, path, query, headers, JSON body) in :attr:`FakeModelAPI.requests`.
 
@@ -56,6 +60,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from tests.fakes.refusals import REFUSAL_KINDS, RefusalKind, refusal_response
+
 __all__ = [
     "FAKE_API_KEY",
     "PRODUCTS",
@@ -70,15 +76,16 @@ __all__ = [
 FAKE_API_KEY = "sk-fake-review-loop-0000"
 """The dummy key every CLI is given; the server accepts any key and never checks it."""
 
-PRODUCTS = ("claude", "codex", "gemini", "grok")
+PRODUCTS = ("claude", "codex", "gemini", "grok", "opencode", "qwen")
 
 Api = Literal["anthropic", "responses", "chat", "gemini"]
-ReplyKind = Literal["text", "tool", "error", "hang"]
+ReplyKind = Literal["text", "tool", "error", "hang", "refusal"]
 
 _MARKER_HTTP = re.compile(r"\[\[HTTP (\d{3})(?: ([^\]]*))?\]\]")
 _MARKER_TOOL = re.compile(r"\[\[TOOL (\S+) (\{.*?\})\]\]", re.DOTALL)
 _MARKER_DELAY = re.compile(r"\[\[DELAY (\d+(?:\.\d+)?)\]\]")
 _MARKER_ECHO = re.compile(r"ECHO: ?(.*)")
+_MARKER_REFUSE = re.compile(r"\[\[REFUSE (" + "|".join(REFUSAL_KINDS) + r")\]\]")
 
 
 # --------------------------------------------------------------------------- scripted replies
@@ -118,6 +125,14 @@ class Reply:
     def error(cls, status: int, message: str | None = None, *, delay: float = 0.0) -> Reply:
         """An HTTP error in the API's own error shape."""
         return cls("error", status=status, message=message or f"fake {status}", delay=delay)
+
+    @classmethod
+    def refuse(cls, kind: RefusalKind, *, delay: float = 0.0) -> Reply:
+        """The provider's own refusal of ``kind`` (:func:`~tests.fakes.refusals.refusal_response`):
+        its status and body in the shape of the API the request came in on."""
+        if kind not in REFUSAL_KINDS:
+            raise ValueError(f"refusal kind {kind!r}: expected one of {REFUSAL_KINDS}")
+        return cls("refusal", message=kind, delay=delay)
 
     @classmethod
     def hang(cls) -> Reply:
@@ -185,6 +200,9 @@ class FakeModelAPI:
         self._closing = threading.Event()
         self._release = threading.Event()
         self._logged = threading.Condition(self._lock)
+        self.by_api: dict[str, Reply] = {}
+        """A reply for every turn of one API (``{"anthropic": Reply.refuse("quota")}``),
+        before the queue: one provider refuses while the others answer."""
         self.default: Reply | None = None
         """Reply used when the queue is empty and no marker applies; None → ``FAKE-ANSWER #n``."""
         self.head_status = 200
@@ -284,6 +302,8 @@ class FakeModelAPI:
 
     def _next_reply(self, req: LoggedRequest) -> Reply:
         with self._lock:
+            if req.api in self.by_api:
+                return self.by_api[req.api]
             if self._queue:
                 return self._queue.popleft()
         return self._reply_from_markers(req)
@@ -297,6 +317,8 @@ class FakeModelAPI:
             delay = float(m.group(1))
         if "[[HANG]]" in last:
             return Reply.hang()
+        if m := _MARKER_REFUSE.search(last):
+            return Reply("refusal", message=m.group(1), delay=delay)
         if m := _MARKER_HTTP.search(last):
             return Reply.error(int(m.group(1)), m.group(2), delay=delay)
         if m := _MARKER_TOOL.search(last):
@@ -428,6 +450,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
         reply = fake._next_reply(req)
         req.reply = reply.kind if reply.kind != "error" else f"error {reply.status}"
+        if reply.kind == "refusal":
+            req.reply = f"refusal {reply.message}"
         if reply.kind == "hang":
             fake._wait(None)
             self.close_connection = True
@@ -437,15 +461,19 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return None
         if reply.kind == "error":
             return self._send_json(reply.status, _error_body(api, reply.status, reply.message))
+        model = str((req.body or {}).get("model") or _model_from_path(path) or "fake-model")
+        if reply.kind == "refusal":
+            return self._send_json(*refusal_response(api, reply.message, model))
         text = reply.text
         if reply.kind == "text" and text is None:
             result = _last_tool_result(api, req.body)
             text = f"TOOL RESULT: {result}" if result is not None else "FAKE-ANSWER"
-        model = str((req.body or {}).get("model") or _model_from_path(path) or "fake-model")
         if api == "anthropic":
             return self._send_sse(_anthropic_events(reply, text, model))
         if api == "responses":
             return self._send_sse(_responses_events(reply, text, model))
+        if api == "chat" and isinstance(req.body, dict) and req.body.get("stream") is True:
+            return self._send_sse(_chat_completion_chunks(reply, text, model), done=True)
         if api == "chat":
             return self._send_json(200, _chat_completion(reply, text, model))
         return self._send_sse(_gemini_events(reply, text))
@@ -505,11 +533,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(data)
         self.close_connection = True
 
-    def _send_sse(self, events: list[tuple[str | None, Any]]) -> None:
+    def _send_sse(self, events: list[tuple[str | None, Any]], *, done: bool = False) -> None:
         parts = []
         for name, data in events:
             prefix = f"event: {name}\n" if name else ""
             parts.append(f"{prefix}data: {json.dumps(data)}\n\n")
+        if done:  # OpenAI's chat stream ends with a literal [DONE]
+            parts.append("data: [DONE]\n\n")
         body = "".join(parts).encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -648,6 +678,34 @@ def _chat_completion(reply: Reply, text: str | None, model: str) -> dict[str, An
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     }
+
+
+def _chat_completion_chunks(
+    reply: Reply, text: str | None, model: str
+) -> list[tuple[str | None, Any]]:
+    """The streamed form of :func:`_chat_completion`: a role delta, the content (or the tool
+    call) delta, the finish reason, then a usage chunk (as ``stream_options.include_usage``
+    asks), in ``chat.completion.chunk`` objects."""
+    whole = _chat_completion(reply, text, model)
+    message = whole["choices"][0]["message"]
+    common = {"id": whole["id"], "object": "chat.completion.chunk", "created": whole["created"]}
+    common["model"] = model
+    if message.get("tool_calls"):
+        (call,) = message["tool_calls"]
+        delta: dict[str, Any] = {"tool_calls": [{"index": 0, **call}]}
+    else:
+        delta = {"content": message["content"]}
+
+    def chunk(choice_delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": choice_delta, "finish_reason": finish}
+        return {**common, "choices": [choice]}
+
+    return [
+        (None, chunk({"role": "assistant", "content": ""}, None)),
+        (None, chunk(delta, None)),
+        (None, chunk({}, whole["choices"][0]["finish_reason"])),
+        (None, {**common, "choices": [], "usage": whole["usage"]}),
+    ]
 
 
 def _gemini_events(reply: Reply, text: str | None) -> list[tuple[str | None, Any]]:
@@ -900,6 +958,35 @@ def prepare_home(product: str, api: FakeModelAPI | str, home: Path) -> Path:
             "privacy": {"usageStatisticsEnabled": False},
         }
         (gemini_dir / "settings.json").write_text(json.dumps(settings, indent=2))
+    elif product == "opencode":
+        # The user's own config: an OpenAI-compatible provider at the fake API (bundled in
+        # the binary, nothing to install), no autoupdate, no sharing.
+        provider = {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "Fake",
+            "options": {"baseURL": f"{base}/v1", "apiKey": "{env:FAKE_API_KEY}"},
+            "models": {"fake-model": {"name": "Fake Model"}},
+        }
+        config = {
+            "provider": {"fake": provider},
+            "model": "fake/fake-model",
+            "small_model": "fake/fake-model",
+            "autoupdate": False,
+            "share": "disabled",
+        }
+        config_dir = home / ".config" / "opencode"
+        config_dir.mkdir(parents=True, exist_ok=True)
+        (config_dir / "opencode.json").write_text(json.dumps(config, indent=2))
+    elif product == "qwen":
+        qwen_dir = home / ".qwen"
+        qwen_dir.mkdir(exist_ok=True)
+        settings = {
+            "security": {"auth": {"selectedType": "openai", "baseUrl": f"{base}/v1"}},
+            "model": {"name": "fake-model", "generationConfig": {"maxRetries": 1}},
+            "privacy": {"usageStatisticsEnabled": False},
+            "$version": 4,
+        }
+        (qwen_dir / "settings.json").write_text(json.dumps(settings, indent=2))
     elif product not in PRODUCTS:
         raise ValueError(f"unknown product {product!r}; expected one of {PRODUCTS}")
     return home
@@ -964,6 +1051,10 @@ def cli_env(
                 "GROK_MODEL": "grok-code-fast-1",
             }
         )
+    elif product == "opencode":
+        env.update({"FAKE_API_KEY": FAKE_API_KEY, "OPENCODE_DISABLE_MODELS_FETCH": "1"})
+    elif product == "qwen":
+        env.update({"OPENAI_API_KEY": FAKE_API_KEY})
     # review-loop passes reviewers only an allow-list of the caller's environment: the test
     # token and the fake provider's key (codex's env_key) are this "user's" additions.
     env["REVIEW_LOOP_ENV_PASSTHROUGH"] = "REVIEW_LOOP_TEST_TOKEN FAKE_API_KEY"

@@ -84,8 +84,9 @@ class FakeRunner:
         complete: Callable[[Completed], bool] | None = None,
         spill_dir: Path | None = None,
         confine: Confinement | None = None,
+        stall: float | None = None,
     ) -> Completed:
-        """The runner contract, without a process."""
+        """The runner contract, without a process (a stall is the process layer's)."""
         run = Run(
             invocation=invocation, deadline=deadline, grace=grace, stop_files=tuple(stop_files),
             confine=confine, started_at=anyio.current_time(),

@@ -115,7 +115,7 @@ def test_contract_refusals_word_exactly() -> None:
 
     assert refusal({"colour": 1}) == (
         "f.toml: colour: unknown key (accepted: order, skipHost, peerCommands, timeoutMs, "
-        "graceMs, livenessMs, envPassthrough, skillDirs, allowUnprotected)"
+        "graceMs, livenessMs, stallMs, envPassthrough, skillDirs, allowUnprotected)"
     )
     assert refusal({"timeoutMs": 0}) == (
         "f.toml: timeoutMs: 0 is out of range (accepted: an integer of milliseconds from 1000"

@@ -209,7 +209,9 @@ def run(argv: Sequence[str], *, stdout: Callable[[str], None] | None = None) -> 
         module.configure(parser)
         wants_help, words = manual.help_requested(parser, args[1:])
         if wants_help:  # a person's help for one command (-h as a flag's value is a value)
-            write(manual.command_help(name, module.USAGE))
+            text = manual.command_help(name, module.USAGE)
+            details = getattr(module, "help_details", None)  # formats the command reads
+            write(f"{text}\n\n{details(args[1:])}" if details is not None else text)
             return 0
         args = [name, *words]
     if name not in REVIEWER_COMMANDS:

@@ -61,6 +61,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
 
     args.directory = _directory(args.directory, args.repo)
     driver = None
+    driver_problem = None
     if args.driver == "self":  # review-loop drives the run: its identity, named explicitly
         driver = dict(va.DEFAULT_DRIVER)
     elif args.driver is not None:
@@ -68,9 +69,13 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         try:
             driver = va.check_driver(json.loads(text), args.driver)
         except ValueError as error:
-            raise InputError(
-                "--driver", str(error), "a JSON object with the six producer fields"
-            ) from None
+            # A missing identity field is the seed's BLOCKED (runToken: not-started), not a
+            # usage error: the audit says so in its own diagnostic.
+            driver_problem = (
+                str(error)
+                if isinstance(error, va.ConcernConfigError)
+                else f"{args.driver}: not JSON ({error})"
+            )
     deterministic = None
     if args.deterministic is not None:
         facts = read_named_text(args.deterministic, "--deterministic-verification", args.directory)
@@ -88,6 +93,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         directory=args.directory,
         concerns_file=args.concerns,
         driver=driver,
+        driver_problem=driver_problem,
         timeout_ms=timeout_ms,
         deterministic=deterministic,
     )

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
 
     from review_loop.orchestrator.handoff.git import Checkout
     from review_loop.orchestrator.workflows.consult import ConsultPlan
@@ -50,7 +51,29 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         async with stop.open_dispatcher(repo=checkout, prefs=prefs) as dispatcher:
             return await run_consult(dispatcher, plan, interrupted=stop.keep)
 
-    return run_cancellable(main)
+    document = run_cancellable(main)
+    _keep_round_trips(checkout.root, document)
+    return document
+
+
+def _keep_round_trips(repo: Path, document: Mapping[str, Any]) -> None:
+    """Each answered peer with a session: the seed's preflight recipe is consult, then
+    sessions; the ledger's result finds these (``converge_gates.preflight_from_consults``)."""
+    import sys
+
+    from review_loop.agents.errors import ReviewLoopError
+    from review_loop.orchestrator.workflows.converge_store import record_round_trip
+
+    for result in document.get("results", [document]):
+        if result.get("ok") and result.get("sessionId") and result.get("product"):
+            try:
+                record_round_trip(repo, str(result["product"]), str(result["sessionId"]))
+            except (OSError, ReviewLoopError) as error:  # the answer is printed all the same
+                sys.stderr.write(
+                    f"[review-loop] consult: the round trip was not kept as preflight "
+                    f"evidence ({error})\n"
+                )
+                return
 
 
 def _checked(args: argparse.Namespace) -> tuple[Checkout, Prefs, ConsultPlan]:
@@ -110,7 +133,7 @@ def _checked(args: argparse.Namespace) -> tuple[Checkout, Prefs, ConsultPlan]:
     plan = ConsultPlan(
         peers=tuple(peers),
         question=question,
-        fallback=resolve_fallbacks(prefs, args.fallback, host=args.host),
+        fallback=resolve_fallbacks(prefs, args.fallback, host=args.host, peers=peers),
         host=args.host,
         timeout_ms=positive_seconds(args.timeout, "--timeout") if args.timeout else None,
         resume_session_id=checked_resume_id(args.resume),

@@ -10,7 +10,7 @@ is missing (``UNVERIFIED``).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 USAGE = [
@@ -52,13 +52,28 @@ def _text(value: str | None, field: str, repo: str | None) -> str:
     return text
 
 
+def help_details(words: Sequence[str]) -> str:
+    """The host position's format (``--host-position FILE``), from the sections the record
+    reads (``agents.converge.HOST_POSITION_SECTIONS``)."""
+    from review_loop.agents.converge import host_position_format
+
+    lines = [
+        "The host position (--host-position FILE): Markdown headings, each with its text:",
+        *(f"  {line}" for line in host_position_format()),
+        "A missing heading the record reads is named in the result (host.missingSections) and",
+        "the record says it is not stated. Exclusions the record lists are the ledger's",
+        "EXCLUDED items (review-loop ledger set --status EXCLUDED).",
+    ]
+    return "\n".join(lines)
+
+
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Validate everything first (nothing is written on bad input), then converge."""
     import shutil
 
     from review_loop.agents.errors import InputError
     from review_loop.orchestrator.cli.common import load_user_prefs, positive_seconds, repo_from
-    from review_loop.orchestrator.cli.preflight import skill_dirs_from
+    from review_loop.orchestrator.cli.preflight import conditional_skills, skill_dirs_from
     from review_loop.orchestrator.cli.stops import Stop, run_cancellable
     from review_loop.orchestrator.dispatcher import resolve_peer
     from review_loop.orchestrator.handoff.git import ensure_layout
@@ -88,13 +103,14 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
             "two peers (run `review-loop preflight` for the MISSING_DEPENDENCIES report)",
             "two products other than the host",
         )
+    run = check_run(args.run) if args.run else default_run(repo)
     inputs = ConvergeInputs(
-        run=check_run(args.run) if args.run else default_run(repo),
+        run=run,
         plan=plan,
         host_position=host_position,
         host=args.host,
         peers=(peers[0], peers[1]),
-        fallback=resolve_fallbacks(prefs, args.fallback, host=args.host),
+        fallback=resolve_fallbacks(prefs, args.fallback, host=args.host, peers=peers),
         timeout_ms=positive_seconds(args.timeout, "--timeout") if args.timeout else None,
         # Used only when no preflight is recorded: round A then stands in for it (seed).
         skills=tuple(
@@ -102,7 +118,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
                 repo,
                 host=resolve_peer(args.host, prefs, field="--host").product if args.host else None,
                 extra_dirs=skill_dirs,
-                optional=[name.strip() for name in args.require_skills if name.strip()],
+                optional=conditional_skills(repo, run, args.require_skills),
             )
         ),
     )

@@ -24,7 +24,7 @@ the branch slug, as ``preflight``, ``converge`` and ``blind-review`` do).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,32 @@ USAGE = [
 ]
 OUTPUT = "json"
 PROVABLE_GATES = ("agentic-review", "architecture-hardening", "goal-gate")
+
+
+def help_details(words: Sequence[str]) -> str:
+    """The skill report a host writes for ``gate --gate architecture-hardening|goal-gate``,
+    and each gate's accepted result tokens, from the models that check them."""
+    from review_loop.agents.converge import (
+        GATE_PASS,
+        GATE_SKILLS,
+        GOAL_GATE_TOKENS,
+        Gate,
+        skill_report_format,
+    )
+
+    lines = [
+        "A skill gate's report (proves the gate; a typed --result is self-reported):",
+        *(
+            f"  .review-handoff/gate-reports/{skill}/<evidence digest>.json  (--gate {gate.value})"
+            for gate, skill in GATE_SKILLS.items()
+        ),
+        "  one JSON object with the fields:",
+        *(f"    {line}" for line in skill_report_format()),
+        "Result tokens that pass each gate:",
+        *(f"  {gate.value}: {' | '.join(sorted(GATE_PASS[gate]))}" for gate in Gate),
+        f"goal-gate accepts only {' | '.join(sorted(GOAL_GATE_TOKENS))} (typed or in its report).",
+    ]
+    return "\n".join(lines)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -146,4 +172,6 @@ def _change(args: argparse.Namespace, repo: Path, run: str) -> Mapping[str, Any]
         if not changes:
             raise InputError("meta", "nothing to set", "--task, --goal, --implemented, --lessons")
         return gates.ledger_meta(repo, run, changes)
-    return gates.ledger_result(repo, run, base=args.base, paths_filter=args.paths)
+    return gates.ledger_result(
+        repo, run, base=args.base, paths_filter=args.paths, skill_dirs=load_user_prefs().skillDirs
+    )

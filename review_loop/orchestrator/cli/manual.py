@@ -54,7 +54,8 @@ _TIMEOUT = Flag(
 )
 _PEER = Flag(
     "--peer P",
-    "a reviewer: a product (codex, claude, gemini, grok; simulated: an offline stand-in) "
+    "a reviewer: a product (codex, claude, gemini, grok, opencode, qwen; simulated: an "
+    "offline stand-in) "
     "or a prefs alias; "
     "repeatable or comma-separated (aliases --reviewer, --executor)",
     "the prefs order, without the host",
@@ -66,12 +67,17 @@ _PEER_COMMAND = Flag(
 )
 _HOST = Flag(
     "--host H",
-    "the product you (the coding host) are; it is never asked to review itself",
+    "the product you (the coding host) are. consult leaves it out of the peers it chooses "
+    "only when skipHost is true (prefs skipHost, or --skip-host; by default false, so a "
+    "fresh session of your own product may be asked); run, converge and preflight never "
+    "choose it, and no --fallback may name it",
 )
 _FALLBACK = Flag(
     "--fallback F|auto",
-    "when a peer could not be asked (not installed, not logged in), ask F instead; 'auto' "
-    "takes the next product in the prefs order; repeatable",
+    "when a peer times out or could not be asked (not installed, not logged in), ask F "
+    "instead, with a full deadline of its own; F may not be the host's or a peer's product. "
+    "'auto' takes the first installed product of the prefs order that neither the host nor "
+    "a standard peer uses; repeatable",
     "no fallback",
 )
 _RUN_NAME = Flag("--run NAME", "the name of the convergence run to create or continue", "a new run")

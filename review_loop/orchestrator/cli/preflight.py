@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 USAGE = [
@@ -90,7 +91,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         repo,
         host=resolve_peer(args.host, prefs, field="--host").product if args.host else None,
         extra_dirs=skill_dirs,
-        optional=[name.strip() for name in args.require_skills if name.strip()],
+        optional=conditional_skills(repo, run, args.require_skills),
     )
 
     async def main(stop: Stop) -> Mapping[str, Any]:
@@ -105,6 +106,21 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
             )
 
     return run_cancellable(main)
+
+
+def conditional_skills(repo: Path, run: str, named: list[str]) -> list[str]:
+    """The conditional skills this round needs: those named (``--require-skill``), and
+    ``grill-with-docs`` when the run's ledger holds a ``HUMAN_DECISION`` (seed 004: "or
+    preflight finds product/domain decisions still owned by the user")."""
+    from review_loop.agents.converge import GRILL_SKILL, LedgerStatus
+    from review_loop.orchestrator.workflows.converge_store import RunPaths, load_ledger
+
+    wanted = [name.strip() for name in named if name.strip()]
+    if GRILL_SKILL not in wanted and load_ledger(RunPaths(repo, run)).by_status(
+        LedgerStatus.HUMAN_DECISION
+    ):
+        wanted.append(GRILL_SKILL)
+    return wanted
 
 
 def skill_dirs_from(flags: list[str], saved: tuple[str, ...]) -> list[str]:

@@ -12,7 +12,7 @@ USAGE = [
     "review-loop prefs [show]",
     "review-loop prefs set order claude,codex,grok",
     "review-loop prefs set skipHost true|false",
-    "review-loop prefs set timeoutMs|graceMs|livenessMs N",
+    "review-loop prefs set timeoutMs|graceMs|livenessMs|stallMs N",
     "review-loop prefs set envPassthrough NAME,NAME (empty: none)",
     "review-loop prefs set skillDirs /DIR,~/DIR (empty: none)",
     "review-loop prefs set allowUnprotected true|false",

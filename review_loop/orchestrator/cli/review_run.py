@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 USAGE = [
-    "review-loop run [--repo R] [--reviewer codex|grok|claude|gemini] [--host H] "
+    "review-loop run [--repo R] [--reviewer codex|grok|claude|gemini|opencode|qwen] [--host H] "
     "[--completion pass|review] [--base REF] [--rounds N|+N] [--continue] [--scope SLUG] "
     "[--packet PATH] [--paths a,b] [--intake] [--timeout SECONDS]",
 ]

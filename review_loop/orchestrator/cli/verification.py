@@ -94,6 +94,47 @@ def parse_verb(rest: Sequence[str], root: str | None) -> argparse.Namespace:
     return args
 
 
+def help_details(words: Sequence[str]) -> str:
+    """The payload fields of the verb ``words`` name (every verb when none is named), with
+    the accepted values, generated from the tables the journal checks payloads against."""
+    from review_loop.agents import run_payloads
+    from review_loop.agents import verification as v
+
+    verb = words[1] if len(words) > 1 and words[0] == "run" else None
+    types = [t for t in v.VERIFICATION_TYPES if f"--verification-type={t}" in words]
+    if "--verification-type" in words:
+        index = words.index("--verification-type") + 1
+        types += [t for t in v.VERIFICATION_TYPES if index < len(words) and words[index] == t]
+    types = types or list(v.VERIFICATION_TYPES)
+    lines = []
+    for kind in ("scope", "finding", "terminal-metadata"):
+        if verb is not None and verb != ("finish" if kind == "terminal-metadata" else kind):
+            continue
+        verb_name = "finish --terminal-metadata" if kind == "terminal-metadata" else f"{kind} add"
+        for kind_type in types:
+            if (kind_type, kind) in run_payloads.TABLES:
+                lines.append(f"{verb_name} payload, --verification-type {kind_type}:")
+                lines += [f"  {line}" for line in run_payloads.describe(kind_type, kind)]
+    if verb in (None, "finish"):
+        lines.append("finish --terminal-status, per --verification-type:")
+        lines += [f"  {t}: {' | '.join(v.TERMINAL_BY_TYPE[t])}" for t in types]
+    if verb in (None, "start"):
+        lines += [
+            "start: --verification-type " + " | ".join(v.VERIFICATION_TYPES),
+            "  --scope-type changeset (--scope <base>..<head>) | file (--scope <path>)",
+        ]
+    if verb in (None, "scope", "finding"):
+        lines.append(
+            "--idempotency-key: any non-empty string (the audit workflow uses the unitId for "
+            "a unit, <unitId>:<rule> for a finding); a repeat of a key answers the first record"
+        )
+    lines.append(
+        "A refused payload names spx's first problem, then every problem of its fields "
+        "(field: what is wrong; accepted). Unknown fields are dropped."
+    )
+    return "\n".join(lines)
+
+
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Run one verb against the run journal."""
     from review_loop.orchestrator.cli.common import refuse_empty_paths

@@ -18,10 +18,12 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
+from review_loop.agents import run_payloads
 from review_loop.agents import verification as v
 from review_loop.agents.errors import ReviewLoopError
 from review_loop.orchestrator.journal.dirs import Directory
@@ -288,13 +290,24 @@ def _projection_input(run: RunAddress, state: StreamState) -> None:
 # --- mutations (shared with the async writer) -----------------------------------------------
 
 
+@contextmanager
+def _every_problem(verification_type: str, kind: str, payload: Any) -> Iterator[None]:
+    """A refused payload carries every problem of its fields, not only spx's first one."""
+    try:
+        yield
+    except v.PayloadRejectedError as error:
+        error.problems = run_payloads.problems(verification_type, kind, payload)
+        raise
+
+
 def scope_mutation(
     verification_type: str, selector: v.Selector, key: str, payload: Any, *, time: str | None = None
 ) -> Mutation:
     """A ``scope add`` whose payload is validated under the lock against the run's history."""
 
     def decide(view: Mapping[str, Any]) -> Any:
-        unit = v.validate_scope_for_run(verification_type, payload, view, selector, key)
+        with _every_problem(verification_type, "scope", payload):
+            unit = v.validate_scope_for_run(verification_type, payload, view, selector, key)
         return {"payload": unit}
 
     return Mutation(
@@ -308,7 +321,8 @@ def finding_mutation(
     """A ``finding add`` validated under the lock (its unit must already be recorded)."""
 
     def decide(view: Mapping[str, Any]) -> Any:
-        finding = v.validate_finding_for_run(verification_type, payload, view, key)
+        with _every_problem(verification_type, "finding", payload):
+            finding = v.validate_finding_for_run(verification_type, payload, view, key)
         return {"payload": finding}
 
     return Mutation(
@@ -329,9 +343,10 @@ def terminal_mutation(
     """``finish``: the status is checked against the evidence under the lock, then seals."""
 
     def decide(view: Mapping[str, Any]) -> Any:
-        recorded = v.check_terminal(
-            verification_type, status, metadata, view, selector, has_metadata=has_metadata
-        )
+        with _every_problem(verification_type, "terminal-metadata", metadata):
+            recorded = v.check_terminal(
+                verification_type, status, metadata, view, selector, has_metadata=has_metadata
+            )
         data: dict[str, Any] = {"terminalStatus": status}
         if recorded is not None:
             data["terminalMetadata"] = recorded
@@ -346,6 +361,16 @@ def terminal_mutation(
     )
 
 
+def _problem_lines(error: v.PayloadRejectedError, verb: str) -> str:
+    """After spx's block (kept line for line): every field problem, and where the fields are."""
+    if not error.problems:
+        return ""
+    lines = ["", "", "  every problem of this payload (field: what is wrong; accepted):"]
+    lines += [f"    {problem}" for problem in error.problems]
+    lines += [f"  every field: review-loop verification run {verb} --help"]
+    return "\n".join(lines)
+
+
 def rejection_text(verb: str, verification_type: str, error: Exception) -> str:
     """Render a refused mutation as the command's stderr text."""
     if isinstance(error, JournalSealedError):
@@ -357,7 +382,7 @@ def rejection_text(verb: str, verification_type: str, error: Exception) -> str:
             "terminal-metadata",
             error.reason,
             v.FINISH_RETRY_NOTE,
-        )
+        ) + _problem_lines(error, "finish")
     if isinstance(error, v.PayloadRejectedError):
         return v.render_rejection(
             ERRORS["FINDING_INVALID" if verb == "finding" else "SCOPE_INVALID"],
@@ -365,7 +390,7 @@ def rejection_text(verb: str, verification_type: str, error: Exception) -> str:
             "finding" if verb == "finding" else "scope",
             error.reason,
             v.APPEND_RETRY_NOTE,
-        )
+        ) + _problem_lines(error, f"{verb} add")
     return f"{ERRORS['APPEND_FAILED']}: {_error_text(error)}"
 
 

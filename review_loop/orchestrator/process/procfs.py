@@ -269,6 +269,33 @@ def children(pid: int, *, recursive: bool = False) -> list[int]:
     return _descendant_pids(pid) if recursive else _child_pids(pid)
 
 
+def cpu_ticks(pid: int) -> int | None:
+    """The CPU time ``pid`` used, its own and its reaped children's, in clock ticks
+    (``utime + stime + cutime + cstime`` of ``/proc/<pid>/stat``); ``None`` if it is gone
+    or unreadable (psutil's ``cpu_times()`` where there is no ``/proc``)."""
+    if pid <= 0:
+        return None
+    if not LINUX:
+        import psutil
+
+        try:
+            times = psutil.Process(pid).cpu_times()
+        except psutil.Error:
+            return None
+        total = times.user + times.system + times.children_user + times.children_system
+        return int(total * CLOCK_TICKS)
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    fields = data[data.rfind(b")") + 2 :].split()
+    try:
+        return sum(int(field) for field in fields[11:15])
+    except ValueError:
+        return None
+
+
 def ppid_map() -> dict[int, int]:
     """``{pid: parent pid}`` for every process, from one read of each ``/proc/<pid>/stat``."""
     found: dict[int, int] = {}

@@ -23,7 +23,9 @@ The invariants, coded once here (the design: ``docs/process-ownership.md``):
 - A descendant that keeps the output pipe open does not hang the call: once the child has
   exited (or been stopped) and ``grace`` has passed, strays are killed and the pipe is
   abandoned.
-- Silence is not failure: nothing here kills a child for being quiet.
+- Silence is not failure: nothing here kills a child for being quiet. Only with a stall
+  time (``stall``, prefs ``stallMs``, off by default) is a session that shows no sign of
+  life at all (no output, no CPU time in its tree: :mod:`.stall`) ended, as ``stalled``.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from review_loop.agents.models import Completed, Invocation
 from review_loop.orchestrator.process import procfs, shielded, subreaper
 from review_loop.orchestrator.process.capture import OUTPUT_CAP as OUTPUT_CAP
 from review_loop.orchestrator.process.capture import BoundedCapture as BoundedCapture
+from review_loop.orchestrator.process.stall import watch as stall_watch
 
 MARKER_ENV = "REVIEW_LOOP_SESSION_MARKER"
 """The variable carrying a session's marker: a supervisor's whole environment, and the
@@ -684,6 +687,7 @@ async def run_process(
     output_cap: int = OUTPUT_CAP,
     complete: _Complete | None = None,
     supervisors: Supervisors | None = None,
+    stall: float | None = None,
 ) -> Completed:
     """Run ``invocation`` to completion under a deadline and return what it left.
 
@@ -704,6 +708,9 @@ async def run_process(
         supervisors: where a supervisor started ahead is taken from (and a new one started
             once this session's CLI exited); without it, the session's supervisor is
             started now.
+        stall: seconds without a sign of life (no output, no CPU time or process change
+            in the tree: :mod:`.stall`) after which the child is stopped as on a deadline
+            and ``Completed.stalled`` is set (``None``: never).
 
     Never raises for the child's own failures (they are in the result). Cancellation is
     re-raised after the tree has been ended and the child reaped.
@@ -716,7 +723,7 @@ async def run_process(
     out = BoundedCapture(head_cap, tail_cap, spill_dir, keep_cap=output_cap)
     err = BoundedCapture(STDERR_CAP, STDERR_CAP, keep_cap=0)  # its whole is never needed
     out_done, err_done = anyio.Event(), anyio.Event()
-    timed_out = stopped = answered = False
+    timed_out = stopped = answered = stalled = False
 
     async def track() -> None:
         # Each scan reads /proc whole; with many sessions at once that adds up, so the
@@ -747,8 +754,21 @@ async def run_process(
                     answered = True
                     inner.cancel_scope.cancel()
 
+            async def watch_stall(seconds: float) -> None:
+                nonlocal stalled
+                await stall_watch(
+                    seconds,
+                    process.pid,
+                    lambda: out.total + err.total,
+                    supervised=tree.supervised,
+                )
+                stalled = True
+                inner.cancel_scope.cancel()
+
             if stop_files:
                 inner.start_soon(watch_stop)
+            if stall is not None:
+                inner.start_soon(watch_stall, stall)
             if complete is not None:
                 inner.start_soon(watch_answer, complete)
             await process.wait()
@@ -776,7 +796,7 @@ async def run_process(
             # A supervisor killed by a signal (kill -9 of its pid) may have ended nothing
             # and its escapers went to init: find what is left by the marker, machine-wide.
             lost = tree.supervised and (process.returncode or 0) < 0
-            if timed_out or stopped or lost or answered or await _quick_alive(tree):
+            if timed_out or stopped or stalled or lost or answered or await _quick_alive(tree):
                 await _terminate(process, tree, grace, thorough=lost)
             with anyio.move_on_after(grace):
                 await out_done.wait()
@@ -814,5 +834,6 @@ async def run_process(
         elapsed_ms=int((anyio.current_time() - start) * 1000),
         timed_out=timed_out,
         stopped=stopped,
+        stalled=stalled and not timed_out,
         killed_after_grace=tree.escalated,
     )

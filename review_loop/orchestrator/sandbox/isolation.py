@@ -28,12 +28,10 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-import anyio
-
 from review_loop.agents.models import Invocation
 from review_loop.orchestrator.process import procfs
 from review_loop.orchestrator.process.capture import OUTPUT_PREFIX
-from review_loop.orchestrator.sandbox.reviewer import WRAPPER, wrapped_argv
+from review_loop.orchestrator.sandbox.reviewer import WRAPPER, protected_paths, wrapped_argv
 from review_loop.orchestrator.sandbox.wrapper import ISOLATION_FAILED_EXIT, MARKER
 
 __all__ = [
@@ -109,17 +107,6 @@ async def namespace_available() -> bool:
 def isolation_failed(returncode: int | None, stderr: bytes) -> bool:
     """Whether a run ended because the namespace could not be made (nothing was started)."""
     return returncode == ISOLATION_FAILED_EXIT and MARKER.encode() in stderr
-
-
-async def protected_paths(repo: Path) -> list[Path]:
-    """The repository, and its git common dir when that lies outside it (worktrees)."""
-    from review_loop.orchestrator.handoff.git import common_dir
-
-    paths = [repo]
-    common = await anyio.to_thread.run_sync(common_dir, repo)
-    if not common.is_relative_to(repo):
-        paths.append(common)
-    return paths
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -14,6 +14,10 @@ before its CLI starts (``docs/reviewer-lockdown.md``, "What a reviewer can read"
   above the working directory (a CLI that walks up for them would load a superproject's);
 - the repository's own CLI configuration the adapter names (``Invocation.hidden_paths``).
 
+For a CLI that writes into the repository on its own (``Invocation.read_only_repository``)
+the repository and its git common dir are also mounted read-only, and where no namespace
+can be made it is refused even when unprotected runs are allowed.
+
 The product's own files (its adapter's ``own_files``) are never covered, so its login
 keeps working. The covering is done by :mod:`~review_loop.orchestrator.sandbox.wrapper`
 (``--hide`` / ``--keep``), which then drops every capability, so the CLI cannot unmount a
@@ -52,6 +56,7 @@ __all__ = [
     "hide_options",
     "own_files",
     "protect",
+    "protected_paths",
     "protection_failed",
     "unavailable",
     "unprotected",
@@ -266,8 +271,16 @@ async def protect(
     why = await unavailable()
     if why is None:
         plan = exposure(adapter, repo=repo, cwd=invocation.cwd, project=invocation.hidden_paths)
-        return dataclasses.replace(
-            invocation, argv=wrapped_argv(hide_options(plan), invocation.argv)
+        options = hide_options(plan)
+        if invocation.read_only_repository:
+            options += await _read_only_options(repo)
+        return dataclasses.replace(invocation, argv=wrapped_argv(options, invocation.argv))
+    if invocation.read_only_repository:
+        # Its CLI writes into the repository by itself: only a namespace can stop that.
+        return (
+            f"{why}: {adapter.name} writes into the repository on its own (docs/"
+            "reviewer-lockdown.md), and only a private mount namespace can keep the "
+            "repository read-only around it, so it is not started"
         )
     if not allow_unprotected:
         return (
@@ -276,6 +289,24 @@ async def protect(
             f"(docs/reviewer-lockdown.md). To run reviewers unprotected anyway: {ALLOW_COMMAND}"
         )
     return unmasked_or_refused(invocation)
+
+
+async def protected_paths(repo: Path) -> list[Path]:
+    """The repository, and its git common dir when that lies outside it (worktrees)."""
+    import anyio
+
+    from review_loop.orchestrator.handoff.git import common_dir
+
+    paths = [repo]
+    common = await anyio.to_thread.run_sync(common_dir, repo)
+    if not common.is_relative_to(repo):
+        paths.append(common)
+    return paths
+
+
+async def _read_only_options(repo: Path) -> list[str]:
+    """The wrapper's ``--read-only`` options for the repository and its git common dir."""
+    return [word for path in await protected_paths(repo) for word in ("--read-only", str(path))]
 
 
 def protection_failed(returncode: int | None, stderr: bytes) -> bool:

@@ -14,12 +14,14 @@ Run by :mod:`review_loop.orchestrator.sandbox.isolation` as
     privileged process through ``/proc/<pid>/root``. Device nodes (``/dev/null``, ``/dev/tty``)
     stay usable on a read-only mount: the read-only flag stops writes to files, not devices.
 ``--read-only PATH`` (repeatable) — path mode, for a read-only CLI that is isolated only so
-    that it cannot see earlier records: each PATH is bind-mounted onto itself read-only.
+    that it cannot see earlier records, or that writes into the repository on its own: each
+    PATH is bind-mounted onto itself read-only, first (the covers below then lie on top).
 ``--hide PATH`` (repeatable, with either mode or alone) — each PATH that exists is covered
-    before anything else: a directory by an empty read-only tmpfs, anything else by a bind
-    of ``/dev/null``. A hidden directory that holds a ``--keep`` path, a ``--writable`` or
-    ``--read-only`` path or the working directory is not covered whole: each entry of it is
-    hidden except the one on the way to what is kept, and so on down. So that the CLI
+    before any other mount is made read-only: a directory by an empty read-only tmpfs,
+    anything else by a bind of ``/dev/null``. A hidden directory that holds a ``--keep``
+    path, a ``--writable`` or ``--read-only`` path or the working directory is not covered
+    whole: each entry of it is hidden except the one on the way to what is kept, and so on
+    down. So that the CLI
     cannot take a cover off: with ``--writable`` every capability is dropped (below);
     otherwise the CLI runs in a user namespace of its own, made after the covers
     (:func:`enter_own_user_namespace`), in which every cover is a locked mount.
@@ -360,16 +362,18 @@ def main(args: list[str]) -> int:
     try:
         if writable and read_only:
             raise IsolationError("--writable and --read-only do not mix")
-        if hidden:
-            # First, while every mount is still writable: a cover is itself a mount.
-            hide(hidden, keep=given["--keep"], through=[*writable, *read_only, os.getcwd()])
+        # The read-only binds before the covers: a bind is not recursive, so a cover made
+        # inside a path first would be left beneath its read-only bind, out of force.
         for path in read_only:
             make_read_only(path)
+        if hidden:
+            # While every other mount is still writable: a cover is itself a mount.
+            hide(hidden, keep=given["--keep"], through=[*writable, *read_only, os.getcwd()])
         if writable:
             read_only_except([os.path.realpath(p) for p in writable])
         if writable:
             drop_privileges()
-        elif hidden:
+        elif hidden or read_only:  # locked mounts: no cover taken off, no bind made writable
             enter_own_user_namespace()
         # The working directory was looked up before the new mounts: look it up again, or
         # a writable copy would be reached through the (now read-only) mount beneath it.

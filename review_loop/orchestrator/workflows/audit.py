@@ -16,7 +16,11 @@
    the head, and
    give each concern its part, with the rule ids it may use (a configured rule catalog).
 4. Dispatch every selected, installed concern agent through the dispatcher, read-only
-   and in parallel, each with the complete changeset.
+   and in parallel, each with the complete changeset. Each is driven to a final result:
+   an unparseable reply, or a completed one that leaves a path of its selection unsettled
+   (neither audited, not applicable nor unsupported), is asked again once in the same
+   session; still unsettled is BLOCKED naming the required units (a path nobody inspected
+   never becomes an accounting record of an approved run).
 5. Persist through the journal's single writer, one record at a time in the seed's order:
    each concern's complete rows before its findings (only findings on touched text; the
    rest are returned as ``filed``; a rule id outside the catalog is withdrawn), required
@@ -80,6 +84,9 @@ class AuditRequest:
         concerns_file: an explicit concern configuration (beside the user's and the repo's).
         driver: the run-driver identity (six fields); required, never inferred: without
             it the audit is BLOCKED ``not-started`` (``--driver self`` names review-loop's).
+        driver_problem: why a ``--driver`` file given is no identity (every missing field):
+            the same BLOCKED ``not-started``, naming it (seed 002: a missing identity
+            field is BLOCKED, never a usage error).
         timeout_ms: the per-concern deadline (default: the concern's, else prefs).
         deterministic: established deterministic-verification facts for the audited head
             (``{"head": <full id>, ...}``), retained in the sealed input; facts for another
@@ -91,6 +98,7 @@ class AuditRequest:
     directory: str | None = None
     concerns_file: str | None = None
     driver: Mapping[str, str] | None = None
+    driver_problem: str | None = None  # why a given --driver file is no identity
     timeout_ms: int | None = None
     deterministic: Mapping[str, Any] | None = None
     reconcile: Callable[[Path, str, str, str], tuple[dict[str, Any], int]] | None = None
@@ -368,47 +376,88 @@ async def _dispatch(
             )
         )
     deliveries = await dispatcher.fan_out(requests) if requests else []
-    results = []
-    for (concern, agent), request, delivery in zip(installed, requests, deliveries, strict=True):
-        # A required unit that cannot reach a final status is named by its unitId (seed).
-        units = ", ".join(concern.unit_id(path) for path in concern.paths)
-        command = f"dispatch {concern.skill} to {agent.product} (read-only) for {units}"
-        if not delivery.ok or delivery.reply is None:
-            raise AuditBlockedError(
-                runToken=ctx.token,
-                command=command,
-                stderr=f"{delivery.state.value}: {delivery.reason or ''} {delivery.detail}".strip(),
-            )
+    return [
+        await _final_result(dispatcher, ctx, concern, agent, request, delivery)
+        for (concern, agent), request, delivery in zip(installed, requests, deliveries, strict=True)
+    ]
+
+
+async def _ask_again(
+    dispatcher: Dispatcher,
+    agent: va.ConcernAgent,
+    request: PeerRequest,
+    session: str | None,
+    prompt: str,
+    folder: str,
+) -> va.ConcernResult:
+    """The same session asked again; its reply parsed (a failed delivery is a reply error)."""
+    retry = await dispatcher.consult(
+        PeerRequest(
+            peer=agent.product,
+            prompt=prompt,
+            record_dir=request.directory / folder,
+            resume_session_id=session,
+            timeout_ms=request.timeout_ms,
+        )
+    )
+    if not retry.ok or retry.reply is None:
+        raise va.ConcernReplyError(f"{retry.state.value}: {retry.reason or ''}")
+    return va.parse_concern_reply(retry.reply.text)
+
+
+async def _final_result(
+    dispatcher: Dispatcher,
+    ctx: _Context,
+    concern: va.Concern,
+    agent: va.ConcernAgent,
+    request: PeerRequest,
+    delivery: Any,
+) -> va.ConcernResult:
+    """Drive one concern to a final result (seed 002), or raise the BLOCKED diagnostic.
+
+    An unparseable reply is asked again once; so is a completed result that leaves paths
+    of its selection unsettled (neither audited, not applicable nor unsupported): a path
+    nobody inspected must not become an accounting record and let the run approve.
+    """
+    # A required unit that cannot reach a final status is named by its unitId (seed).
+    units = ", ".join(concern.unit_id(path) for path in concern.paths)
+    command = f"dispatch {concern.skill} to {agent.product} (read-only) for {units}"
+    if not delivery.ok or delivery.reply is None:
+        raise AuditBlockedError(
+            runToken=ctx.token,
+            command=command,
+            stderr=f"{delivery.state.value}: {delivery.reason or ''} {delivery.detail}".strip(),
+        )
+    session = delivery.sessionId
+    try:
         try:
             result = va.parse_concern_reply(delivery.reply.text)
         except va.ConcernReplyError as error:
-            # Drive the concern to a final result once: the same session, asked again.
-            retry = await dispatcher.consult(
-                PeerRequest(
-                    peer=agent.product,
-                    prompt=(
-                        f"Your answer was not the response contract ({error}). Answer again "
-                        f"with the JSON object only.\n\n{va.RESPONSE_CONTRACT}\n"
-                    ),
-                    record_dir=request.directory / "again",
-                    resume_session_id=delivery.sessionId,
-                    timeout_ms=request.timeout_ms,
-                )
+            again = (
+                f"Your answer was not the response contract ({error}). Answer again "
+                f"with the JSON object only.\n\n{va.RESPONSE_CONTRACT}\n"
             )
-            try:
-                if not retry.ok or retry.reply is None:
-                    raise va.ConcernReplyError(f"{retry.state.value}: {retry.reason or ''}")
-                result = va.parse_concern_reply(retry.reply.text)
-            except va.ConcernReplyError as again:
-                raise AuditBlockedError(
-                    runToken=ctx.token,
-                    command=command,
-                    stderr=f"unparseable concern reply: {again}",
-                ) from None
-        if result.status == "failed":
-            raise AuditBlockedError(runToken=ctx.token, command=f"{command}: {result.failure}")
-        results.append(result)
-    return results
+            result = await _ask_again(dispatcher, agent, request, session, again, "again")
+        if unsettled := va.unsettled_paths(concern, result):
+            prompt = va.unsettled_prompt(unsettled)
+            result = await _ask_again(dispatcher, agent, request, session, prompt, "unsettled")
+    except va.ConcernReplyError as error:
+        raise AuditBlockedError(
+            runToken=ctx.token, command=command, stderr=f"unparseable concern reply: {error}"
+        ) from None
+    if result.status == "failed":
+        raise AuditBlockedError(runToken=ctx.token, command=f"{command}: {result.failure}")
+    if unsettled := va.unsettled_paths(concern, result):
+        missing = ", ".join(concern.unit_id(path) for path in unsettled)
+        raise AuditBlockedError(
+            runToken=ctx.token,
+            command=command,
+            stderr=(
+                f"no final result for the required unit(s) {missing}: asked again, the "
+                "concern still names neither their coverage nor a failed operation"
+            ),
+        )
+    return result
 
 
 @dataclass
@@ -813,10 +862,11 @@ def _refuse_incomplete(request: AuditRequest) -> None:
         )
     if not request.driver:
         # Seed 002: accept the identity generically, never infer it; without it nothing starts.
+        why = request.driver_problem or "no run-driver identity"
         raise AuditBlockedError(
             command="review-loop audit "
             + " ".join(_q(t) for t in (request.selector, request.directory) if t),
-            stderr="no run-driver identity: --driver FILE with the six producer fields "
+            stderr=f"{why}: --driver FILE with the six producer fields "
             f"({', '.join(va.DRIVER_FIELDS)}), or --driver self for review-loop's own",
         )
 

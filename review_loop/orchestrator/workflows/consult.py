@@ -10,7 +10,7 @@ of NAME's product through that alias or executable. Each peer's session is recor
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -175,7 +175,7 @@ def select_peers(
 
 
 def resolve_fallbacks(
-    prefs: Prefs, values: list[str], *, host: str | None = None
+    prefs: Prefs, values: list[str], *, host: str | None = None, peers: Sequence[str] = ()
 ) -> tuple[str, ...]:
     """``--fallback`` values in order; ``auto`` expands to every product a swap may use.
 
@@ -183,10 +183,20 @@ def resolve_fallbacks(
     without the standard peers for this host (:meth:`Prefs.standard_peers`; all of the
     first three of the order when the host is not given): the seed's one-consult-per-peer
     recipe asks each peer in its own call, so the other peer's product is not visible here
-    and must never answer in this peer's place. Products named explicitly are kept as the
-    user named them.
+    and must never answer in this peer's place. A product named explicitly is refused when
+    it is the host's, one of ``peers``' (this call's), or, the host given, a standard peer
+    of the host ("do not substitute the product of the other Peer"); otherwise kept as named.
+
+    Raises:
+        InputError: an explicit ``--fallback`` that is the host's or a peer's product.
     """
     host_product = resolve_peer(host, prefs, field="--host").product if host else None
+    explicit = any(n.strip() not in ("", "auto") for v in values for n in v.split(","))
+    taken = {resolve_peer(p, prefs).product: "a peer of this call" for p in peers if explicit}
+    if host_product is not None and explicit:
+        for product in prefs.standard_peers(host_product):
+            taken.setdefault(product, f"Peer A or Peer B for host {host_product}")
+        taken[host_product] = "the host"
     automatic: list[str] | None = None  # listed on first ``auto``: it scans for third parties
     out: list[str] = []
     for value in values:
@@ -194,6 +204,13 @@ def resolve_fallbacks(
             if not name:
                 continue
             if name != "auto":
+                product = resolve_peer(name, prefs, field="--fallback").product
+                if product in taken:
+                    raise InputError(
+                        "--fallback",
+                        f"{name!r} is {taken[product]}: its answer would not be independent",
+                        "an installed product neither peer nor the host uses, or auto",
+                    )
                 names = [name]
             else:
                 if automatic is None:

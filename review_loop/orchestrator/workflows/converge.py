@@ -37,6 +37,7 @@ from review_loop.agents.converge import (
     decision_text,
     frozen_scope,
     ledger_summary,
+    missing_host_sections,
     parse_position,
     render_missing_dependencies,
     round_a_prompt,
@@ -440,7 +441,12 @@ class _Converge:
             "recordText": text,
             "recordPath": str(record_md),
             "peers": self._final_peers(final),
-            "host": {"product": self.host_product, "position": host_block.position},
+            "host": {
+                "product": self.host_product,
+                "position": host_block.position,
+                # named, not silently "not stated": the host may fix its position
+                "missingSections": missing_host_sections(self.inputs.host_position or ""),
+            },
             "remainingDisagreements": remaining,
             "remainingDecisions": decisions,
             "proposedHumanDecisions": proposed,
@@ -515,8 +521,10 @@ class _Converge:
             why=why,
             workLedger=ledger_summary(self.ledger),
             frozenScope=frozen_scope(self.ledger, section_text(host, "scope")),
-            ownership=section_text(host, "ownership") or "not stated in the host position",
-            verification=section_text(host, "verification") or "not stated in the host position",
+            ownership=section_text(host, "ownership")
+            or "not stated in the host position (no '## Ownership' heading)",
+            verification=section_text(host, "verification")
+            or "not stated in the host position (no '## Verification' heading)",
             peerA=self._session_line("A"),
             peerB=self._session_line("B"),
             fallbacks="; ".join(fallbacks) or "none",

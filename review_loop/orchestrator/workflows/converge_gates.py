@@ -33,9 +33,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from review_loop.agents.converge import (
+    BLIND_REVIEWER_PRODUCT,
     GATE_PASS,
     GATE_SKILLS,
     GOAL_GATE_TOKENS,
+    GRILL_SKILL,
     MAX_BLIND_ROUNDS,
     PROVEN,
     BlindReviewSummary,
@@ -290,8 +292,9 @@ async def run_blind_review(
     with run_lock(paths):
         evidence, diff = await anyio.to_thread.run_sync(compute_evidence, repo, base, paths_filter)
         ledger = load_ledger(paths)
-        for earlier in ledger.blindReviews:
+        for earlier in reversed(ledger.blindReviews):
             if earlier.evidence.same_snapshot(evidence):
+                _record_reuse(paths, ledger, earlier)
                 return _review_document(earlier, reused=True)
         round_number, spent = _next_round(paths, ledger, continue_budget=continue_budget)
         if spent:
@@ -423,18 +426,25 @@ def _malformed(common: dict[str, Any], error: MalformedReviewError) -> dict[str,
     }
 
 
-def _record_review(paths: RunPaths, review: BlindReviewSummary, text: str) -> None:
-    """The review's record file, then its summary and its gate in the ledger."""
+def _record_reuse(paths: RunPaths, ledger: Ledger, review: BlindReviewSummary) -> None:
+    """Make the ledger's blind-review gate the reused review of the current snapshot.
+
+    A Fix resolved by going back to a snapshot that already had a review (removing debug
+    code, say) costs no new round, but the ledger must then say that review is the one
+    that covers the tree now: without this the latest gate stays the Fix of another
+    snapshot, stale for good, and the run can never complete on the reviewed tree.
+    """
+    latest = ledger.latest_gates().get(Gate.BLIND_REVIEW)
+    if latest is not None and latest.proof is not None and latest.proof.round == review.round:
+        return  # already the latest: nothing to record
+    save_ledger(paths, ledger.model_copy(update={"gates": [*ledger.gates, _blind_gate(review)]}))
+    Journal(paths.journal).append("blind.reuse", round=review.round)
+
+
+def _blind_gate(review: BlindReviewSummary) -> GateRecord:
+    """The blind-review gate a review proves, pointing at its record file."""
     record_path = Path(review.recordPath)
-    header = (
-        f"# Blind Review {review.round}\n\n"
-        f"- reviewer: {review.product} (fresh read-only session {review.sessionId})\n"
-        f"- evidence: {evidence_id(review.evidence)}\n"
-        f"- verdict: {review.verdict}\n\n## Reviewer response\n\n"
-    )
-    atomic_write_bytes(record_path, (header + text.strip() + "\n").encode("utf-8"))
-    ledger = load_ledger(paths)
-    gate = GateRecord(
+    return GateRecord(
         gate=Gate.BLIND_REVIEW,
         result=review.verdict,
         evidence=review.evidence,
@@ -451,12 +461,25 @@ def _record_review(paths: RunPaths, review: BlindReviewSummary, text: str) -> No
             sessionId=review.sessionId,
         ),
     )
+
+
+def _record_review(paths: RunPaths, review: BlindReviewSummary, text: str) -> None:
+    """The review's record file, then its summary and its gate in the ledger."""
+    record_path = Path(review.recordPath)
+    header = (
+        f"# Blind Review {review.round}\n\n"
+        f"- reviewer: {review.product} (fresh read-only session {review.sessionId})\n"
+        f"- evidence: {evidence_id(review.evidence)}\n"
+        f"- verdict: {review.verdict}\n\n## Reviewer response\n\n"
+    )
+    atomic_write_bytes(record_path, (header + text.strip() + "\n").encode("utf-8"))
+    ledger = load_ledger(paths)
     save_ledger(
         paths,
         ledger.model_copy(
             update={
                 "blindReviews": [*ledger.blindReviews, review],
-                "gates": [*ledger.gates, gate],
+                "gates": [*ledger.gates, _blind_gate(review)],
             }
         ),
     )
@@ -777,9 +800,56 @@ def _skill_gate(
     }
 
 
+def preflight_from_consults(
+    repo: Path, ledger: Ledger, skill_dirs: Sequence[str] = ()
+) -> PreflightSummary:
+    """The preflight the seed's own recipe proves: ``consult`` per peer, then ``sessions``.
+
+    Ready when kept consult round trips (signed, :func:`converge_store.round_trips`) cover
+    two peers of distinct products and the blind reviewer's product, each session still
+    listed by ``sessions`` (the resumable handle), and every required skill resolves (the
+    conditional ``grill-with-docs`` too when the ledger holds a ``HUMAN_DECISION``).
+    """
+    from review_loop.orchestrator.sessions.listing import list_sessions
+    from review_loop.orchestrator.workflows.converge_store import round_trips
+    from review_loop.orchestrator.workflows.skills import resolve_skills
+
+    listed: set[str] = set()
+    for entry in round_trips(repo):
+        product = str(entry.get("product"))
+        if product not in listed and any(
+            item.session.session_id == entry.get("sessionId")
+            for item in list_sessions(repo, product)
+        ):
+            listed.add(product)
+    missing = []
+    if BLIND_REVIEWER_PRODUCT not in listed:
+        missing.append(
+            f"Blind reviewer ({BLIND_REVIEWER_PRODUCT}): no consult round trip whose session "
+            f"`review-loop sessions --product={BLIND_REVIEWER_PRODUCT}` lists"
+        )
+    peers = sorted(listed - {BLIND_REVIEWER_PRODUCT})
+    if len(peers) < 2:
+        missing.append(
+            f"Peer A and Peer B: consult round trips with listed sessions for {peers or 'none'}"
+            ", two products other than the blind reviewer's needed"
+        )
+    grill = [GRILL_SKILL] if ledger.by_status(LedgerStatus.HUMAN_DECISION) else []
+    skills = resolve_skills(repo, host=None, extra_dirs=skill_dirs, optional=grill)
+    missing += [check.missing_text() for check in skills if check.found is None]
+    return PreflightSummary(
+        ready=not missing, missing=missing, at=utc_now(), via="consult + sessions"
+    )
+
+
 @reporting
 def ledger_result(
-    repo: Path, run: str, *, base: str | None, paths_filter: str | list[str] | None
+    repo: Path,
+    run: str,
+    *,
+    base: str | None,
+    paths_filter: str | list[str] | None,
+    skill_dirs: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Recompute the evidence and derive the Task Completion Result; write the block.
 
@@ -795,6 +865,10 @@ def ledger_result(
     ensure_layout(repo)
     with run_lock(paths):
         ledger = load_ledger(paths)
+        if ledger.preflight is None:  # the seed's recipe (consult, then sessions) may hold
+            found = preflight_from_consults(repo, ledger, skill_dirs)
+            if found.ready:
+                ledger = save_ledger(paths, ledger.model_copy(update={"preflight": found}))
         last = ledger.gates[-1].evidence if ledger.gates else None
         if base is None:
             base = last.baseSha if last else "HEAD"

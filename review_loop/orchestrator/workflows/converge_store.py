@@ -49,7 +49,7 @@ from review_loop.orchestrator.handoff.files import (
 from review_loop.orchestrator.handoff.trust import note_repo, note_untrusted
 
 if TYPE_CHECKING:  # ``ledger`` reads and writes the store without the dispatcher's imports
-    from review_loop.agents.converge import Ledger
+    from review_loop.agents.converge import CheckoutSnapshot, Ledger
     from review_loop.agents.outcomes import Delivery
     from review_loop.orchestrator.dispatcher import Dispatcher
 
@@ -127,6 +127,45 @@ def run_lock(paths: RunPaths) -> Iterator[str]:
         yield token
 
 
+#: Where ``consult``'s answered round trips are kept for the preflight: a run of its own
+#: (signed journal lines, one per answered peer), so any loop run of the repository finds
+#: the seed's recipe ("consult … then sessions") as its preflight evidence.
+ROUND_TRIPS_RUN = "consult-round-trips"
+ROUND_TRIP_EVENT = "consult.round-trip"
+
+
+def record_round_trip(repo: Path, product: str, session_id: str) -> None:
+    """Keep one answered consult (``product``, its resumable ``session_id``), signed.
+
+    One ``O_APPEND`` line, so concurrent consults need no lock (and ``consult`` loads no
+    model: its start-up stays small, docs/performance.md).
+    """
+    from review_loop.orchestrator.handoff.files import make_dirs
+
+    paths = RunPaths(repo, ROUND_TRIPS_RUN)
+    make_dirs(paths.dir, anchor=repo)
+    entry = {"at": utc_now(), "event": ROUND_TRIP_EVENT, "product": product}
+    append_line(paths.journal, state_auth.sign(JOURNAL_PURPOSE, {**entry, "sessionId": session_id}))
+
+
+def round_trips(repo: Path) -> list[dict[str, Any]]:
+    """Every kept consult round trip whose MAC verifies, oldest first (planted: skipped)."""
+    paths = RunPaths(repo, ROUND_TRIPS_RUN)
+    try:
+        lines = read_bytes(paths.journal).decode("utf-8", "replace").splitlines()
+    except OSError:  # none kept yet, or not a regular file reached without a link
+        return []
+    kept = []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if state_auth.verify(JOURNAL_PURPOSE, entry) and entry.get("event") == ROUND_TRIP_EVENT:
+            kept.append(entry)
+    return kept
+
+
 def load_ledger(paths: RunPaths) -> Ledger:
     """The run's ledger; an empty one when there is no file yet or it is untrusted.
 
@@ -164,8 +203,39 @@ def load_ledger(paths: RunPaths) -> Ledger:
         raise StateError("LEDGER_INVALID", f"{paths.ledger}: key {key!r}: {first['msg']}") from None
 
 
+def checkout_snapshot(repo: Path) -> CheckoutSnapshot:
+    """The repository root, branch, HEAD and working tree now (seed 004, Phase 0)."""
+    from review_loop.agents.converge import CheckoutSnapshot
+    from review_loop.orchestrator.handoff.files import HANDOFF_DIR
+    from review_loop.orchestrator.handoff.git import current_branch, git
+
+    head = git(repo, "rev-parse", "--verify", "-q", "HEAD", check=False).stdout.strip()
+    status = git(
+        repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", ".",
+        f":(exclude){HANDOFF_DIR}", check=False,
+    ).stdout  # fmt: skip
+    changed, entries = 0, iter(status.split(b"\0"))
+    for entry in entries:  # -z entries "XY path"; a rename's or copy's source follows it
+        if entry:
+            changed += 1
+            if entry[:1] in (b"R", b"C"):
+                next(entries, None)
+    return CheckoutSnapshot(
+        root=str(repo),
+        branch=current_branch(repo) or "(detached)",
+        head=head.decode("ascii", "replace") or "(no commit)",
+        workingTree="clean" if not changed else f"{changed} changed path(s)",
+        at=utc_now(),
+    )
+
+
 def save_ledger(paths: RunPaths, ledger: Ledger) -> Ledger:
-    """Sign and write the ledger atomically (stamping ``updated``); returns what was written."""
+    """Sign and write the ledger atomically (stamping ``updated``); returns what was written.
+
+    The first write also records the checkout the loop started in (:func:`checkout_snapshot`).
+    """
+    if ledger.checkout is None:
+        ledger = ledger.model_copy(update={"checkout": checkout_snapshot(paths.repo)})
     stamped = ledger.model_copy(update={"updated": utc_now()})
     document = stamped.model_dump(mode="json", by_alias=True)
     atomic_write_json(paths.ledger, state_auth.sign(LEDGER_PURPOSE, document))
@@ -311,6 +381,9 @@ async def journaled_call(
         resume=resume,
         recordDir=str(record_dir),
         promptSha256=sha256_text(prompt),
+        # the chosen deadline (seed 004: set one per external call; the host may shorten it)
+        deadlineMs=timeout_ms if timeout_ms is not None else dispatcher.prefs.timeoutMs,
+        deadlineFrom="--timeout" if timeout_ms is not None else "prefs timeoutMs",
     )
     delivery = await dispatcher.consult(
         PeerRequest(

@@ -65,6 +65,7 @@ def empty_ledger() -> dict[str, Any]:
         "implemented": "",
         "lessons": "",
         "updated": "",
+        "checkout": None,
     }
 
 
@@ -209,6 +210,13 @@ _CONVERGENCE = _object(
     ("recordPath", _text),
     ("at", _text),
 )
+_CHECKOUT = _object(
+    ("root", _text),
+    ("branch", _text),
+    ("head", _text),
+    ("workingTree", _text),
+    ("at", _text),
+)
 _PREFLIGHT = _object(
     ("ready", _bool),
     ("missing", _list(_text)),
@@ -242,6 +250,7 @@ _LEDGER = _object(
     ("implemented", _text),
     ("lessons", _text),
     ("updated", _text),
+    ("checkout", _optional(_CHECKOUT)),
     rule=_unique_ids,
 )
 

@@ -29,12 +29,14 @@ from pathlib import Path
 
 from review_loop.agents.converge import (
     GATE_SKILLS,
+    GOAL_GATE_TOKENS,
     PROVEN,
     Gate,
     GateProof,
     GateRecord,
     SkillReport,
     evidence_id,
+    skill_report_problems,
 )
 from review_loop.agents.evidence import Evidence, normalize_path_filter
 from review_loop.agents.skills import SkillCheck
@@ -116,8 +118,11 @@ def find_skill_proof(
         try:
             data = read_bytes(path, anchor=repo)
             report = SkillReport.model_validate_json(data)
-        except (OSError, ValueError) as error:
+        except OSError as error:
             considered.append(f"{name}: not a {skill} report ({_first_line(error)})")
+            continue
+        except ValueError as error:  # every field problem, with what it accepts
+            considered.append(f"{name}: not a {skill} report ({skill_report_problems(error)})")
             continue
         problem = _mismatch(repo, report, skill, want_base, paths, want_paths)
         if problem is None:
@@ -164,6 +169,11 @@ def _mismatch(
     covered = report.evidence
     if report.skill != skill:
         return f"written by {report.skill!r}, not {skill}"
+    if skill == GATE_SKILLS[Gate.GOAL_GATE] and report.result not in GOAL_GATE_TOKENS:
+        return (
+            f"result: {report.result!r} is not a goal-gate result; accepted: "
+            f"{' | '.join(sorted(GOAL_GATE_TOKENS))}"
+        )
     if want_base is not None and covered.baseSha != want_base:
         return f"covers base {covered.baseSha[:12]}, not {want_base[:12]}"
     if paths is not None and covered.pathFilter != want_paths:

@@ -25,7 +25,9 @@ Decisions beyond the seed, each to keep a promise the seed makes:
   reverted.
 - Before any revert, the content being discarded is copied under the run's record
   directory (``.review-handoff/runtime/verify-diff/<stamp>/reverted/``).
-- A ``--target`` that is not a file in the working tree is ``missing target``.
+- A ``--target`` that is neither a file in the working tree nor a deletion ``git diff``
+  shows is ``missing target``; a deleted target with a non-empty diff is judged (the
+  executor sees an empty file and the deletion's diff).
 - The tree is hostile input: every file is read and written through
   :mod:`review_loop.orchestrator.handoff.tree_files` (no link anywhere on the path, never under
   ``.git``, regular files only, bounded). A file not read is named in the result's
@@ -416,6 +418,7 @@ async def _explicit(
 ) -> dict[str, Any]:
     repo = dispatcher.repo
     target = normalize_target(repo, plan.target or "")
+    deleted = False
     try:
         await _thread(read_tree_file, repo, target, protected=_git_dirs(repo))
     except TreeFileRefusedError as refused:
@@ -423,11 +426,15 @@ async def _explicit(
             raise InputError("--target", f"{target!r} is a directory", "one file path") from None
         missing = vd.early_result("missing target").to_json()
         return {**missing, "skipped_files": [refused.to_json()]}
+    except FileNotFoundError:
+        deleted = True  # a deletion the diff shows is judged like any change (below)
     except OSError:
         return vd.early_result("missing target").to_json()
     tree = await _thread(Tree.open, repo, rev_parse(repo, plan.base))
     await _thread(tree.refuse_staged)
     diff = await _thread(tree.diff, [target])
+    if deleted and not diff.strip():  # neither in the tree nor in the diff: no target
+        return vd.early_result("missing target").to_json()
     if not diff.strip():
         if not await _thread(tree.tracked, target):
             progress(

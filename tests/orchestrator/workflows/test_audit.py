@@ -304,8 +304,8 @@ def test_audit_command_prints_the_projection(
     driver = tmp_path / "driver.json"
     driver.write_text(json.dumps({"agentName": "x"}))
     bad = cli.run(["audit", "HEAD", str(remote.work), "--driver", str(driver)])
-    out, _ = capsys.readouterr()
-    assert bad == 1 and "--driver" in json.loads(out)["error"]
+    out, _ = capsys.readouterr()  # a missing identity field is BLOCKED (test_audit_driver_file)
+    assert bad == 2 and json.loads(out)["runToken"] == "not-started"
 
 
 # --- the pure parts -------------------------------------------------------------------------

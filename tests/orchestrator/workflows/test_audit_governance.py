@@ -21,6 +21,7 @@ from review_loop.orchestrator.workflows.audit import AuditRequest, run_audit
 from tests.fakes import FakeCLIs
 from tests.orchestrator.workflows.test_audit import (
     DRIVER,
+    PATHS,
     PREFS,
     finding,
     remote,
@@ -139,7 +140,9 @@ async def test_a_rule_outside_the_catalog_is_withdrawn(
     if where == "shared":
         document["ruleCatalog"] = ["no-magic"]
     findings = [finding("a.py", 1, "no-magic"), finding("a.py", 1, "made-up-rule")]
-    fakes.script(claude=[reply(audited=["a.py"], findings=findings)], codex=[reply()])
+    fakes.script(
+        claude=[reply(audited=["a.py"], findings=findings)], codex=[reply(audited=["web/app.ts"])]
+    )
     result = await audit(remote, config(tmp_path, document))
     rows = subjects(result)
     assert ("finding", "a.py:1", "no-magic") in rows
@@ -155,8 +158,8 @@ async def test_the_repository_cannot_narrow_the_rule_catalog(
     planted.parent.mkdir()
     planted.write_text(json.dumps({**concerns(rules=["nothing"]), "ruleCatalog": ["nothing"]}))
     fakes.script(
-        claude=[reply(audited=["a.py"], findings=[finding("a.py", 1, "no-magic")])],
-        codex=[reply()],
+        # one product answers every concern: each settles its whole selection
+        claude=[reply(audited=PATHS, findings=[finding("a.py", 1, "no-magic")])],
     )
     result = await audit(remote, config(tmp_path, {"concerns": {"*": {"product": "claude"}}}))
     assert ("finding", "a.py:1", "no-magic") in subjects(result)

@@ -71,8 +71,10 @@ def test_contract_auto_leaves_out_the_host_and_its_standard_peers() -> None:
     assert resolve_fallbacks(prefs, ["auto"]) == ("gemini",)
     ordered = Prefs(order=("codex", "gemini", "grok", "claude"))
     assert resolve_fallbacks(ordered, ["auto"], host="codex") == ("claude",)
-    # a product named explicitly is kept as named, in the user's order
-    assert resolve_fallbacks(prefs, ["grok,auto"], host="claude") == ("grok", "gemini")
+    # a product named explicitly is kept as named, in the user's order (unless it is the
+    # host's or a peer's: test_fallback_independence)
+    assert resolve_fallbacks(prefs, ["gemini,auto"], host="claude") == ("gemini",)
+    assert resolve_fallbacks(prefs, ["grok,auto"]) == ("grok", "gemini")  # host unknown
 
 
 # Counts the entry_points.txt files a whole command opens (the look for third-party adapters).
