@@ -50,7 +50,7 @@ SESSIONS = 2_000
 FLOOR_CASE = "floor: anyio + the fake CLI"
 # ``codex exec --json`` as the real CLI prints it; ``--version`` answers the probe.
 INSTANT_CODEX = r"""#!/bin/sh
-case "$1" in --version) echo "codex-cli 0.50.0"; exit 0;; esac
+case "$1" in --version) echo "codex-cli 0.171.0"; exit 0;; esac
 cat >/dev/null
 id=$(cat /proc/sys/kernel/random/uuid)
 printf '{"type":"thread.started","thread_id":"%s"}\n' "$id"
