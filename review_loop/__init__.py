@@ -2,9 +2,9 @@
 
 The embedding API (works under asyncio and trio)::
 
-    from review_loop import PeerRequest, load_prefs, open_dispatcher
+    from review_loop import PeerRequest, open_dispatcher
 
-    async with open_dispatcher(repo="path/to/checkout", prefs=load_prefs()) as dispatcher:
+    async with open_dispatcher(repo="path/to/checkout") as dispatcher:  # the user's prefs
         delivery = await dispatcher.consult(PeerRequest(peer="codex", prompt=text))
 
 ``repo`` (a ``str`` or a ``Path``) must be an existing git checkout; each call's records go
@@ -24,9 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from review_loop.agents.errors import InputError, ReviewLoopError
-    from review_loop.agents.models import DeliveryState, Reply
-    from review_loop.agents.outcomes import Attempt, Delivery, Fallback
-    from review_loop.orchestrator.dispatcher import Dispatcher, PeerRequest, open_dispatcher
+    from review_loop.agents.models import DeliveryState, Reply, Usage
+    from review_loop.agents.outcomes import Attempt, Delivery, Fallback, RecordError, SessionRecord
+    from review_loop.orchestrator.dispatcher import (
+        Dispatcher,
+        PeerRequest,
+        ProgressLine,
+        open_dispatcher,
+    )
     from review_loop.prefs import Prefs
 
 __all__ = [
@@ -38,8 +43,12 @@ __all__ = [
     "InputError",
     "PeerRequest",
     "Prefs",
+    "ProgressLine",
+    "RecordError",
     "Reply",
     "ReviewLoopError",
+    "SessionRecord",
+    "Usage",
     "load_prefs",
     "open_dispatcher",
 ]
@@ -53,8 +62,12 @@ _WHERE = {
     "InputError": "review_loop.agents.errors",
     "PeerRequest": "review_loop.orchestrator.dispatcher",
     "Prefs": "review_loop.prefs",
+    "ProgressLine": "review_loop.orchestrator.dispatcher",
+    "RecordError": "review_loop.agents.outcomes",
     "Reply": "review_loop.agents.models",
     "ReviewLoopError": "review_loop.agents.errors",
+    "SessionRecord": "review_loop.agents.outcomes",
+    "Usage": "review_loop.agents.models",
     "open_dispatcher": "review_loop.orchestrator.dispatcher",
 }
 

@@ -109,7 +109,9 @@ async def test_collaboration_diagnostics_go_through_the_hosts_logging(
     async with open_dispatcher(repo=repo, prefs=Prefs(), progress=lambda _: None) as d:
         await d.consult(PeerRequest(peer="simulated", prompt="x", resume_session_id="-x"))
     records = [r for r in caplog.records if r.name == "review_loop"]
-    assert any('"event": "retry"' in r.getMessage() for r in records)
+    retry = [r for r in records if getattr(r, "event", None) == "retry"]
+    assert retry, [r.getMessage() for r in records]
+    assert retry[0].getMessage().startswith("retry peer=simulated ")
 
 
 def test_contract_public_api_in_dir_and_all() -> None:

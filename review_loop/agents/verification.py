@@ -271,7 +271,8 @@ def parse_changeset_scope(scope: str) -> tuple[str, str]:
 
 
 def normalize_file_scope(path: str) -> str:
-    """A safe, product-relative file path, normalized; refuses absolute paths and ``..``.
+    """A safe, product-relative file path, normalized as spx normalizes it (``.`` and empty
+    segments dropped, a trailing separator kept); refuses absolute paths and ``..``.
 
     Raises:
         ScopeSelectorError: the path is empty, absolute, or climbs out of the product.
@@ -283,9 +284,14 @@ def normalize_file_scope(path: str) -> str:
     if ".." in segments:
         raise bad
     kept = [segment for segment in segments if segment not in ("", ".")]
+    # As spx (Node's win32.normalize): one trailing separator is kept, so ``src/a.py/`` is
+    # its own scope, written back as given; ``./`` is ``./`` while ``.`` is refused.
+    trailing = "/" if segments[-1] == "" else ""
     if not kept:
+        if trailing:
+            return "./"
         raise bad
-    return "/".join(kept)
+    return "/".join(kept) + trailing
 
 
 def canonical_selector(scope_type: str, scope: str) -> tuple[str, str]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from contextvars import ContextVar
@@ -179,6 +180,43 @@ class PeerRequest:
         return Path(self.record_dir)
 
 
+_PROGRESS_FIELDS = re.compile(r"^\[review-loop\] reviewer=(\S+) status=(\S+)")
+
+
+class ProgressLine(str):
+    """One progress line handed to ``open_dispatcher``'s ``progress``: the text and its request.
+
+    The text is exactly what ``review-loop`` prints on stderr (``[review-loop] reviewer=P
+    status=S ...``), so a callable written for ``str`` keeps working; two requests to the
+    same reviewer at once give lines of the same text and different requests.
+
+    Attributes:
+        request: the very :class:`PeerRequest` object the caller passed to ``consult`` or
+            ``fan_out`` (compare it with ``is``), or ``None`` for a line about no request.
+        record_dir: that request's record directory (unique per call).
+        peer: the line's ``reviewer=`` (the peer name or alias being run).
+        status: the line's ``status=`` (``active``, ``answered``, ``timeout``, ``fallback``,
+            ``not-started``, ``failed``).
+    """
+
+    request: PeerRequest | None
+    record_dir: Path | None
+    peer: str
+    status: str
+
+    def __new__(
+        cls, text: str, *, request: PeerRequest | None = None, record_dir: Path | None = None
+    ) -> ProgressLine:
+        """The line ``text`` about ``request`` (recorded in ``record_dir``)."""
+        line = super().__new__(cls, text)
+        found = _PROGRESS_FIELDS.match(text)
+        line.request = request
+        line.record_dir = record_dir
+        line.peer = found.group(1) if found else ""
+        line.status = found.group(2) if found else ""
+        return line
+
+
 def _check_request_text(peer: object, prompt: object) -> None:
     """A peer name and a prompt that can be asked (non-blank strings)."""
     if not isinstance(peer, str) or not peer.strip():
@@ -195,6 +233,17 @@ class ResolvedPeer:
     product: str
     adapter: Adapter
     command: tuple[str, ...]
+
+
+def peer_name(name: str, prefs: Prefs) -> str:
+    """``name`` as the original reads a product name: in any case (``CLAUDE`` is claude).
+
+    A peer-command alias keeps its own spelling; a name that is neither stays as given
+    (:func:`resolve_peer` refuses it, naming it).
+    """
+    if name in prefs.peerCommands or is_product(name) or not is_product(name.lower()):
+        return name
+    return name.lower()
 
 
 def resolve_peer(name: str, prefs: Prefs, *, field: str = "--peer") -> ResolvedPeer:
@@ -343,6 +392,17 @@ class _InFlight:
             self.indexed = False
 
 
+class _Asked:
+    """A request given to the dispatcher (held, so its ``id()`` stays its own) and its
+    delivery once it ended (``None``: still running)."""
+
+    __slots__ = ("delivery", "request")
+
+    def __init__(self, request: PeerRequest, delivery: Delivery | None = None) -> None:
+        self.request = request
+        self.delivery = delivery
+
+
 class _Call:
     """One request's call in progress: its cancel scope and what it ended with.
 
@@ -351,9 +411,11 @@ class _Call:
     as :class:`_InFlight` is.
     """
 
-    __slots__ = ("caller_error", "delivery", "raised", "scope")
+    __slots__ = ("asked", "caller_error", "delivery", "raised", "record_dir", "scope")
 
-    def __init__(self) -> None:
+    def __init__(self, asked: PeerRequest, record_dir: Path) -> None:
+        self.asked = asked  # the caller's own request object (progress lines name it)
+        self.record_dir = record_dir
         self.scope = anyio.CancelScope()
         self.delivery: Delivery | None = None
         self.caller_error: Exception | None = None
@@ -401,7 +463,7 @@ class Dispatcher:
         *,
         repo: Path,
         prefs: Prefs,
-        progress: Callable[[str], None],
+        progress: Callable[[ProgressLine], None],
         supervisors: Supervisors | None = None,
         checkout: Checkout | None = None,
         keep_outcomes: int = OUTCOMES_KEPT,
@@ -418,7 +480,10 @@ class Dispatcher:
         self.keep_outcomes = _outcomes_bound(keep_outcomes)
         self._interrupted: dict[Path, Attempt] = {}
         self._capabilities: dict[tuple[str, ...], Capabilities] = {}
-        self._placed: dict[int, Path] = {}
+        # What each request asked of this dispatcher became, by the request's identity:
+        # ``id()`` is unique only among live objects, so each entry holds its request (an id
+        # cannot be reused while it is here) and a lookup checks ``is``. Bounded as outcomes.
+        self._asked: dict[int, _Asked] = {}
 
     @property
     def supervisors(self) -> Supervisors | None:
@@ -477,18 +542,25 @@ class Dispatcher:
         teardown below holds against, and waits for the task to end.
         """
         started = anyio.current_time()
-        request = await self._place(request)
-        call = _Call()
+        asked = request  # the caller's own object: what outcome_of is given back
+        self._asked[id(asked)] = _Asked(asked)
+        try:
+            request = await self._place(request)
+        except anyio.get_cancelled_exc_class():
+            self._keep(asked, self._unlaunched(asked, "cancelled before it was launched"))
+            raise
+        call = _Call(asked, request.directory)
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(self._deliver_call, call, request, claimed)
         except anyio.get_cancelled_exc_class():
-            self._keep(self._interrupted_delivery(request, started))
+            self._keep(asked, self._interrupted_delivery(request, started))
             raise
         if call.raised is not None:
+            self._asked.pop(id(asked), None)
             raise call.raised  # the request's own error (bad input), not inside a group
         delivery = call.delivery or self._interrupted_delivery(request, started)
-        self._keep(delivery)
+        self._keep(asked, delivery)
         if call.caller_error is not None:
             raise call.caller_error
         return delivery
@@ -503,12 +575,15 @@ class Dispatcher:
         except Exception as error:
             call.raised = error
 
-    def _keep(self, delivery: Delivery) -> None:
-        """Add ``delivery`` to :attr:`outcomes`, dropping the oldest past the bound."""
+    def _keep(self, request: PeerRequest, delivery: Delivery) -> None:
+        """Add ``delivery`` (``request``'s) to :attr:`outcomes`, dropping the oldest past
+        the bound, and to what :meth:`outcome_of` finds for ``request``."""
         self.outcomes.append(delivery)
         del self.outcomes[: -self.keep_outcomes]
-        while len(self._placed) > self.keep_outcomes:
-            del self._placed[next(iter(self._placed))]  # the oldest placement first
+        self._asked.pop(id(request), None)  # re-inserted: the newest last
+        self._asked[id(request)] = _Asked(request, delivery)
+        while len(self._asked) > self.keep_outcomes:
+            del self._asked[next(iter(self._asked))]  # the oldest first
 
     def _say(self, line: str) -> None:
         """Hand ``line`` to the caller's progress callback.
@@ -517,10 +592,15 @@ class Dispatcher:
         call (its session is ended and its record finished, as on cancellation) and the
         call raises it (:meth:`_tracked`).
         """
+        call = _CALL.get()
+        named = (
+            ProgressLine(line)
+            if call is None
+            else ProgressLine(line, request=call.asked, record_dir=call.record_dir)
+        )
         try:
-            self.progress(line)
+            self.progress(named)
         except Exception as error:
-            call = _CALL.get()
             if call is None:
                 raise
             if call.caller_error is None:
@@ -528,17 +608,50 @@ class Dispatcher:
             call.scope.cancel()
 
     def outcome_of(self, request: PeerRequest) -> Delivery:
-        """What became of ``request``: its last outcome, else an ``interrupted`` delivery.
+        """What became of ``request`` (this very object, given to :meth:`consult` or
+        :meth:`fan_out`): its last delivery, cancelled ones included.
 
         For a caller whose :meth:`fan_out` was cancelled: the requests that ended before
-        the cancellation keep their delivery (an answer that arrived is here).
+        the cancellation keep their delivery (an answer that arrived is here); one cancelled
+        before it was launched is ``NOT_SUBMITTED`` and ``interrupted``. A request this
+        dispatcher was never given (or dropped past ``keep_outcomes``) is ``NOT_SUBMITTED``
+        and ``interrupted``, its detail ``never asked of this dispatcher``: never another
+        request's delivery, even one equal to it or with the same ``record_dir``. One still
+        running is ``DELIVERY_UNKNOWN``, reason ``running``. Found by identity, never by
+        value or by ``id()`` alone; reads and writes nothing.
         """
-        record_dir = self._placed.get(id(request), request.directory)
-        path = str(record_dir / SESSION_FILE)
-        for delivery in reversed(self.outcomes):
-            if delivery.recordPath == path:
-                return delivery
-        return self._interrupted_delivery(request, anyio.current_time())
+        asked = self._asked.get(id(request))
+        if asked is None or asked.request is not request:
+            return self._unlaunched(request, "never asked of this dispatcher")
+        if asked.delivery is not None:
+            return asked.delivery
+        return dataclasses.replace(
+            self._unlaunched(request, "still running: await its consult or fan_out"),
+            state=DeliveryState.DELIVERY_UNKNOWN,
+            reason="running",
+            interrupted=False,
+        )
+
+    def _product_of(self, peer: str) -> str:
+        """The product ``peer`` names, or ``peer`` itself when it names none (a request
+        that was never asked may name anything; saying so must not raise)."""
+        try:
+            return resolve_peer(peer, self.prefs).product
+        except InputError:
+            return peer
+
+    def _unlaunched(self, request: PeerRequest, detail: str) -> Delivery:
+        """A delivery for a request with no attempt: nothing was launched for it."""
+        return Delivery(
+            state=DeliveryState.NOT_SUBMITTED,
+            peer=request.peer,
+            product=self._product_of(request.peer),
+            reason=INTERRUPTED,
+            detail=detail,
+            attempts=[],
+            cwd=str(self.repo),
+            interrupted=True,
+        )
 
     async def _place(self, request: PeerRequest) -> PeerRequest:
         """The request with an absolute record directory (see ``PeerRequest.record_dir``).
@@ -559,7 +672,6 @@ class Dispatcher:
             await anyio.to_thread.run_sync(make_dir_exclusive, record_dir)
         else:
             record_dir = runtime / request.directory
-        self._placed[id(request)] = record_dir
         return dataclasses.replace(request, record_dir=record_dir)
 
     def _interrupted_delivery(self, request: PeerRequest, started: float) -> Delivery:
@@ -704,7 +816,7 @@ class Dispatcher:
                     request, current, attempts, fallbacks, started, outcome, degraded_reason
                 )
             if resume is not None and outcome.session_not_found and resume_failed_fast:
-                log_event("resume-degraded", peer=current.name, sessionId=resume, level="warning")
+                _log("resume-degraded", peer=current.name, sessionId=resume, level="warning")
                 resume = None
                 degraded_reason = "session_not_found"
                 continue
@@ -714,7 +826,7 @@ class Dispatcher:
                 and retry_may_help(outcome.reason, outcome.detail)
             ):
                 retried = True
-                log_event("retry", peer=current.name, reason=outcome.reason, why="not submitted")
+                _log("retry", peer=current.name, reason=outcome.reason, why="not submitted")
                 continue
             if (
                 outcome.state is DeliveryState.NOT_SUBMITTED
@@ -731,7 +843,7 @@ class Dispatcher:
                             reason=fallback_reason(outcome.reason, timed_out=attempt.timedOut),
                         )
                     )
-                    log_event("fallback", level="warning", echoed=True, **fallbacks[-1].document())
+                    _log("fallback", level="warning", echoed=True, **fallbacks[-1].document())
                     self._say(
                         progress_line(
                             current.name, "fallback", to=fallback.name, why=fallbacks[-1].reason
@@ -987,7 +1099,7 @@ class Dispatcher:
         """What the ended process means: the adapter's reading (a sandbox that failed to
         set up never gets here: the runner raised :class:`.LaunchRefusedError`)."""
         if completed.killed_after_grace:
-            log_event(
+            _log(
                 "escalated-to-sigkill",
                 level="warning",
                 peer=current.peer.name,
@@ -995,7 +1107,7 @@ class Dispatcher:
                 why="the session ignored SIGTERM for the whole grace period",
             )
         if completed.stdout_spill_error is not None:
-            log_event(
+            _log(
                 "output-kept-in-part",
                 level="warning",
                 peer=current.peer.name,
@@ -1094,6 +1206,14 @@ async def _make_ahead(current: _InFlight, launched: anyio.Event) -> None:
         make()
 
 
+def _log(event: str, *, level: str = "info", echoed: bool = False, **fields: object) -> None:
+    """:func:`~.log.log_event` for the current call's request: ``recordDir`` names it."""
+    call = _CALL.get()
+    if call is not None:
+        fields["recordDir"] = str(call.record_dir)
+    log_event(event, level=level, echoed=echoed, **fields)
+
+
 def _interrupted(record: SessionRecord) -> Failure:
     """The outcome of an attempt cancelled before its outcome was read.
 
@@ -1145,8 +1265,8 @@ def _stderr_line(text: str) -> None:
 async def open_dispatcher(
     *,
     repo: Path | str | Checkout,
-    prefs: Prefs,
-    progress: Callable[[str], None] | None = None,
+    prefs: Prefs | None = None,
+    progress: Callable[[ProgressLine], None] | None = None,
     reap: bool = True,
     keep_outcomes: int = OUTCOMES_KEPT,
     runner: Runner | None = None,
@@ -1158,9 +1278,12 @@ async def open_dispatcher(
             is used. Every session runs there (read-only). Nothing is created but the
             records (see ``PeerRequest.record_dir``). A :class:`~.git.Checkout` that
             ``git.locate`` has just made (the command line's) is used as it is.
-        prefs: deadlines, grace, liveness interval and peer-command aliases: the ``Prefs``
-            (as :func:`review_loop.load_prefs` returns it).
-        progress: receives the liveness lines (default: stderr). An exception it raises
+        prefs: deadlines, grace, liveness interval and peer-command aliases: the ``Prefs``.
+            Omitted: the user's, as :func:`review_loop.load_prefs` returns them (read when
+            the dispatcher opens; a bad file raises ``PrefsError`` naming the key).
+        progress: receives each progress line (default: stderr), a
+            :class:`ProgressLine`: a ``str`` that also names its request
+            (``line.request`` is the caller's own object). An exception it raises
             ends the call it was reporting on (sessions ended, records finished) and that
             call raises it.
         reap: first find sessions of this repository whose recorded process is gone or
@@ -1173,6 +1296,11 @@ async def open_dispatcher(
             located and reaped.
     """
     bound = _outcomes_bound(keep_outcomes)
+    if prefs is None:
+        from review_loop.adapters import known_products
+        from review_loop.prefs import load_prefs
+
+        prefs = load_prefs(known_products())
     opened = partial(_opened, repo, prefs, progress or _stderr_line, reap=reap, keep=bound)
     if runner is not None:
         yield await opened(runner=runner)
@@ -1195,7 +1323,7 @@ def _reap_and_sweep(repo: Path, grace: float) -> list[SessionRecord]:
 async def _opened(
     repo: Path | str | Checkout,
     prefs: Prefs,
-    progress: Callable[[str], None],
+    progress: Callable[[ProgressLine], None],
     *,
     reap: bool,
     keep: int,
@@ -1235,6 +1363,7 @@ __all__ = [
     "SESSION_FILE",
     "Dispatcher",
     "PeerRequest",
+    "ProgressLine",
     "ResolvedPeer",
     "open_dispatcher",
     "resolve_peer",

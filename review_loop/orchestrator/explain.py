@@ -14,6 +14,10 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from review_loop.agents.outcomes import Delivery
 
 from review_loop.agents.refusals import ADVICE, REFUSALS, STALLED, Refusal
 
@@ -85,9 +89,22 @@ def stop_hint(stop_files: Sequence[Path]) -> str:
     )
 
 
+def failure_words(delivery: Delivery) -> str:
+    """What went wrong, in the original's words where a client may match them: a reviewer
+    that exited non-zero is ``non-zero exit N: <what it printed>`` (a timeout's detail is
+    already ``timeout after <N>ms ...``)."""
+    detail = delivery.detail or delivery.reason or "unknown"
+    last = delivery.attempts[-1] if delivery.attempts else None
+    if last is None or last.timedOut or last.stopped or last.exitCode in (None, 0):
+        return detail
+    prefix = f"non-zero exit {last.exitCode}"
+    return detail if detail.startswith(prefix) else f"{prefix}: {detail}"
+
+
 def timeout_detail(deadline_ms: int, elapsed_ms: int) -> str:
     """The deadline the user set, not the deadline plus the time it took to end the tree."""
-    return f"timeout after {deadline_ms} ms (+ grace; the process ended after {elapsed_ms} ms)"
+    # "timeout after <N>ms": the original's words, which a client may match
+    return f"timeout after {deadline_ms}ms (+ grace; the process ended after {elapsed_ms} ms)"
 
 
 def hint(

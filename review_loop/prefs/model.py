@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from review_loop.agents.errors import PrefsError
 from review_loop.prefs.defaults import (
     DEFAULT_GRACE_MS,
     DEFAULT_HOST,
@@ -71,8 +72,16 @@ class Prefs:
     allowUnprotected: bool = False
 
     def __post_init__(self) -> None:
-        """Check every field as the file's reader does (raises ``PrefsError``)."""
-        checked(self.document(), source="Prefs", known=None)
+        """Check every field as the file's reader does (raises ``PrefsError``); the
+        deadline may be any positive number of milliseconds (``REVIEW_LOOP_TIMEOUT_MS``
+        takes any, as the original), the file's range is the file reader's."""
+        form = self.document()
+        deadline = form.pop("timeoutMs")
+        if isinstance(deadline, bool) or not isinstance(deadline, int) or deadline < 1:
+            raise PrefsError(
+                "Prefs: timeoutMs", f"{deadline!r} is not a deadline", "a positive integer of ms"
+            )
+        checked(form, source="Prefs", known=None)
 
     @classmethod
     def validate(

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from review_loop.agents.errors import PrefsError
-from review_loop.prefs.defaults import MAX_TIMEOUT_MS, MIN_TIMEOUT_MS, TIMEOUT_RANGE
 from review_loop.prefs.home import HOME_ENV, state_home
 
 if TYPE_CHECKING:  # the dataclass is built where a Prefs is wanted (prefs show needs none)
@@ -25,20 +25,34 @@ def prefs_path(env: Mapping[str, str] | None = None) -> Path:
     return state_home(env) / "prefs.toml"
 
 
+TIMEOUT_ENV_ACCEPTED = (
+    "a positive number of milliseconds, as the original review-loop takes it "
+    "(500, 1e3, 1500.5, 100000000; a fraction is rounded up to the next millisecond)"
+)
+
+
 def timeout_override(value: str) -> int:
-    """``REVIEW_LOOP_TIMEOUT_MS`` as milliseconds, within the accepted deadline range.
+    """``REVIEW_LOOP_TIMEOUT_MS`` as whole milliseconds: any positive finite number, as the
+    original review-loop takes it (``Number(value)``), a fraction rounded up (a deadline is
+    never shorter than asked).
+
+    The prefs file keeps its own range (one second to one day): a number typed there is
+    checked as a setting, while the variable is the original's contract.
 
     Raises:
-        PrefsError: not an integer, or below one second or above one day (the message
-            names the variable and the range).
+        PrefsError: not a number, not finite, or not above zero (the message names the
+            variable and what is accepted).
     """
-    try:
-        number = int(value.strip())
-    except ValueError:
-        raise PrefsError(TIMEOUT_ENV, f"{value!r} is not an integer", TIMEOUT_RANGE) from None
-    if not MIN_TIMEOUT_MS <= number <= MAX_TIMEOUT_MS:
-        raise PrefsError(TIMEOUT_ENV, f"{value!r} is out of range", TIMEOUT_RANGE)
-    return number
+    from review_loop.agents.js_number import js_number
+
+    number = js_number(value)
+    if number is None:
+        raise PrefsError(TIMEOUT_ENV, f"{value!r} is not a number", TIMEOUT_ENV_ACCEPTED)
+    if number <= 0:
+        raise PrefsError(
+            TIMEOUT_ENV, f"{value!r} is not a positive finite number", TIMEOUT_ENV_ACCEPTED
+        )
+    return math.ceil(number)
 
 
 def parse_prefs(data: Mapping[str, Any], *, source: str, known: ProductSet) -> Prefs:
@@ -103,12 +117,12 @@ def load_prefs(
 ) -> Prefs:
     """Load prefs from ``path`` (default :func:`prefs_path`) with env overrides applied.
 
-    A missing file means the defaults. ``REVIEW_LOOP_TIMEOUT_MS`` overrides ``timeoutMs``
-    and must be an integer of milliseconds from one second to one day.
+    A missing file means the defaults. ``REVIEW_LOOP_TIMEOUT_MS`` overrides ``timeoutMs``:
+    any positive number of milliseconds (:func:`timeout_override`).
 
     Raises:
         PrefsError: the file is unreadable, not TOML, or fails validation; or the env
-            override is not an integer in that range. Every message names the file (or the
+            override is not a positive number. Every message names the file (or the
             variable) and the key.
     """
     from review_loop.prefs.model import Prefs

@@ -83,11 +83,6 @@ ARCHIVED_DEVIATION = (
     "answers already_archived with evidenceCurrent (exit 0), a read-only report "
     "(docs/compatibility.md)"
 )
-PWC_DEVIATION = (
-    "review-loop defaults PASS_WITH_CONCERNS to 'fix it' (--completion pass); "
-    "--completion review is the original's behaviour (docs/compatibility.md)"
-)
-
 SCENARIOS = (
     Scenario("help", (_s("help"),)),
     Scenario(
@@ -124,7 +119,7 @@ SCENARIOS = (
     Scenario(
         "concerns_close",
         (
-            _s(*RUN, extra=("--completion", "review"), why=PWC_DEVIATION),
+            _s(*RUN),  # PASS_WITH_CONCERNS waits for the user by default, as the original
             _s("close", "--repo={repo}", "--packet={packet}", "--reason=accept-concerns"),
         ),
         {"claude": [first(F2, verdict="PASS_WITH_CONCERNS")]},

@@ -485,11 +485,17 @@ SCENARIOS: dict[str, Callable[[Session], None]] = {
 }
 
 
-def play(name: str, invoke: Invoke, work: Path) -> list[dict[str, Any]]:
-    """Run scenario ``name`` in a fresh repository under ``work``; its normalised outcomes."""
+def play(
+    name: str,
+    invoke: Invoke,
+    work: Path,
+    scenarios: dict[str, Callable[[Session], None]] | None = None,
+) -> list[dict[str, Any]]:
+    """Run scenario ``name`` (of ``scenarios``, default :data:`SCENARIOS`) in a fresh
+    repository under ``work``; its normalised outcomes."""
     work.mkdir(parents=True, exist_ok=True)
     session = Session(invoke, Repo(work / "repo"), work)
-    SCENARIOS[name](session)
+    (scenarios or SCENARIOS)[name](session)
     paths = {str(session.repo.root): "<repo>", str(work): "<work>", **session.placeholders}
     return [
         {

@@ -9,9 +9,9 @@ the real process layer) and compare exit codes, key sets, value types, statuses 
 values a client branches on (:mod:`tests.differential.compare`). The originals are not
 needed to run them.
 
-One documented deviation is applied where a scenario says so (``Step.ours_extra``):
-PASS_WITH_CONCERNS defaults to "fix it" in review-loop; ``--completion review`` is the
-original's behaviour (docs/compatibility.md).
+Flags review-loop needs for a documented deviation are added where a scenario says so
+(``Step.ours_extra``); none is needed today: PASS_WITH_CONCERNS waits for the user by
+default, as in the original.
 """
 
 from __future__ import annotations

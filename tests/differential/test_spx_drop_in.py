@@ -98,6 +98,13 @@ def test_contract_same_command_lines_as_spx(
 ) -> None:
     theirs = RECORDED["scenarios"][scenario]
     ours = play(scenario, review_loop, tmp_path / "run")
+    assert step_differences(scenario, theirs, ours) == []
+
+
+def step_differences(
+    scenario: str, theirs: list[dict[str, Any]], ours: list[dict[str, Any]]
+) -> list[str]:
+    """Every way review-loop's played steps ``ours`` break a client of spx's ``theirs``."""
     assert [step["name"] for step in ours] == [step["name"] for step in theirs]
     found: list[str] = []
     for original, mine in zip(theirs, ours, strict=True):
@@ -123,4 +130,4 @@ def test_contract_same_command_lines_as_spx(
             mine_err = mine_err[: len(theirs_err)]
         stderr = differences(theirs_err, mine_err)
         found += [f"{name} stderr {d}" for d in stderr]
-    assert found == []
+    return found

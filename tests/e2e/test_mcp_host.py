@@ -1,7 +1,9 @@
 """End to end: the real claude CLI is the MCP client of ``review-loop mcp``.
 
 claude is registered with the server through ``--mcp-config`` (``--strict-mcp-config``: no
-other server), and the fake model API makes it call the ``consult`` tool. The server runs
+other server), with ``MCP_CONNECTION_NONBLOCKING=0`` (``claude -p`` otherwise connects MCP
+servers in the background, and on a loaded machine the model's call found the server "still
+connecting"), and the fake model API makes it call the ``consult`` tool. The server runs
 the real dispatcher, which asks a fake reviewer CLI (``tests/fakes``); the reviewer's answer
 comes back through the protocol, into claude's next model turn, and out as claude's result.
 """
@@ -57,7 +59,11 @@ def test_claude_calls_consult_over_mcp_and_gets_the_reviewers_answer(
     model_api.script(Reply.tool_then(TOOL, arguments, then=None))
     argv = [cli_bin("claude"), "-p", "--output-format", "json"]
     argv += ["--mcp-config", str(config), "--strict-mcp-config", "--allowedTools", TOOL]
-    ran = run(argv, env=cli_env("claude", model_api, cli_home), cwd=git_repo, stdin="review")
+    # Wait for the server's tools before the first model turn, and give a loaded machine
+    # time to start it (claude gives a server 5 s to connect by default).
+    wait = {"MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": "60000"}
+    env = cli_env("claude", model_api, cli_home, extra=wait)
+    ran = run(argv, env=env, cwd=git_repo, stdin="review")
 
     assert ran.returncode == 0, ran.describe()
     result = ran.json()["result"]

@@ -26,7 +26,8 @@ of ``paths`` and answers with one JSON object: path -> its content, the sorted n
 directory, or ``"<ErrorName>"``; then tries to unmount each of them, noting
 ``"umount <path>": rc``).
 ``--version`` prints ``$FAKE_AGENT_VERSION`` (default ``9.9.9``).
-Any step may carry ``delay`` (seconds before output), ``write`` (a path,
+Any step may carry ``delay`` (seconds before output), ``wait_for`` (a path: no output until
+it exists), ``write`` (a path,
 relative to the cwd, the fake writes to — to prove read-only isolation), and ``exit``.
 """
 
@@ -377,6 +378,8 @@ def main(product: str) -> int:
             _print(f"write refused: {error}", err=True)
     if step.get("delay"):
         time.sleep(float(step["delay"]))
+    while step.get("wait_for") and not Path(step["wait_for"]).exists():
+        time.sleep(0.05)  # held until the test creates the file: provably running meanwhile
     first_line = prompt.strip().splitlines()[-1] if prompt.strip() else ""
     text = step.get("text", f"FAKE-ANSWER from {product}: {first_line[:60]}")
     exit_code = step.get("exit")

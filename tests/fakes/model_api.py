@@ -102,6 +102,7 @@ class Reply:
     status: int = 0
     message: str = ""
     delay: float = 0.0
+    namespace: str = ""  # Responses API: the tool's namespace (codex offers MCP tools in one)
 
     @classmethod
     def answer(cls, text: str, *, delay: float = 0.0) -> Reply:
@@ -109,17 +110,31 @@ class Reply:
 
     @classmethod
     def tool(
-        cls, name: str, arguments: Mapping[str, Any] | None = None, *, delay: float = 0.0
+        cls,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        delay: float = 0.0,
+        namespace: str = "",
     ) -> Reply:
-        """A single tool call. :meth:`FakeModelAPI.script` accepts :meth:`tool_then` pairs too."""
-        return cls("tool", tool_name=name, tool_args=dict(arguments or {}), delay=delay)
+        """A single tool call. :meth:`FakeModelAPI.script` accepts :meth:`tool_then` pairs too.
+
+        ``namespace``: the Responses API's ``namespace`` of the call (codex offers each MCP
+        server's tools as one namespace, ``mcp__<server>``, and routes a call by it)."""
+        args = dict(arguments or {})
+        return cls("tool", tool_name=name, tool_args=args, delay=delay, namespace=namespace)
 
     @classmethod
     def tool_then(
-        cls, name: str, arguments: Mapping[str, Any] | None = None, then: str | None = None
+        cls,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        then: str | None = None,
+        *,
+        namespace: str = "",
     ) -> tuple[Reply, Reply]:
         """A tool call followed by a text reply (``then=None`` quotes the tool result)."""
-        return cls.tool(name, arguments), cls("text", text=then)
+        return cls.tool(name, arguments, namespace=namespace), cls("text", text=then)
 
     @classmethod
     def error(cls, status: int, message: str | None = None, *, delay: float = 0.0) -> Reply:
@@ -618,6 +633,8 @@ def _responses_events(reply: Reply, text: str | None, model: str) -> list[tuple[
             "name": reply.tool_name,
             "arguments": json.dumps(reply.tool_args),
         }
+        if reply.namespace:
+            item["namespace"] = reply.namespace
     else:
         item = {
             "id": _new_id("msg_"),

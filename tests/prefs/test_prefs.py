@@ -63,8 +63,19 @@ def test_unreadable_file(tmp_path: Path) -> None:
 
 def test_timeout_env_override(tmp_path: Path) -> None:
     path = tmp_path / "p.toml"
-    assert load_prefs(KNOWN, path=path, env={"REVIEW_LOOP_TIMEOUT_MS": "1500"}).timeoutMs == 1500
-    for bad in ("0", "-3", "soon", "1.5"):
+    # Any positive number, as the original's Number(); a fraction is rounded up.
+    for value, ms in (
+        ("1500", 1500),
+        ("500", 500),
+        ("1e3", 1000),
+        ("1500.5", 1501),
+        (" 800 ", 800),
+        ("0x1f4", 500),
+        ("100000000", 100_000_000),
+    ):
+        env = {"REVIEW_LOOP_TIMEOUT_MS": value}
+        assert load_prefs(KNOWN, path=path, env=env).timeoutMs == ms, value
+    for bad in ("0", "-3", "soon", "Infinity", "NaN", "1_000", "1e400"):
         with pytest.raises(PrefsError, match="REVIEW_LOOP_TIMEOUT_MS"):
             load_prefs(KNOWN, path=path, env={"REVIEW_LOOP_TIMEOUT_MS": bad})
 

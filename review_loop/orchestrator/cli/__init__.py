@@ -269,15 +269,31 @@ def _execute(
             )
         )
         return 1
+    ignored = getattr(namespace, "ignored_arguments", None)
+    if ignored:  # said, so that a typo is seen; the original ignores them silently
+        document = {**document, "ignoredArguments": ignored}
     write(_dump(document, output))
     return 2 if document.get("ok") is False else 0
 
 
 def _parsed(module: CommandModule, name: str, words: list[str]) -> Any:
-    """The command's arguments, read by argparse."""
+    """The command's arguments, read by argparse.
+
+    A command of the original Node ``review-loop`` (``IGNORES_UNKNOWN``) ignores, as the
+    original's parser does, a word it does not know (an unknown ``--flag``, its value, a
+    single-dash word, a stray positional): they are listed in ``ignoredArguments``.
+    """
     parser = new_parser(f"review-loop {name}")
     module.configure(parser)
-    namespace = parser.parse_args(words)
+    if getattr(module, "IGNORES_UNKNOWN", False):
+        namespace, ignored = parser.parse_known_args(words)
+        namespace.ignored_arguments = ignored
+        if ignored:  # a person sees a typo at once; programs read ignoredArguments
+            from review_loop.orchestrator.cli import usage
+
+            usage.say(usage.ignored_line(name, parser, ignored))
+    else:
+        namespace = parser.parse_args(words)
     from review_loop.orchestrator.cli.common import refuse_empty_paths
 
     refuse_empty_paths(namespace)  # --repo "" is not the current directory

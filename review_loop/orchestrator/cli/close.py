@@ -8,6 +8,7 @@ from typing import Any
 
 USAGE = ["review-loop close [--repo R] --packet P --reason accept-concerns"]
 OUTPUT = "json"
+IGNORES_UNKNOWN = True  # as the original: a word it does not know is ignored (and said)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -15,15 +15,19 @@ if TYPE_CHECKING:
 
 def add_repo_option(parser: argparse.ArgumentParser) -> None:
     """``--repo`` (aliases ``--repo-root``, and ``-C`` as git's and spx's): default the git
-    top level of the cwd. Every command that takes a repository accepts ``--repo``."""
+    top level of ``--cwd`` (the original's option), else of the current directory. Every
+    command that takes a repository accepts ``--repo``."""
     parser.add_argument("--repo", "--repo-root", "-C", dest="repo", default=None)
+    parser.add_argument("--cwd", dest="cwd", default=None)
 
 
 def repo_from(args: argparse.Namespace) -> Path:
-    """The repository root named by ``--repo`` (validated as a git work tree)."""
+    """The repository root named by ``--repo`` (validated as a git work tree); without it,
+    the top level of the work tree containing ``--cwd`` (as the original)."""
     from review_loop.orchestrator.handoff.git import repo_root
 
-    return repo_root(args.repo)
+    repo = args.repo if args.repo is not None else getattr(args, "cwd", None)
+    return repo_root(repo)
 
 
 def load_user_prefs() -> Prefs:
@@ -73,6 +77,7 @@ def utf8_text(data: bytes, path_text: str, field: str) -> str:
 # ``os.path``, and review (and write ``.review-handoff/`` into) a checkout nobody named.
 PATH_FLAGS: dict[str, str] = {
     "repo": "--repo",
+    "cwd": "--cwd",
     "packet": "--packet",
     "target": "--target",
     "body_file": "--body-file",

@@ -19,11 +19,13 @@ USAGE = [
     "[--timeout SECONDS] [--resume SESSION_ID]",
 ]
 OUTPUT = "json"
+IGNORES_UNKNOWN = True  # as the original: a word it does not know is ignored (and said)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Declare consult's options."""
     parser.add_argument("--repo", "--repo-root", "-C", dest="repo")
+    parser.add_argument("--cwd", dest="cwd")  # the original's: the repository containing it
     parser.add_argument(
         "--peer", "--reviewer", "--executor", dest="peers", action="append", default=[]
     )
@@ -86,7 +88,7 @@ def _checked(args: argparse.Namespace) -> tuple[Checkout, Prefs, ConsultPlan]:
         positive_seconds,
     )
     from review_loop.orchestrator.cli.named_files import read_named_text
-    from review_loop.orchestrator.dispatcher import resolve_peer
+    from review_loop.orchestrator.dispatcher import peer_name, resolve_peer
     from review_loop.orchestrator.handoff.git import locate
     from review_loop.orchestrator.workflows.consult import (
         ConsultPlan,
@@ -95,9 +97,7 @@ def _checked(args: argparse.Namespace) -> tuple[Checkout, Prefs, ConsultPlan]:
         with_peer_command,
     )
 
-    if args.question_file is not None and args.question is not None:
-        raise InputError("--question", "give --question-file or --question, not both")
-    if args.question_file is not None:
+    if args.question_file is not None:  # wins over --question, as in the original
         question = read_named_text(args.question_file, "--question-file", args.repo)
     elif args.question is not None:
         question = args.question
@@ -111,12 +111,15 @@ def _checked(args: argparse.Namespace) -> tuple[Checkout, Prefs, ConsultPlan]:
             "the question is empty",
             "non-blank text",
         )
-    checkout = locate(args.repo)  # one git process: the top level and the common dir
+    # one git process: the top level and the common dir (--repo wins over --cwd, as the original)
+    checkout = locate(args.repo if args.repo is not None else args.cwd)
     prefs = load_user_prefs()
     skip_host = parse_bool(args.skip_host, "--skip-host")
     if args.host is not None:
         resolve_peer(args.host, prefs, field="--host")
-    peers = [p.strip() for value in args.peers for p in value.split(",") if p.strip()]
+    peers = [
+        peer_name(p.strip(), prefs) for value in args.peers for p in value.split(",") if p.strip()
+    ]
     peers = select_peers(prefs, peers, args.host, skip_host)
     if len(set(peers)) != len(peers):
         raise InputError("--peer", f"the same peer is named twice: {peers}", "distinct peers")

@@ -8,6 +8,7 @@ from typing import Any
 
 USAGE = ["review-loop fix-completion [--repo R] --packet P (--body-file F | --body TEXT)"]
 OUTPUT = "json"
+IGNORES_UNKNOWN = True  # as the original: a word it does not know is ignored (and said)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -46,6 +46,8 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
             "autoLoop": AUTO_LOOP,
             "reviewer": "|".join(product_names()),
             "rounds": DEFAULT_ROUNDS,
+            # run --completion: PASS_WITH_CONCERNS waits for the user, as the original
+            "completion": "review (PASS_WITH_CONCERNS waits for the user; pass: fix them)",
             "reviewerOrder": ",".join(DEFAULT_ORDER),
             "reviewerTimeout": f"{DEFAULT_TIMEOUT_MS // 60000} minutes "
             "(REVIEW_LOOP_TIMEOUT_MS override)",

@@ -43,7 +43,8 @@ class Page:
 
 _REPO = Flag(
     "--repo R",
-    "the git checkout to work on (aliases -C, --repo-root)",
+    "the git checkout to work on (aliases -C, --repo-root); --cwd D, the original's option: "
+    "the checkout that contains D",
     "the git top level of the cwd",
 )
 _TIMEOUT = Flag(
@@ -195,7 +196,12 @@ PAGES: dict[str, Page] = {
                 "the first product of the prefs order that is not the host",
             ),
             _HOST,
-            Flag("--completion pass|review", "what ends the loop", "review"),
+            Flag(
+                "--completion review|pass",
+                "what PASS_WITH_CONCERNS does: review waits for the user (close, or another "
+                "run --continue), as the original; pass has the concerns fixed and re-reviewed",
+                "review",
+            ),
             Flag("--until-pass", "the same as --completion pass"),
             Flag("--base REF", "the commit the changes are compared with", "HEAD"),
             Flag("--rounds N|+N", "the round budget (or N more rounds)", "the workflow default"),

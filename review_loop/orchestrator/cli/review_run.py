@@ -8,10 +8,11 @@ from typing import Any
 
 USAGE = [
     "review-loop run [--repo R] [--reviewer codex|grok|claude|gemini|opencode|qwen] [--host H] "
-    "[--completion pass|review] [--base REF] [--rounds N|+N] [--continue] [--scope SLUG] "
+    "[--completion review|pass] [--base REF] [--rounds N|+N] [--continue] [--scope SLUG] "
     "[--packet PATH] [--paths a,b] [--intake] [--timeout SECONDS]",
 ]
 OUTPUT = "json"
+IGNORES_UNKNOWN = True  # as the original: a word it does not know is ignored (and said)
 _SANDBOX_OFF = ("--no-sandbox", "--disable-sandbox", "--sandbox")
 
 
@@ -52,11 +53,14 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         repo_from,
     )
     from review_loop.orchestrator.cli.stops import Stop, run_cancellable
-    from review_loop.orchestrator.dispatcher import resolve_peer
+    from review_loop.orchestrator.dispatcher import peer_name, resolve_peer
     from review_loop.orchestrator.workflows.review_run import RunPlan, run_review, validate_plan
 
     for name, value in vars(args).items():
-        if name.startswith("sandbox_") and value is not None:
+        # As the original: --no-sandbox / --disable-sandbox unless =false, --sandbox off. Any
+        # other value changes nothing (the sandbox is always on), so it is not refused.
+        refused = value == "off" if name == "sandbox_sandbox" else value not in (None, "", "false")
+        if name.startswith("sandbox_") and refused:
             raise InputError(
                 "--" + name.removeprefix("sandbox_").replace("_", "-"),
                 "the reviewer always runs read-only; the sandbox cannot be turned off",
@@ -71,6 +75,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     paths = [p.strip() for value in args.paths for p in value.split(",") if p.strip()] or None
     prefs = load_user_prefs()
     if args.reviewer is not None:
+        args.reviewer = peer_name(args.reviewer, prefs)  # CLAUDE is claude, as the original
         resolve_peer(args.reviewer, prefs, field="--reviewer")
     # The default reviewer is the first of the prefs order without the host (claude unnamed).
     host = resolve_peer(args.host, prefs, field="--host").product if args.host else None

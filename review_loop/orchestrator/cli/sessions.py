@@ -8,6 +8,7 @@ from typing import Any
 
 USAGE = ["review-loop sessions --repo R [--product P]"]
 OUTPUT = "json"
+IGNORES_UNKNOWN = True  # as the original: a word it does not know is ignored (and said)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -15,7 +16,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from review_loop.orchestrator.cli.common import add_repo_option
 
     add_repo_option(parser)
-    parser.add_argument("--product")
+    parser.add_argument("--product", nargs="?", const=None)  # bare: every product (original)
 
 
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:

@@ -79,6 +79,13 @@ def parser_suggestions(parser: argparse.ArgumentParser, message: str) -> list[st
     return []
 
 
+def ignored_line(command: str, parser: argparse.ArgumentParser, ignored: Sequence[str]) -> str:
+    """The stderr line for words a command of the original ignores (a typo is still seen)."""
+    words = " ".join(ignored)
+    near = did_you_mean(parser_suggestions(parser, _UNRECOGNIZED + words))
+    return f"review-loop {command}: ignored {words}{near}, as the original review-loop ignores them"
+
+
 def did_you_mean(suggestions: Sequence[str]) -> str:
     """`` (did you mean A or B?)``, or nothing when there is nothing near."""
     if not suggestions:

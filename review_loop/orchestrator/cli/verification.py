@@ -89,7 +89,10 @@ def parse_verb(rest: Sequence[str], root: str | None) -> argparse.Namespace:
         parser.add_argument(option, required=True)
     if verb == "finish":
         parser.add_argument("--terminal-metadata", default=None)
-    args = parser.parse_args(options)
+    args, extra = parser.parse_known_args(_values_attached(parser, options))
+    # As spx (commander): a stray positional word is ignored; an unknown option is refused.
+    if any(word.startswith("-") for word in extra):
+        raise UsageError(f"{name}: unrecognized arguments: {' '.join(extra)}")
     args.verb = verb
     return args
 
@@ -133,6 +136,30 @@ def help_details(words: Sequence[str]) -> str:
         "(field: what is wrong; accepted). Unknown fields are dropped."
     )
     return "\n".join(lines)
+
+
+def _values_attached(parser: argparse.ArgumentParser, words: list[str]) -> list[str]:
+    """``--opt VALUE`` as ``--opt=VALUE`` for every long option that takes a value: as in
+    spx (commander), the word after such an option is its value even when it starts with
+    ``-`` (an idempotency key ``-k``), where argparse would read it as an option."""
+    takes_value = {
+        spelling
+        for action in parser._actions
+        if action.nargs is None
+        for spelling in action.option_strings
+        if spelling.startswith("--")
+    }
+    out: list[str] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word in takes_value and index + 1 < len(words):
+            out.append(f"{word}={words[index + 1]}")
+            index += 2
+            continue
+        out.append(word)
+        index += 1
+    return out
 
 
 def execute(args: argparse.Namespace) -> Mapping[str, Any]:

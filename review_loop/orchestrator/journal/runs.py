@@ -124,11 +124,38 @@ def warn_stderr(message: str) -> None:
     sys.stderr.flush()
 
 
+# libuv's words for the errors a read of a named source meets, as spx (Node) prints them.
+_UV_WORDS = {
+    "ENOENT": "no such file or directory",
+    "EACCES": "permission denied",
+    "ENOTDIR": "not a directory",
+    "ELOOP": "too many symbolic links encountered",
+    "ENAMETOOLONG": "name too long",
+    "EISDIR": "illegal operation on a directory",
+}
+
+
 def _error_text(error: BaseException) -> str:
     if isinstance(error, OSError) and error.strerror:
         where = f" '{error.filename}'" if error.filename else ""
         return f"{error.strerror}{where}"
     return str(error) or type(error).__name__
+
+
+def _read_error_text(error: BaseException) -> str:
+    """Why a named source (``--input``, ``--payload``, ``--terminal-metadata``) could not be
+    read, as spx (Node) words it after its headline: ``ENOENT: no such file or directory,
+    open '<path>'``; ``EISDIR: illegal operation on a directory, read``."""
+    if not isinstance(error, OSError) or error.errno is None:
+        return _error_text(error)
+    import errno
+
+    code = errno.errorcode.get(error.errno, "EIO")
+    words = _UV_WORDS.get(code, (error.strerror or code).lower())
+    if code == "EISDIR":  # Node opens a directory, then its read fails: no path
+        return f"{code}: {words}, read"
+    where = f" '{error.filename}'" if error.filename else ""
+    return f"{code}: {words}, open{where}"
 
 
 def _reject_constant(name: str) -> Any:
@@ -482,7 +509,7 @@ def start(
     try:
         content = read(input_source)
     except (OSError, UnicodeDecodeError) as error:
-        raise _fail("INPUT_READ_FAILED", _error_text(error)) from None
+        raise _fail("INPUT_READ_FAILED", _read_error_text(error)) from None
     digest = v.digest_run_input(input_source, content)
     try:
         from review_loop.orchestrator.handoff.git import ensure_excluded
@@ -609,7 +636,7 @@ def add_evidence(
     try:
         raw = read(payload_source)
     except (OSError, UnicodeDecodeError) as error:
-        raise _fail("PAYLOAD_READ_FAILED", _error_text(error)) from None
+        raise _fail("PAYLOAD_READ_FAILED", _read_error_text(error)) from None
     try:
         payload = parse_json(raw)
     except ValueError:
@@ -692,7 +719,7 @@ def finish(
         try:
             raw = read(metadata_source)
         except (OSError, UnicodeDecodeError) as error:
-            raise _fail("PAYLOAD_READ_FAILED", _error_text(error)) from None
+            raise _fail("PAYLOAD_READ_FAILED", _read_error_text(error)) from None
         try:
             metadata = parse_json(raw)
         except ValueError:

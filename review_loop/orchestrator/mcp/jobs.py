@@ -121,16 +121,20 @@ class JobTable:
 
 
 async def _run_job(job: Job, cwd: Path) -> None:
-    """Run the job's process to its end; on cancellation or stop, the CLI's own stop."""
+    """Run the job's process to its end; on cancellation or stop, the CLI's own stop.
+
+    The command and its arguments go to the job on its stdin (:mod:`.job_main`), never on
+    its command line: an argument of any size passes (``execve`` caps one at 128 KiB).
+    """
     args = [sys.executable, "-m", "review_loop.orchestrator.mcp.job_main", str(os.getpid())]
     try:
         process = await anyio.open_process(
-            [*args, job.command, *job.argv],
+            args,
             cwd=cwd,
-            stdin=subprocess.DEVNULL,  # the server's stdin is the protocol's
+            stdin=subprocess.PIPE,  # the arguments, then end of file
             start_new_session=True,  # only the server stops it: no terminal or group signal
         )
-    except OSError as error:
+    except (OSError, ValueError) as error:  # ValueError: a NUL in cwd, never a crash
         _finish(job, 1, {"ok": False, "error": f"the job could not start: {error}"})
         return
     job.pid = process.pid
@@ -138,6 +142,7 @@ async def _run_job(job: Job, cwd: Path) -> None:
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(_stop_on_request, process, job)
+            group.start_soon(_send_arguments, process, job)
             async with anyio.create_task_group() as readers:
                 readers.start_soon(_read_stdout, process, out)
                 readers.start_soon(_read_stderr, process, job)
@@ -151,6 +156,19 @@ async def _run_job(job: Job, cwd: Path) -> None:
                 job.cancelled = True
                 await _stop(process)
             _finish(job, process.returncode, _document(bytes(out)))
+
+
+async def _send_arguments(process: anyio.abc.Process, job: Job) -> None:
+    """The job's command and arguments as one JSON document on its stdin, then its end.
+
+    A job that exits before reading them all (it was stopped) closes the pipe: not an error
+    of the server's.
+    """
+    assert process.stdin is not None
+    payload = json.dumps({"command": job.command, "argv": list(job.argv)}).encode()
+    with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        async with process.stdin:
+            await process.stdin.send(payload)
 
 
 async def _read_stdout(process: anyio.abc.Process, out: bytearray) -> None:

@@ -14,20 +14,28 @@ The server's own rules, on top of the CLI's:
 - A file argument (``packet``, ``plan``, ``host_position``) resolves inside ``repo``: the
   server reads and writes nothing outside the repository it is asked about.
 - It keeps no state on disk: jobs live in its memory, named by random ids, and die with it.
+- Every call's arguments are checked before any is used (:mod:`.arguments`): an unknown
+  argument, a NUL, a lone surrogate or an oversized string is a tool error naming it.
+- A job's arguments reach it on its stdin, never on a command line (no size limit of
+  ``execve`` applies, and nothing of them shows in ``ps``).
+- Each tool carries MCP annotations (:data:`ANNOTATIONS`) saying what it changes.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
+from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from review_loop.agents.errors import InputError
+from review_loop.orchestrator.mcp.arguments import check_arguments
 from review_loop.orchestrator.mcp.jobs import Job, JobTable
 from review_loop.orchestrator.mcp.models import CommandDocument, JobList, JobState, job_state
 
@@ -87,9 +95,69 @@ def flags(**values: str | float | bool | list[str] | None) -> list[str]:
     return argv
 
 
+def _hints(
+    *, read_only: bool, destructive: bool = False, idempotent: bool, open_world: bool
+) -> ToolAnnotations:
+    return ToolAnnotations(
+        readOnlyHint=read_only,
+        destructiveHint=destructive,
+        idempotentHint=idempotent,
+        openWorldHint=open_world,
+    )
+
+
+ANNOTATIONS: dict[str, ToolAnnotations] = {
+    # Read-only: changes no file of the working tree, no git state, no packet. It writes
+    # only its own session records (under .review-handoff/runtime/, excluded from git, as a
+    # server writes an access log); its reviewers run read-only. Open world: they call their
+    # model services. Not idempotent: each call asks again (a new session, new costs).
+    "consult": _hints(read_only=True, idempotent=False, open_world=True),
+    "job_wait": _hints(read_only=True, idempotent=True, open_world=False),
+    # Stops a job: its reviewers are ended and what they had not answered is lost.
+    "job_cancel": _hints(read_only=False, destructive=True, idempotent=True, open_world=False),
+    "jobs": _hints(read_only=True, idempotent=True, open_world=False),
+    "sessions": _hints(read_only=True, idempotent=True, open_world=False),
+    "evidence": _hints(read_only=True, idempotent=True, open_world=False),
+    # Writes a review packet and its rounds under .review-handoff/ (additive).
+    "run": _hints(read_only=False, idempotent=False, open_world=True),
+    "fix_completion": _hints(read_only=False, idempotent=False, open_world=False),
+    # Changes a packet's state for good (closed with a decision): not additive.
+    "close": _hints(read_only=False, destructive=True, idempotent=False, open_world=False),
+    # Write their run's records (preflight may commit to git unless no_git_writes).
+    "preflight": _hints(read_only=False, idempotent=False, open_world=True),
+    "converge": _hints(read_only=False, idempotent=False, open_world=True),
+}
+"""Each tool's MCP annotations: what a host may assume about calling it."""
+
+
+def server_version() -> str:
+    """review-loop's version (the installed distribution's), which the server reports."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("review-loop")
+    except PackageNotFoundError:  # a source tree never installed
+        return "unknown (not installed)"
+
+
+class CheckedServer(FastMCP):
+    """FastMCP that checks every call's arguments (:mod:`.arguments`) before the SDK sees
+    them: the SDK ignores unknown ones and takes any string."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        """The tool's result, or a tool error naming the argument that was refused."""
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:
+            try:
+                check_arguments(tool.parameters, arguments if isinstance(arguments, dict) else {})
+            except InputError as error:
+                raise ToolError(str(error)) from None
+        return await super().call_tool(name, arguments)
+
+
 def build(table: JobTable) -> FastMCP:
     """The server with every tool, running its jobs in ``table``."""
-    app = FastMCP(
+    app = CheckedServer(
         "review-loop",
         log_level="WARNING",  # its stderr is the user's; one line per request is noise
         instructions=(
@@ -112,7 +180,8 @@ def build(table: JobTable) -> FastMCP:
         tools.preflight,
         tools.converge,
     ):
-        app.tool()(tool)
+        app.tool(annotations=ANNOTATIONS[tool.__name__])(tool)
+    app._mcp_server.version = server_version()
     return app
 
 
@@ -215,7 +284,12 @@ class Tools:
         ctx: Ctx,
         reviewer: Annotated[str | None, Field(description="the reviewer product")] = None,
         host: Annotated[str | None, Field(description="the host product")] = None,
-        completion: Annotated[str | None, Field(description="pass or review")] = None,
+        completion: Annotated[
+            str | None,
+            Field(
+                description="review (the default: PASS_WITH_CONCERNS waits for the user) or pass"
+            ),
+        ] = None,
         base: Annotated[str | None, Field(description="the base ref")] = None,
         rounds: Annotated[str | None, Field(description="N or +N")] = None,
         continue_packet: Annotated[bool, Field(description="--continue: the open packet")] = False,
@@ -358,7 +432,7 @@ async def serve_stdio(protocol_out: int) -> None:
     async with anyio.create_task_group() as group:
         out: Any = ProtocolOut(file, group.cancel_scope)  # the SDK writes it as an AsyncFile
         await table.serve(group)
-        lines: Any = StdinLines(0)  # the SDK iterates it as it would an AsyncFile
+        lines: Any = StdinLines(0, out.send_line)  # the SDK iterates it as an AsyncFile
         async with stdio_server(stdin=lines, stdout=out) as (read, write):
             await server.run(read, write, server.create_initialization_options())
         group.cancel_scope.cancel()  # the client is gone: stop every job
@@ -377,10 +451,17 @@ class ProtocolOut:
         self.file = file
         self.scope = scope
         self.failure: str | None = None
+        self.lock = anyio.Lock()  # the SDK's writer and StdinLines' refusals: whole lines
 
     async def write(self, text: str) -> None:
         """Write ``text``, unless the stream already failed."""
-        await self._do(self.file.write, text)
+        async with self.lock:
+            await self._do(self.file.write, text)
+
+    async def send_line(self, text: str) -> None:
+        """Write ``text`` (a whole protocol line) and flush it."""
+        await self.write(text)
+        await self.flush()
 
     async def flush(self) -> None:
         """Flush, unless the stream already failed."""
@@ -406,8 +487,9 @@ class StdinLines:
     cancellation.
     """
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, reply: Callable[[str], Awaitable[None]]) -> None:
         self.fd = fd
+        self.reply = reply
         self.pending = b""
         self.eof = False
 
@@ -415,6 +497,14 @@ class StdinLines:
         return self
 
     async def __anext__(self) -> str:
+        while True:
+            line = await self._line()
+            refusal = refusal_of(line)
+            if refusal is None:
+                return line
+            await self.reply(refusal)  # answered here: the SDK would only log it
+
+    async def _line(self) -> str:
         while b"\n" not in self.pending and not self.eof:
             chunk = await self._read()
             self.eof = not chunk
@@ -430,3 +520,73 @@ class StdinLines:
         except OSError:  # not pollable (a regular file): a thread, abandoned if cancelled
             return await anyio.to_thread.run_sync(os.read, self.fd, 65536, abandon_on_cancel=True)
         return os.read(self.fd, 65536)
+
+
+def refusal_of(line: str) -> str | None:
+    """The JSON-RPC error answering ``line``, for a line the SDK cannot read; else ``None``.
+
+    The SDK answers a message it cannot parse with no response at all (a log notification
+    only), so a client waits for ever. Here: not JSON is ``-32700`` (parse error, id
+    ``null``); a request with an id whose string holds a lone surrogate (a ``\\ud800``
+    escape: valid JSON, not text) is ``-32602``, naming where; any other request with an
+    id that is not a JSON-RPC message (``params`` an array, ...) is ``-32600``. A message
+    without an id is a notification: nothing may answer it.
+    """
+    from mcp.types import JSONRPCMessage
+    from pydantic import ValidationError
+
+    if not line.strip():
+        return None
+    try:
+        JSONRPCMessage.model_validate_json(line)
+    except ValidationError as error:
+        invalid = error
+    else:
+        return None
+    import json
+
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return _error(None, -32700, "parse error: the line is not one JSON document")
+    ident = message.get("id") if isinstance(message, dict) else None
+    if not isinstance(ident, (str, int)) or isinstance(ident, bool):
+        return None  # a notification, or an id no answer could name
+    where = _surrogate_at(message, "")
+    if where is not None:
+        why = f"invalid params: {where.lstrip('.')} holds a lone surrogate, which is not text"
+        return _error(ident, -32602, f"{why} (accepted: valid Unicode text)")
+    first = invalid.errors()[0]
+    at = ".".join(str(part) for part in first["loc"][1:]) or "the message"
+    why = f"invalid request: {at}: {first['msg']}"
+    return _error(ident, -32600, f"{why} (accepted: a JSON-RPC 2.0 request)")
+
+
+def _surrogate_at(value: object, path: str) -> str | None:
+    """The path (``.params.arguments.question``) of the first string or key in ``value``
+    that holds a lone surrogate, else ``None``."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path or "."
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            name = f"{path}.{ascii(key)[1:-1]}"  # escaped: a key may be the hostile part
+            found = _surrogate_at(key, f"{name} (its name)") or _surrogate_at(item, name)
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _surrogate_at(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
+def _error(ident: str | int | None, code: int, message: str) -> str:
+    import json
+
+    error = {"code": code, "message": message}
+    return json.dumps({"jsonrpc": "2.0", "id": ident, "error": error}) + "\n"

@@ -288,10 +288,12 @@ def consult_result(delivery: Delivery, record_path: Path | None) -> dict[str, An
             "message": ADVISORY_MESSAGE,
             **_read_only_resume(delivery),
         }
+    from review_loop.orchestrator.explain import failure_words
+
     if delivery.interrupted:
         message = "interrupted: review-loop was stopped; this peer's session was ended"
     else:
-        message = f"consult peer invoke failed: {delivery.reason}"
+        message = f"consult peer invoke failed: {failure_words(delivery)}"
     return {
         "ok": False,
         "status": INTERRUPTED if delivery.interrupted else "DELIVERY_UNKNOWN",
@@ -300,7 +302,7 @@ def consult_result(delivery: Delivery, record_path: Path | None) -> dict[str, An
         **common,
         "recordPath": None,
         "message": message,
-        "error": delivery.detail or delivery.reason,
+        "error": failure_words(delivery),  # the original's words: "non-zero exit N: …"
         # ``status`` is the original's (DELIVERY_UNKNOWN for every failure); these say what
         # the delivery state means and what to do about it, in a person's words.
         **_explained(delivery),

@@ -15,7 +15,7 @@ accept-concerns`` archives a PASS_WITH_CONCERNS packet parked for the user.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,14 +125,19 @@ def _default_evidence(repo: Path, base: str, paths: list[str] | None) -> tuple[A
     return compute_evidence(repo, base, paths)
 
 
-def parse_rounds(value: str | None) -> tuple[str, int] | None:
-    """``N`` (absolute) or ``+N`` (added to the persisted budget)."""
-    if value is None:
+def parse_rounds(value: str | None) -> tuple[str, int | float] | None:
+    """``N`` (absolute) or ``+N`` (added to the persisted budget), ``N`` any finite number
+    from 1 as the original reads it (``Number()``: ``2``, ``1e1``, ``1.5``)."""
+    from review_loop.agents.js_number import js_number, plain
+
+    if value is None or value == "":
         return None
-    match = re.fullmatch(r"\s*(\+?)(\d{1,4})\s*", value)
-    if not match or int(match.group(2)) < 1:
+    text = value.strip()
+    kind = "add" if text.startswith("+") else "set"
+    number = js_number(text[1:] if kind == "add" else text)
+    if number is None or number < 1:
         raise InputError("--rounds", f"{value!r} is not a round count", "N or +N with N ≥ 1")
-    return ("add" if match.group(1) else "set"), int(match.group(2))
+    return kind, plain(number)
 
 
 def validate_plan(plan: RunPlan) -> None:
@@ -165,6 +170,25 @@ def _fail_closed(code: str, message: str, ref: PacketRef, **extra: Any) -> dict[
         "packetId": ref.packet_id,
         **extra,
     }
+
+
+def state_view(state: dict[str, Any]) -> dict[str, Any]:
+    """The run state as the original prints it in a result: ``evidenceRound<N>`` is
+    ``true`` (the frozen evidence's record stays in ``state.evidence``), and a finding's
+    ``targetFiles`` in ``findingCatalog`` is the files joined with ``", "``."""
+    view = {
+        key: True if re.fullmatch(r"evidenceRound\d+", key) and value else value
+        for key, value in state.items()
+    }
+    catalog = state.get("findingCatalog")
+    if isinstance(catalog, dict):
+        view["findingCatalog"] = {
+            fid: {**entry, "targetFiles": ", ".join(map(str, entry["targetFiles"]))}
+            if isinstance(entry, dict) and isinstance(entry.get("targetFiles"), list)
+            else entry
+            for fid, entry in catalog.items()
+        }
+    return view
 
 
 def _findings_out(ledger: Ledger, ids: list[str]) -> list[dict[str, Any]]:
@@ -241,7 +265,7 @@ async def run_review(
             "round": state.get("round"),
             "evidence": state.get("evidence"),
             "evidenceCurrent": current,
-            "state": state,  # the original's key: the run state
+            "state": state_view(state),  # the original's key: the run state
             "message": "Packet already archived; start a new packet with run (no --continue)."
             + ("" if current else " Its verdict covers other code than the tree has now."),
         }
@@ -315,6 +339,8 @@ def _check_state(ref: PacketRef, data: bytes) -> tuple[dict[str, Any] | None, di
                 ref,
                 expected=pinned,
                 actual=sha256_bytes(data),
+                expectedHash=pinned,  # the original's names
+                actualHash=sha256_bytes(data),
             ),
             state,
         )
@@ -340,8 +366,8 @@ def _check_state(ref: PacketRef, data: bytes) -> tuple[dict[str, Any] | None, di
     return None, state
 
 
-def _budget(plan: RunPlan, state: dict[str, Any]) -> int:
-    persisted = int(state.get("roundsBudget") or DEFAULT_ROUNDS)
+def _budget(plan: RunPlan, state: dict[str, Any]) -> int | float:
+    persisted: int | float = state.get("roundsBudget") or DEFAULT_ROUNDS
     rounds = parse_rounds(plan.rounds)
     if rounds is None:
         return persisted
@@ -357,7 +383,7 @@ class _Round:
     reviewer: str
     product: str
     completion: str
-    budget: int
+    budget: int | float  # the original takes any number from 1 (--rounds 1.5)
     base_sha: str
     paths: list[str] | None
 
@@ -434,7 +460,7 @@ def _open_state(
             "status": "already_archived",
             "packetPath": str(ref.path),
             "packetId": ref.packet_id,
-            "state": state,  # the original's key: the run state
+            "state": state_view(state),  # the original's key: the run state
             "message": "Packet already archived.",
         }, state
     if not state:
@@ -472,6 +498,8 @@ def _check_round_order(
             f"(last verdict {state.get('lastVerdict')}); continue it or start a new packet",
             "run --continue",
         )
+    elif _another_round(state, meta, anchors):
+        return  # the user's "another round" after PASS_WITH_CONCERNS: a plain re-review
     elif anchors[-1:] != ["fix_completion"] or meta.get("last_anchor") != "fix_completion":
         raise InputError(
             "--continue",
@@ -487,6 +515,18 @@ def _check_round_order(
         )
 
 
+def _another_round(state: dict[str, Any], meta: dict[str, str], anchors: list[str]) -> bool:
+    """Whether the packet waits on the user's decision after PASS_WITH_CONCERNS (the
+    original's "archive or another round"): another round is a plain ``run --continue``,
+    the reviewer re-reviews the same packet, as in the original."""
+    return (
+        state.get("lastVerdict") == "PASS_WITH_CONCERNS"
+        and meta.get("lifecycle_state") == "awaiting_user_decision"
+        and anchors[-1:] in (["review_findings"], ["re_review"])
+        and meta.get("last_anchor") == anchors[-1]
+    )
+
+
 def _seed_round(
     dispatcher: Dispatcher, plan: RunPlan, ref: PacketRef, state: dict[str, Any], data: bytes
 ) -> _Round:
@@ -500,7 +540,8 @@ def _seed_round(
         plan.reviewer or state.get("reviewer") or dispatcher.prefs.default_reviewer(plan.host)
     )
     peer = resolve_peer(reviewer, dispatcher.prefs, field="--reviewer")
-    completion = plan.completion or state.get("completion") or "pass"
+    # PASS_WITH_CONCERNS waits on the user by default, as the original; "pass" fixes them.
+    completion = plan.completion or state.get("completion") or "review"
     budget = _budget(plan, state)
     pinned_base = state.get("baseSha")
     if pinned_base and plan.base and rev_parse(repo, plan.base) != pinned_base:
@@ -521,8 +562,6 @@ def _seed_round(
             "updated": utc_now(),
         }
     )
-    if plan.rounds is not None and previous_round > 0:
-        state["budgetOverride"] = True
     return _Round(
         number=previous_round + 1,
         reviewer=reviewer,
@@ -551,7 +590,8 @@ async def _freeze_evidence(
     round_number = seed.number
     evidence_path = ref.runtime / "evidence" / f"round-{round_number}.diff"
     frozen_digest = state.get(f"evidenceDigest{round_number}")
-    if frozen_digest and evidence_path.exists():
+    frozen = bool(frozen_digest) and evidence_path.exists()
+    if frozen:
         reused = await _reuse_frozen(
             repo, ref, state, seed, evidence_fn, evidence_path, frozen_digest, warnings
         )
@@ -575,6 +615,9 @@ async def _freeze_evidence(
         warnings.append(f"large diff: {changed_lines} changed lines (> {LARGE_DIFF_LINES})")
     state["evidencePath"] = str(evidence_path)
     state["lineCount"] = changed_lines  # the original counts changed (+/-) lines
+    # ... but its report counts every line of the frozen evidence a retried round reuses
+    # (the diff text split on newlines): the report's count, as the original's.
+    state["reportLineCount"] = len(diff_text.split("\n")) if frozen else changed_lines
     save_state(ref.runtime, state)
     return _Frozen(evidence, diff_text, evidence_path)
 
@@ -984,7 +1027,9 @@ def _delivery_unknown(
     correction: bool = False,
 ) -> dict[str, Any]:
     save_state(ref.runtime, state)
-    detail = delivery.detail or delivery.reason or "unknown"
+    from review_loop.orchestrator.explain import failure_words
+
+    detail = failure_words(delivery)  # "non-zero exit N: …" as the original says it
     said = delivery.reason if detail == delivery.reason else f"{delivery.reason}: {detail}"
     return {
         "ok": False,
@@ -1004,7 +1049,7 @@ def _delivery_unknown(
         "sessionId": delivery.sessionId,
         # The whole run state, as the original prints it (baseSha, packetHash, ...).
         "state": {
-            **state,
+            **state_view(state),
             "round": state.get("round"),
             "lastVerdict": state.get("lastVerdict"),
             "lifecycleState": state.get("lifecycleState", "in_progress"),
@@ -1016,7 +1061,7 @@ def _delivery_unknown(
 
 
 def _budget_exhausted(
-    ref: PacketRef, state: dict[str, Any], ledger: Ledger, body: str, budget: int
+    ref: PacketRef, state: dict[str, Any], ledger: Ledger, body: str, budget: int | float
 ) -> dict[str, Any]:
     unresolved = ledger.open_blocking + ledger.open_concerns
     reassessments = state.get("lastReassessments") or []
@@ -1216,7 +1261,7 @@ def _round_result(done: _Recorded) -> dict[str, Any]:
                 "verdict": verdict,
                 "rounds": round_number,
                 "findingIds": ledger.finding_ids,
-                "lineCount": done.state.get("lineCount"),
+                "lineCount": done.state.get("reportLineCount", done.state.get("lineCount")),
             },
         }
     if done.outcome.status == "awaiting_user_decision":
@@ -1239,7 +1284,7 @@ def _fix_result(done: _Recorded) -> dict[str, Any]:
     ledger, state, common, lifecycle = done.ledger, done.state, done.common, done.outcome.lifecycle
     status, round_number = done.outcome.status, common["round"]
     open_ids = ledger.open_blocking + ledger.open_concerns
-    budget = int(state.get("roundsBudget") or DEFAULT_ROUNDS)
+    budget: int | float = state.get("roundsBudget") or DEFAULT_ROUNDS
     if status == "blocked" and round_number >= budget and not state.get("budgetOverride"):
         # As the original: BLOCKED on the last budgeted round stops now (exit 2), never
         # asking for a fix pass no round is left to review. The round is recorded.
@@ -1318,9 +1363,9 @@ def fix_completion(repo: Path, packet: str, body_text: str) -> dict[str, Any]:
         if not state or int(state.get("round") or 0) < 1:
             raise InputError("--packet", "the packet has no review round to answer yet")
         anchors = [a for a, _ in h1_sections(body)]
+        # As the original: a Fix Completion answers a Fix Handoff or a Re-review, never the
+        # first round's findings (after PASS_WITH_CONCERNS there: close, or another round).
         allowed = {"fix_handoff", "re_review"}
-        if meta.get("lifecycle_state") == "awaiting_user_decision":
-            allowed.add("review_findings")
         last = anchors[-1] if anchors else None
         if last not in allowed or meta.get("last_anchor") != last:
             raise InputError(
@@ -1395,77 +1440,110 @@ def close_packet(repo: Path, packet: str, reason: str) -> dict[str, Any]:
         failure, state = _check_state(ref, data)
         if failure is not None:
             return failure
-        last = meta.get("last_anchor")
-        anchors = [a for a, _ in h1_sections(body)]
-        if (
-            meta.get("lifecycle_state") != "awaiting_user_decision"
-            or last not in ("review_findings", "re_review")
-            or anchors[-1:] != [last]
-            or state.get("lastVerdict") != "PASS_WITH_CONCERNS"
-        ):
-            raise StateError(
-                "CLOSE_NOT_ALLOWED",
-                "close needs a PASS_WITH_CONCERNS packet awaiting the user's decision "
-                f"(lifecycle {meta.get('lifecycle_state')}, last anchor {last})",
-            )
+        _require_awaiting_decision(meta, body, state)
         concerns = list(state.get("openConcerns") or [])
         evidence = state.get("evidence") or {}
         now = utc_now()
         stage = decision_closure_text(
             reason=reason, concern_ids=concerns, closed=now, evidence_digest=evidence.get("digest")
         )
-        new_meta = dict(meta)
-        new_meta.update(
-            {"updated": now, "last_anchor": "decision_closure", "lifecycle_state": "archived"}
+        final = _archive_with_closure(ref, meta, body, state, stage, now)
+        return _closed_document(ref, final, state, reason, concerns, now)
+
+
+def _require_awaiting_decision(
+    meta: Mapping[str, Any], body: str, state: Mapping[str, Any]
+) -> None:
+    """Refuse ``close`` unless the packet is a PASS_WITH_CONCERNS awaiting the user."""
+    last = meta.get("last_anchor")
+    anchors = [a for a, _ in h1_sections(body)]
+    if (
+        meta.get("lifecycle_state") != "awaiting_user_decision"
+        or last not in ("review_findings", "re_review")
+        or anchors[-1:] != [last]
+        or state.get("lastVerdict") != "PASS_WITH_CONCERNS"
+    ):
+        raise StateError(
+            "CLOSE_NOT_ALLOWED",
+            "close needs a PASS_WITH_CONCERNS packet awaiting the user's decision "
+            f"(lifecycle {meta.get('lifecycle_state')}, last anchor {last})",
         )
-        encoded = join_packet(new_meta, body.rstrip("\n") + "\n" + stage).encode("utf-8")
-        state["pendingStage"] = {"anchor": "decision_closure", "at": now}
-        save_state(ref.runtime, state)
-        atomic_write_bytes(ref.path, encoded)
-        final = PacketRef(ref.repo, ref.slug, ref.base, archived=True)
-        rename(ref.path, final.path)
-        unlink(ref.runtime / "STOP", missing_ok=True)
-        state.update(
-            {
-                "packetHash": sha256_bytes(encoded),
-                "packetPath": str(final.path),
-                "lastAnchor": "decision_closure",
-                "lifecycleState": "archived",
-                "lifecycle": "archived",
-                "pendingStage": None,
-                "updated": utc_now(),
-            }
-        )
-        save_state(ref.runtime, state)
-        append_line(ref.runtime / "events.jsonl", {"event": "decision_closure", "at": now})
-        return {
-            "ok": True,
-            "status": "archived",
-            "reason": reason,
+
+
+def _archive_with_closure(
+    ref: PacketRef,
+    meta: Mapping[str, Any],
+    body: str,
+    state: dict[str, Any],
+    stage: str,
+    now: str,
+) -> PacketRef:
+    """Append the decision closure, move the packet to the archive, record it; the archived
+    packet. The pending stage is saved first, so a crash between the steps is healed."""
+    new_meta = dict(meta)
+    new_meta.update(
+        {"updated": now, "last_anchor": "decision_closure", "lifecycle_state": "archived"}
+    )
+    encoded = join_packet(new_meta, body.rstrip("\n") + "\n" + stage).encode("utf-8")
+    state["pendingStage"] = {"anchor": "decision_closure", "at": now}
+    save_state(ref.runtime, state)
+    atomic_write_bytes(ref.path, encoded)
+    final = PacketRef(ref.repo, ref.slug, ref.base, archived=True)
+    rename(ref.path, final.path)
+    unlink(ref.runtime / "STOP", missing_ok=True)
+    state.update(
+        {
+            "packetHash": sha256_bytes(encoded),
             "packetPath": str(final.path),
-            "packetId": ref.packet_id,
             "lastAnchor": "decision_closure",
             "lifecycleState": "archived",
-            "originalVerdict": "PASS_WITH_CONCERNS",
-            "acceptedConcernIds": concerns,
-            "evidence": evidence,
-            "message": "The user accepted the open concerns; the verdict stays "
-            "PASS_WITH_CONCERNS and the packet is archived.",
-            "report": {
-                # The original's report keys ...
-                "originalVerdict": "PASS_WITH_CONCERNS",
-                "closeReason": reason,
-                "acceptedConcernIds": concerns,
-                "closedAt": now,
-                "lastAnchor": "decision_closure",
-                "lifecycleState": "archived",
-                # ... and the run's, as an archived run reports them.
-                "verdict": "PASS_WITH_CONCERNS",
-                "rounds": state.get("round"),
-                "findingIds": state.get("findingIds", []),
-                "lineCount": state.get("lineCount"),
-            },
+            "lifecycle": "archived",
+            "pendingStage": None,
+            "updated": utc_now(),
         }
+    )
+    save_state(ref.runtime, state)
+    append_line(ref.runtime / "events.jsonl", {"event": "decision_closure", "at": now})
+    return final
+
+
+def _closed_document(
+    ref: PacketRef,
+    final: PacketRef,
+    state: Mapping[str, Any],
+    reason: str,
+    concerns: list[Any],
+    now: str,
+) -> dict[str, Any]:
+    """``close``'s result: the archived packet and the original's report."""
+    return {
+        "ok": True,
+        "status": "archived",
+        "reason": reason,
+        "packetPath": str(final.path),
+        "packetId": ref.packet_id,
+        "lastAnchor": "decision_closure",
+        "lifecycleState": "archived",
+        "originalVerdict": "PASS_WITH_CONCERNS",
+        "acceptedConcernIds": concerns,
+        "evidence": state.get("evidence") or {},
+        "message": "The user accepted the open concerns; the verdict stays "
+        "PASS_WITH_CONCERNS and the packet is archived.",
+        "report": {
+            # The original's report keys ...
+            "originalVerdict": "PASS_WITH_CONCERNS",
+            "closeReason": reason,
+            "acceptedConcernIds": concerns,
+            "closedAt": now,
+            "lastAnchor": "decision_closure",
+            "lifecycleState": "archived",
+            # ... and the run's, as an archived run reports them.
+            "verdict": "PASS_WITH_CONCERNS",
+            "rounds": state.get("round"),
+            "findingIds": state.get("findingIds", []),
+            "lineCount": state.get("lineCount"),
+        },
+    }
 
 
 __all__ = [

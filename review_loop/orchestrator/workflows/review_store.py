@@ -39,7 +39,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
 
 from review_loop.agents.errors import InputError, ReviewLoopError, StateError
 from review_loop.agents.review import Finding, Ledger, branch_slug, legacy_branch_slug
@@ -530,7 +538,8 @@ class RunState(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     round: StrictInt = Field(default=0, ge=0)
-    roundsBudget: StrictInt | None = Field(default=None, ge=1)
+    # any number from 1, as the original's --rounds (Number(): 1.5 is a budget)
+    roundsBudget: StrictInt | StrictFloat | None = Field(default=None, ge=1)
     packetHash: StrictStr | None = None
     roundStartPacketHash: StrictStr | None = None
     baseSha: StrictStr | None = None

@@ -40,7 +40,7 @@ async def test_timeout_line_and_the_deadline_the_user_set(repo: Path, fakes: Fak
     assert delivery.state is DeliveryState.DELIVERY_UNKNOWN
     assert delivery.reason == "timeout"
     # Not "timeout after 1530ms": the grace spent ending the tree is not the deadline.
-    assert delivery.detail.startswith("timeout after 1000 ms (+ grace;")
+    assert delivery.detail.startswith("timeout after 1000ms (+ grace;")
     assert any(line.startswith("[review-loop] reviewer=claude status=timeout") for line in lines)
 
 

@@ -125,7 +125,7 @@ def test_three_rounds_blocked_concerns_then_archived(
             again(["| F1 | resolved | guarded |", "| F2 | resolved | renamed |"], "PASS"),
         ]
     )
-    code, r1 = rl(repo, "run")
+    code, r1 = rl(repo, "run", "--completion", "pass")  # the "fix it" behaviour, by flag
     assert code == 0, r1
     assert r1["status"] == "blocked" and r1["verdict"] == "BLOCKED"
     assert r1["openBlocking"] == ["F1"] and r1["openConcerns"] == ["F2"]
