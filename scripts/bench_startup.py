@@ -51,7 +51,7 @@ FLOOR_CASE = "floor: anyio + the fake CLI"
 # ``codex exec --json`` as the real CLI prints it; ``--version`` answers the probe, ``exec
 # --help`` lists the flags review-loop requires (orchestrator/sandbox/flags.py).
 INSTANT_CODEX = r"""#!/bin/sh
-case "$1" in --version) echo "codex-cli 0.50.0"; exit 0;; esac
+case "$1" in --version) echo "codex-cli 0.171.0"; exit 0;; esac
 case "$1 $2" in "exec --help") printf '  -s  x\n  -c  x\n  --ignore-rules  x\n'; exit 0;; esac
 cat >/dev/null
 id=$(cat /proc/sys/kernel/random/uuid)

@@ -57,33 +57,31 @@ FORBIDDEN: dict[str, set[str]] = {
     "sessions": RUNTIME
     | DISPATCH
     | {"pydantic", "pydantic_core", "review_loop.agents.outcomes", "uuid", "platform", "hashlib"}
-    | {"datetime"}  # only a CLI's own store's session times (adapters._common.iso_utc)
     | {"shutil"},  # argparse asks no terminal width (cli.new_parser)
     # the fields it computed are printed as they are: no model built (and no adapters)
     "evidence": RUNTIME | DISPATCH | PYDANTIC | {"review_loop.adapters.base"},
-    # a signed ledger is shown without the models; git runs, hence subprocess
+    # a signed ledger is shown without the models; git runs, hence subprocess; the run's
+    # paths are a dataclass (converge_store.RunPaths: dataclasses costs it a few ms of ~180)
     "ledger show": RUNTIME
     | DISPATCH
     | PYDANTIC
     | OTHER_WORKFLOWS
-    | (PLAIN - {"subprocess"})
+    | (PLAIN - {"subprocess", "dataclasses", "inspect"})
     | {"secrets", "review_loop.agents.outcomes"},
     # the core builds plain values; pydantic models only at the embedding API
-    # (prompt templates are read beside their package, not through importlib.resources)
+    # (importlib.resources is allowed: the prompt templates are read through it, ~1.5 ms)
     "consult": {
         "trio",
         "httpx",
         "pydantic",
         "pydantic_core",
         "psutil",
-        "importlib.resources",
         # resumeReadOnly has its own module
         "review_loop.orchestrator.sessions.listing",
         "review_loop.orchestrator.sessions.records",
         # only a request without a record directory names one with uuid (dispatcher._place)
         "uuid",
-        # time stamps are printed with time (files.iso_utc)
-        "datetime",
+        # datetime is allowed: files.iso_utc prints stamps with it (its import is ~1 ms)
     }
     | OTHER_WORKFLOWS,
 }

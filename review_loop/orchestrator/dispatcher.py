@@ -302,8 +302,7 @@ class _InFlight:
     its entry in the index of unfinished records (:mod:`.unfinished`) is made. ``made``: the
     empty file made while the CLI ran that is to become its finished record.
 
-    A plain class: a dataclass would only generate methods nobody calls, at about half a
-    millisecond of every command's start (``docs/performance.md``).
+    A plain class: mutable state of one attempt, never compared or printed.
     """
 
     __slots__ = (
@@ -458,8 +457,7 @@ class Dispatcher:
         keep_outcomes: int = OUTCOMES_KEPT,
         runner: Runner | None = None,
     ) -> None:
-        # A plain class, not a dataclass: its generated methods (eq, repr) were never used,
-        # and building them cost every command's start about half a millisecond.
+        # A plain class, not a dataclass: an object with behaviour, never compared or printed.
         self.repo = repo
         self.prefs = prefs
         self.progress = progress

@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 from functools import cache
-from pathlib import Path
+from importlib.resources import files
 
 
 @cache
 def load_prompt(name: str) -> str:
-    """The text of ``prompts/<name>.md`` (without a trailing newline).
-
-    Read beside this file when the package is on disk; through ``importlib.resources``
-    otherwise (a zip, another loader), whose import costs every reviewer command about
-    1.5 ms of start-up (docs/performance.md).
-    """
-    try:
-        text = (Path(__file__).parent / f"{name}.md").read_text(encoding="utf-8")
-    except OSError:
-        from importlib.resources import files
-
-        text = files(__name__).joinpath(f"{name}.md").read_text(encoding="utf-8")
-    return text.rstrip("\n")
+    """The text of ``prompts/<name>.md`` (without a trailing newline)."""
+    return files(__name__).joinpath(f"{name}.md").read_text(encoding="utf-8").rstrip("\n")
 
 
 def consult_prompt(question: str) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import NamedTuple
+from dataclasses import dataclass
 
 # The help words live with the entry (:mod:`review_loop.orchestrator.cli`), which imports
 # this module only when a command line holds one of them (or is empty).
@@ -23,9 +23,8 @@ from review_loop.agents.constants import DEFAULT_ROUNDS
 from review_loop.orchestrator.cli.flags import HELP_FLAGS
 
 
-# NamedTuple, not a dataclass: a bare ``review-loop``, ``-h`` and ``--version`` import this
-# module, and dataclasses (with inspect) would cost them a few ms (docs/performance.md).
-class Flag(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Flag:
     """One flag or positional argument: how it is written, what it means, its default."""
 
     spelling: str
@@ -33,7 +32,8 @@ class Flag(NamedTuple):
     default: str = "none"
 
 
-class Page(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Page:
     """The human help of one command."""
 
     summary: str

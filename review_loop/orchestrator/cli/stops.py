@@ -57,9 +57,8 @@ def _progress(line: str) -> None:
 class Stop:
     """One command's stop state: which signals it listens to and what arrived.
 
-    A plain class, not a dataclass: every command that runs reviewers builds one before
-    its arguments are checked, and the dataclass machinery is start-up it does not need
-    (docs/performance.md).
+    A plain class, not a dataclass: state that signal handlers change, never compared or
+    printed.
 
     Attributes:
         signals: the signals handled (those not ignored when review-loop started).

@@ -21,6 +21,7 @@ import stat
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -680,14 +681,11 @@ def utc_now() -> str:
 def iso_utc(ns: int) -> str:
     """``ns`` nanoseconds after the epoch as ``utc_now`` prints it: ``2026-12-01T05:30:00.123Z``.
 
-    The milliseconds are truncated, as ``datetime.isoformat(timespec="milliseconds")``
-    does. Written with ``time`` rather than ``datetime``: every command that records
-    anything calls it, and importing ``datetime`` cost each of them about half a
-    millisecond of start-up (``docs/performance.md``); a contract test holds the two equal.
+    The milliseconds are truncated, as ``datetime.isoformat(timespec="milliseconds")`` does.
     """
     seconds, rest = divmod(ns, 1_000_000_000)
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
-    return f"{stamp}.{rest // 1_000_000:03d}Z"
+    moment = datetime.fromtimestamp(seconds, UTC).replace(microsecond=rest // 1000)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def file_stamp(iso: str) -> str:

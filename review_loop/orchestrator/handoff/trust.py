@@ -32,7 +32,6 @@ STOP_NAME = f"{HANDOFF}/STOP"
 class TrustReport:
     """The untrusted documents and tracked files one command met."""
 
-    # a plain class, not a dataclass: ``ledger show`` would pay ~4 ms for ``dataclasses``
     def __init__(self) -> None:
         self.untrusted: list[dict[str, str]] = []
         self.tracked: list[str] = []

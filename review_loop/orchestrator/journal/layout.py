@@ -23,6 +23,7 @@ run would split its history.
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 from typing import Final, NamedTuple
@@ -65,47 +66,22 @@ class Product(NamedTuple):
 def run_git(cwd: Path, *args: str) -> tuple[int, bytes, bytes]:
     """``git -C cwd args...`` → ``(exit code, stdout, stderr)``, for short commands.
 
-    ``posix_spawn`` and two pipes instead of :mod:`subprocess`: every journal command
-    resolves its repository, and importing ``subprocess`` (with ``signal``, ``threading``,
-    ``selectors``) is a noticeable share of a command's start-up. Both outputs must be
-    small (stderr is read after stdout). Locked down as every git review-loop runs
-    (:mod:`..git_lockdown`); only commands that convert no work tree content come here.
+    Locked down as every git review-loop runs (:mod:`..git_lockdown`); only commands that
+    convert no work tree content come here.
     """
     if git_lockdown.needs_driver_overrides(args):
         raise ValueError(f"run_git is for commands that read no work tree content: {args}")
-    env = git_lockdown.environment()
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
     try:
-        pid = os.posix_spawnp(
-            "git",
+        done = subprocess.run(
             git_lockdown.argv(cwd, args),
-            env,
-            file_actions=[
-                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                (os.POSIX_SPAWN_DUP2, out_w, 1),
-                (os.POSIX_SPAWN_DUP2, err_w, 2),
-            ],
+            env=git_lockdown.environment(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
         )
     except FileNotFoundError:
-        for fd in (out_r, out_w, err_r, err_w):
-            os.close(fd)
         raise InputError("git", "the git executable is not on PATH", "an installed git") from None
-    os.close(out_w)
-    os.close(err_w)
-    outputs: list[bytes] = []
-    try:
-        for fd in (out_r, err_r):
-            chunks = []
-            while data := os.read(fd, 65536):
-                chunks.append(data)
-            outputs.append(b"".join(chunks))
-    finally:
-        os.close(out_r)
-        os.close(err_r)
-        _, status = os.waitpid(pid, 0)
-    out, err = outputs
-    return os.waitstatus_to_exitcode(status), out, err
+    return done.returncode, done.stdout, done.stderr
 
 
 def locate_product(cwd: Path, *, env: dict[str, str] | None = None) -> Product:

@@ -56,8 +56,8 @@ def output_prefix() -> str:
 class BoundedCapture:
     """The head and the tail of a stream in memory; all of it, up to a cap, in a spill.
 
-    A plain slotted class, not a dataclass: ``@dataclass`` compiles its methods when the
-    class is defined, on every reviewer command's start (``docs/performance.md``).
+    A plain class, not a dataclass: it is a buffer with state, not a value (four of its
+    fourteen attributes are arguments, none is compared or printed).
     ``keep_cap`` of 0 (or at most the head) keeps nothing whole: past its head and tail
     the stream's middle is dropped (stderr, whose whole is never needed).
     """

@@ -62,22 +62,16 @@ QUICK_ENTRIES = 64
 read in a worker thread, not in the event loop's."""
 
 
+@dataclasses.dataclass(slots=True)
 class _Case:
-    """One record of a dead owner, and what the reaper found and did.
+    """One record of a dead owner, and what the reaper found and did."""
 
-    A plain class, not a dataclass: every dispatcher imports this module, and building a
-    dataclass costs its start about 0.3 ms (docs/performance.md).
-    """
-
-    __slots__ = ("ended", "leader", "path", "record", "survivors", "untrusted")
-
-    def __init__(self, path: Path, record: SessionRecord) -> None:
-        self.path = path
-        self.record = record
-        self.untrusted: str | None = None
-        self.leader: procfs.Proc | None = None
-        self.ended: list[int] = []
-        self.survivors: list[int] = []
+    path: Path
+    record: SessionRecord
+    untrusted: str | None = None
+    leader: procfs.Proc | None = None
+    ended: list[int] = dataclasses.field(default_factory=list)
+    survivors: list[int] = dataclasses.field(default_factory=list)
 
 
 def _read_record(path: Path) -> SessionRecord | None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -337,44 +338,21 @@ async def _feed(stream: anyio.abc.ByteSendStream | None, data: bytes | None) -> 
 
 
 def resolve_executable(argv0: str, env: dict[str, str]) -> str | None:
-    """The path ``argv0`` runs as under ``env``'s PATH, or ``None`` if it is not there.
-
-    A bare name gets ``shutil.which``'s answer, found here on POSIX with the very rules
-    and checks ``which`` makes, without importing ``shutil`` (and the compression modules
-    it loads: about 1.4 ms of every consult): an empty PATH matches nothing; else each
-    entry in order (an empty or relative one against the working directory), the first
-    ``entry/argv0`` that exists, is executable and is no directory.
+    """The path ``argv0`` runs as under ``env``'s PATH (``shutil.which``'s answer), or
+    ``None`` if it is not there.
 
     A relative answer (through an empty or relative entry, or ``argv0`` such as
     ``./cli``) is made absolute against the working directory it was found in: the CLI
     is started in its session's own directory, where that name would be another file
     (one the repository holds) or none.
     """
-    found = _found(argv0, env.get("PATH", os.defpath))
+    found = shutil.which(argv0, path=env.get("PATH", os.defpath))
     if found is None or os.path.isabs(found):
         return found
     try:
         return os.path.join(os.getcwd(), found)
     except OSError:  # the working directory is gone: nothing relative is there now
         return None
-
-
-def _found(argv0: str, path: str) -> str | None:
-    """``argv0`` itself if it names a directory part, else where PATH finds it (see
-    :func:`resolve_executable`), as found: relative where the entry was."""
-    if os.sep in argv0:
-        return argv0 if os.access(argv0, os.X_OK) and os.path.isfile(argv0) else None
-    if os.name != "posix":  # PATHEXT, the current directory first: which's own rules
-        import shutil
-
-        return shutil.which(argv0, path=path)
-    if not path:
-        return None
-    for directory in path.split(os.pathsep):
-        name = os.path.join(directory, argv0)
-        if os.path.exists(name) and os.access(name, os.F_OK | os.X_OK) and not os.path.isdir(name):
-            return name
-    return None
 
 
 def child_env(invocation: Invocation, marker: str) -> dict[str, str]:

@@ -30,6 +30,7 @@ from pathlib import Path, PurePosixPath
 
 from review_loop.agents.models import Invocation
 from review_loop.orchestrator.process import procfs
+from review_loop.orchestrator.process.capture import OUTPUT_PREFIX
 from review_loop.orchestrator.sandbox.reviewer import WRAPPER, protected_paths, wrapped_argv
 from review_loop.orchestrator.sandbox.wrapper import ISOLATION_FAILED_EXIT, MARKER
 
@@ -207,8 +208,8 @@ def _orphaned_in(base: Path) -> list[Path]:
             continue
         # a scratch copy is a directory, a spill a regular file: never a link, always ours
         prefix, kind = (
-            (_OUTPUT_PREFIX, stat.S_ISREG)
-            if name.startswith(_OUTPUT_PREFIX)
+            (OUTPUT_PREFIX, stat.S_ISREG)
+            if name.startswith(OUTPUT_PREFIX)
             else (SCRATCH_PREFIX, stat.S_ISDIR)
         )
         if kind(info.st_mode) and info.st_uid == os.getuid() and _owner_gone(name, prefix):
@@ -216,10 +217,7 @@ def _orphaned_in(base: Path) -> list[Path]:
     return found
 
 
-_OUTPUT_PREFIX = "review-loop-output-"
-"""``capture.OUTPUT_PREFIX`` (``tests/orchestrator/process/test_capture.py`` checks it),
-spelled out so that every command's start-up sweep need not import the capture module."""
-_SWEPT = (SCRATCH_PREFIX, _OUTPUT_PREFIX)
+_SWEPT = (SCRATCH_PREFIX, OUTPUT_PREFIX)
 
 
 def temp_directories() -> list[Path]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import anyio
 
@@ -49,12 +49,9 @@ PEER_COMMAND_ACCEPTED = (
 MAX_NAME_SUFFIX = 1000
 
 
-class ConsultPlan(NamedTuple):
-    """A validated consult: who is asked what, with which fallbacks.
-
-    Built with keywords and only read: a ``NamedTuple``, a tenth of a dataclass's cost to
-    define on every ``consult`` (``docs/performance.md``).
-    """
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ConsultPlan:
+    """A validated consult: who is asked what, with which fallbacks."""
 
     peers: tuple[str, ...]
     question: str

@@ -34,8 +34,9 @@ import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from review_loop.agents.errors import InputError, StateError
 from review_loop.orchestrator.handoff import state_auth
@@ -84,9 +85,8 @@ def check_run(name: str) -> str:
     return name
 
 
-# NamedTuples, not dataclasses: ``ledger show`` reads this module, and dataclasses costs it
-# about 4 ms (it imports ``inspect``; docs/performance.md)
-class RunPaths(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class RunPaths:
     """Where one converge run keeps its files."""
 
     repo: Path
@@ -242,7 +242,8 @@ def save_ledger(paths: RunPaths, ledger: Ledger) -> Ledger:
     return stamped
 
 
-class Handle(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Handle:
     """A resumable session left by an earlier call of a side."""
 
     peer: str
