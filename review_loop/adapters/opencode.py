@@ -49,10 +49,12 @@ from review_loop.adapters._common import (
     version_in,
 )
 from review_loop.adapters.base import (
+    RequiredFlag,
     SessionFile,
     SessionStore,
     decode_utf8,
     detail_of,
+    flag_requirements,
     generic_failure,
     json_lines,
     shell_join,
@@ -290,6 +292,12 @@ class OpenCodeAdapter:
         from review_loop.agents.models import Capabilities
 
         return Capabilities(version=version_in(probe_output))
+
+    def required_flags(self, capabilities: Capabilities) -> tuple[RequiredFlag, ...]:
+        """``--agent`` (the read-only agent :data:`READ_ONLY_ENV` defines), as ``opencode
+        run --help`` lists it. The rest of its lockdown is environment variables, which no
+        help page lists."""
+        return flag_requirements(READ_ONLY_FLAGS, "read-only", ("run", "--help"))
 
     def build(
         self, request: AgentRequest, *, command: Sequence[str], capabilities: Capabilities

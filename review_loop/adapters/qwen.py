@@ -53,10 +53,12 @@ from review_loop.adapters._common import (
     version_in,
 )
 from review_loop.adapters.base import (
+    RequiredFlag,
     SessionFile,
     SessionStore,
     decode_utf8,
     detail_of,
+    flag_requirements,
     generic_failure,
 )
 from review_loop.adapters.refusals import refusal_in, refuse_too_old
@@ -219,6 +221,14 @@ class QwenAdapter:
         from review_loop.agents.models import Capabilities
 
         return Capabilities(version=version_in(probe_output))
+
+    def required_flags(self, capabilities: Capabilities) -> tuple[RequiredFlag, ...]:
+        """:data:`READ_ONLY_FLAGS` (read-only) and :data:`NO_PROJECT_CODE_FLAGS` (lockdown),
+        as ``qwen --help`` lists them."""
+        return (
+            *flag_requirements(READ_ONLY_FLAGS, "read-only"),
+            *flag_requirements(NO_PROJECT_CODE_FLAGS, "lockdown"),
+        )
 
     def build(
         self, request: AgentRequest, *, command: Sequence[str], capabilities: Capabilities
