@@ -895,8 +895,9 @@ class Dispatcher:
             built = await self._build_invocation(current)
         except anyio.get_cancelled_exc_class():
             # Cancelled while its CLI was probed (version, help): nothing was launched,
-            # and the record still says so.
-            self._finish_interrupted(current)
+            # and the record says so, unless the record there is another process's.
+            if not _foreign_record(current.request.directory / SESSION_FILE):
+                self._finish_interrupted(current)
             raise
         if isinstance(built, Failure):
             return self._finish(current, built, None)
@@ -1209,6 +1210,15 @@ def _log(event: str, *, level: str = "info", echoed: bool = False, **fields: obj
     if call is not None:
         fields["recordDir"] = str(call.record_dir)
     log_event(event, level=level, echoed=echoed, **fields)
+
+
+def _foreign_record(path: Path) -> bool:
+    """Whether ``path`` holds a record another process owns (never to be finished here)."""
+    try:
+        record = SessionRecord.read(json.loads(read_bytes(path)))
+    except (OSError, ValueError, RecursionError):
+        return False  # none yet (or unreadable): this attempt's own is written
+    return record is not None and record.ownerPid != os.getpid()
 
 
 def _interrupted(record: SessionRecord) -> Failure:

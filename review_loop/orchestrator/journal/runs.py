@@ -151,7 +151,8 @@ def _read_error_text(error: BaseException) -> str:
     import errno
 
     code = errno.errorcode.get(error.errno, "EIO")
-    words = _UV_WORDS.get(code, (error.strerror or code).lower())
+    said = error.strerror or code  # Node's words start in lower case; ours keep their units
+    words = _UV_WORDS.get(code, said[:1].lower() + said[1:])
     if code == "EISDIR":  # Node opens a directory, then its read fails: no path
         return f"{code}: {words}, read"
     where = f" '{error.filename}'" if error.filename else ""

@@ -563,7 +563,7 @@ def state_shape_problem(data: dict[str, Any]) -> str | None:
         RunState.model_validate(data)
     except ValidationError as error:
         first = error.errors()[0]
-        key = ".".join(str(part) for part in first["loc"])
+        key = str(first["loc"][0])  # the state's own key (a union adds its member's name)
         return f"key {key!r}: {first['msg']} (found {first.get('input')!r})"
     for key, value in data.items():
         if key.startswith("evidenceDigest") and not isinstance(value, str):

@@ -29,6 +29,7 @@ from review_loop.orchestrator.process.environment import (
 )
 from review_loop.orchestrator.process.run import MARKER_ENV
 from review_loop.prefs import Prefs
+from tests.fakes import fake_agent
 from tests.gitrepo import committed_repo
 
 CANARIES = {
@@ -40,6 +41,9 @@ CANARIES = {
 
 DUMP_CLI = """\
 import json, os, sys
+if "--help" in sys.argv:  # the flags review-loop checks before it runs a claude
+    print(HELP_TEXT)
+    sys.exit(0)
 sys.stdin.read()
 session = sys.argv[sys.argv.index("--session-id") + 1]
 print(json.dumps({"type": "result", "is_error": False, "session_id": session,
@@ -108,7 +112,7 @@ def repo(tmp_path: Path) -> Path:
 @pytest.fixture
 def dump_cli(tmp_path: Path) -> tuple[str, ...]:
     script = tmp_path / "dump_env.py"
-    script.write_text(DUMP_CLI)
+    script.write_text(DUMP_CLI.replace("HELP_TEXT", repr(fake_agent.HELP["claude"])))
     return (sys.executable, str(script))
 
 

@@ -41,8 +41,9 @@ seen = {
     "grok": read(".grok/settings.json"),
     "gemini_dir": sorted(os.listdir(".gemini")) if os.path.isdir(".gemini") else None,
 }
-if "--help" in sys.argv:
+if "--help" in sys.argv:  # grok's layout, and the flags review-loop checks before a gemini
     print("Usage: grok [options]\\n  --max-tool-rounds <rounds>  maximum tool rounds")
+    print("      --approval-mode  plan\\n      --admin-policy  files")
 elif "-o" in sys.argv:  # gemini: one JSON object
     sys.stdin.read()
     sid = sys.argv[sys.argv.index("--session-id") + 1]

@@ -65,16 +65,21 @@ def products_called(fakes: FakeCLIs) -> list[str]:
 
 def test_contract_auto_leaves_out_the_host_and_its_standard_peers() -> None:
     prefs = Prefs()
-    assert resolve_fallbacks(prefs, ["auto"], host="claude") == ("gemini",)
-    assert resolve_fallbacks(prefs, ["auto"], host="gemini") == ("grok",)
+    # the prefs order first, then the other real products in the registry's order
+    assert resolve_fallbacks(prefs, ["auto"], host="claude") == ("gemini", "opencode", "qwen")
+    assert resolve_fallbacks(prefs, ["auto"], host="gemini") == ("grok", "opencode", "qwen")
     # host unknown: any of the first three may be the other peer
-    assert resolve_fallbacks(prefs, ["auto"]) == ("gemini",)
+    assert resolve_fallbacks(prefs, ["auto"]) == ("gemini", "opencode", "qwen")
     ordered = Prefs(order=("codex", "gemini", "grok", "claude"))
-    assert resolve_fallbacks(ordered, ["auto"], host="codex") == ("claude",)
+    assert resolve_fallbacks(ordered, ["auto"], host="codex") == ("claude", "opencode", "qwen")
     # a product named explicitly is kept as named, in the user's order (unless it is the
     # host's or a peer's: test_fallback_independence)
-    assert resolve_fallbacks(prefs, ["gemini,auto"], host="claude") == ("gemini",)
-    assert resolve_fallbacks(prefs, ["grok,auto"]) == ("grok", "gemini")  # host unknown
+    assert resolve_fallbacks(prefs, ["gemini,auto"], host="claude") == (
+        "gemini",
+        "opencode",
+        "qwen",
+    )
+    assert resolve_fallbacks(prefs, ["grok,auto"]) == ("grok", "gemini", "opencode", "qwen")
 
 
 # Counts the entry_points.txt files a whole command opens (the look for third-party adapters).
