@@ -25,6 +25,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -91,6 +92,26 @@ def _command(args: argparse.Namespace, words: list[str]) -> list[str]:
     return ["consult", "--peer", args.product, "--question", question]
 
 
+def _run_to_its_end(command: list[str], env: dict[str, str], repo: Path) -> int:
+    """Run review-loop; a TERM or Ctrl-C here is passed on to it (by its pid) and waited
+    for, so that it ends its reviewers and records before the fake API and the scratch
+    directory go (``subprocess.run`` would SIGKILL it on Ctrl-C)."""
+    child = subprocess.Popen(command, env=env, cwd=repo)
+
+    def forward(signum: int, _frame: object) -> None:
+        child.send_signal(signum)
+
+    previous = signal.signal(signal.SIGTERM, forward)
+    try:
+        while True:
+            try:
+                return child.wait()
+            except KeyboardInterrupt:  # the terminal sent INT to review-loop as well
+                continue
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Start the fake API, run the command, stop the API; returns the command's exit code."""
     given = list(sys.argv[1:] if argv is None else argv)
@@ -117,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
             flush=True,
         )
-        return subprocess.run(command, env=env, cwd=repo, check=False).returncode
+        return _run_to_its_end(command, env, repo)
     finally:
         api.close()
         if args.keep:
