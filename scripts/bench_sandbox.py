@@ -37,6 +37,11 @@ from review_loop.prefs import Prefs  # noqa: E402
 
 FAKE_CODEX = """\
 import json, sys
+# --version and exec --help answer the flag probe (orchestrator/sandbox/flags.py)
+if sys.argv[1:] == ["--version"]:
+    sys.exit(print("codex-cli 0.171.0"))
+if sys.argv[1:3] == ["exec", "--help"]:
+    sys.exit(print("  -s  x\\n  -c  x\\n  --ignore-rules  x"))
 sys.stdin.read()
 print(json.dumps({"type": "thread.started", "thread_id": "0199a213-81c0-7800-8aa1-bbab2a035a53"}))
 item = {"id": "i", "type": "agent_message", "text": "ok"}
