@@ -15,7 +15,10 @@ then off the session's path). The supervisor
    once, having started nothing, on end-of-file there (its owner closed the pipe, or
    died), when its owner is gone, or on SIGTERM/SIGINT/SIGHUP;
 3. starts the CLI with the session's stdin, stdout and stderr, then lets go of its own
-   copies of stdin and stdout (the pipes belong to the CLI and what it starts);
+   copies of stdin and stdout (the pipes belong to the CLI and what it starts); a CLI
+   launched by the reviewer sandbox (``unshare ... <python> -I -S wrapper.py``) is started
+   in a fork of this warm interpreter, without a second interpreter's start
+   (:func:`forked_start`);
 4. waits until the CLI exits, it is told to stop (SIGTERM, SIGINT, SIGHUP) or its owner —
    the review-loop process that started it — dies (``kill -9``);
 5. then ends every descendant it has: SIGTERM, up to ``grace`` seconds, SIGKILL, reaping
