@@ -259,6 +259,11 @@ CASES: tuple[Golden, ...] = (
              returncode=1, reason=reason)
       for kind, reason in (("rate_limit", "rate_limited"), ("quota", "quota_exhausted"),
                            ("model", "model_unavailable"))),
+    # qwen: only its quote of the API error (a 429 after its seven tries, maxRetries 0).
+    *(Golden("qwen", f"refused-{kind}", NOT_SUBMITTED, stdout=f"refused-{kind}.json",
+             returncode=1, reason=reason)
+      for kind, reason in (("rate_limit", "rate_limited"), ("quota", "quota_exhausted"),
+                           ("model", "model_unavailable"))),
     Golden("gemini", "refused-auth", UNKNOWN, stderr="refused-auth.stderr.txt",
            returncode=144, reason="auth_failed"),
     Golden("gemini", "refused-billing", UNKNOWN, stderr="refused-billing.stderr.txt",
