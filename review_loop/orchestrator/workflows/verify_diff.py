@@ -575,9 +575,7 @@ async def _auto(dispatcher: Dispatcher, plan: VerifyDiffPlan, progress: Progress
     return run.finish(vd.aggregate(non_skill, per_skill).to_json())
 
 
-async def _skill_loop(
-    run: _Run, group: vd.SkillGroup, board: vd.IterationBoard
-) -> vd.SkillVerdict:
+async def _skill_loop(run: _Run, group: vd.SkillGroup, board: vd.IterationBoard) -> vd.SkillVerdict:
     """One skill's loop over its rows on ``board`` (registered by the caller, up front)."""
     tree, plan = run.tree, run.plan
     files = group.files

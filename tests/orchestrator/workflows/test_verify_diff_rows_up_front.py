@@ -16,8 +16,10 @@ from tests.orchestrator.workflows.test_verify_diff import (
     auto_plan,
     auto_verdict,
     run,
-    skills_repo,  # noqa: F401  (the fixture)
+    skills_repo,
 )
+
+__all__ = ["skills_repo"]  # the fixture
 
 pytestmark = pytest.mark.anyio
 
