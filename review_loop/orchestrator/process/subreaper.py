@@ -626,6 +626,8 @@ def _join_launched_namespaces(start: ForkedStart, env: dict[str, str]) -> None:
     for kind, fd in zip(JOINED, joined, strict=True):
         if os.fstat(fd).st_ino != os.stat(f"/proc/self/ns/{kind}").st_ino:
             _libc_setns(fd, kind)
+        elif kind == "mnt":  # a launcher that made none: never mount in ours
+            raise OSError("the launcher made no mount namespace")
         os.close(fd)
 
 

@@ -6,7 +6,8 @@ reviewer) is recognised exactly (:func:`subreaper.forked_start`); anything else 
 as it is. Run that way, the script's ``main`` runs in a fork of the supervisor that joined
 the namespaces ``unshare`` made, with the CLI's exact environment, stdin and directory;
 a failing ``unshare`` ends the session as it always did (its code, its message) and the
-script never runs. Real supervisors, a real ``unshare``, asyncio and trio.
+script never runs, nor does it under an ``unshare`` that made no mount namespace. Real
+supervisors, a real ``unshare``, asyncio and trio.
 """
 
 from __future__ import annotations
@@ -150,4 +151,29 @@ async def test_process_a_failing_launcher_ends_the_session_as_it_did(tmp_path: P
 
     assert done.returncode == 3
     assert b"unshare: unshare failed: Operation not permitted" in done.stderr
+    assert done.stdout == b"" and not ran.exists()
+
+
+@needs_unshare
+@pytest.mark.anyio
+async def test_process_a_launcher_that_makes_no_namespace_runs_nothing(tmp_path: Path) -> None:
+    """An ``unshare`` on PATH that execs its command without making a namespace: the
+    script (the wrapper, whose mounts would land in review-loop's own namespace) never
+    runs; the session is a spawn failure."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "unshare"
+    fake.write_text(
+        '#!/bin/sh\nwhile [ "${1#-}" != "$1" ] || [ "$1" = private ]; do shift; done\nexec "$@"\n'
+    )
+    fake.chmod(0o755)
+    script = tmp_path / "launched.py"
+    script.write_text(SCRIPT)
+    ran = tmp_path / "ran"
+    argv = (str(fake), *_argv(script, str(ran))[1:])
+
+    done = await run_process(Invocation(argv=argv, cwd=tmp_path), deadline=30, grace=1)
+
+    assert done.returncode is None
+    assert done.spawn_error is not None and "made no mount namespace" in done.spawn_error
     assert done.stdout == b"" and not ran.exists()
