@@ -596,7 +596,9 @@ def _launch_holder(start: ForkedStart, env: dict[str, str]) -> tuple[int, int, i
     ]
     argv = [*start.launcher, _find("cat", env)]
     try:
-        pid = os.posix_spawn(argv[0], argv, env, file_actions=actions, setsigmask=())
+        pid = os.posix_spawn(
+            argv[0], argv, env, file_actions=actions, setsigmask=(), setsigdef=_DEFAULTED_IN_CLI
+        )
     finally:
         os.close(to_holder[0])
         os.close(from_holder[1])
@@ -636,15 +638,15 @@ def _run_forked(session: Session, start: ForkedStart) -> None:
     interpreter, as ``<python> -I -S script`` would have run (the CLI's environment, stdin,
     working directory, signal dispositions). Never returns; nothing runs if a step fails."""
     try:
-        for sig in _DEFAULTED_IN_CLI:
-            signal.signal(sig, signal.SIG_DFL)
         if not session.stdin:
             null = os.open(os.devnull, os.O_RDONLY)
             os.dup2(null, 0)
             os.close(null)
         os.environ.clear()  # the script sees, and execs with, the CLI's environment
         os.environ.update(session.env)
-        _join_launched_namespaces(start, session.env)
+        _join_launched_namespaces(start, session.env)  # SIGPIPE still ignored: a launcher
+        for sig in _DEFAULTED_IN_CLI:  # that exits at once must not kill us mid-write
+            signal.signal(sig, signal.SIG_DFL)
         os.chdir(session.cwd)  # looked up again: joining a mount namespace moved us to its /
         sys.path.append(os.path.dirname(start.script))  # after the standard library
         name = os.path.basename(start.script)[:-3]
