@@ -230,8 +230,9 @@ def test_the_tool_driven_audit_blocks_on_a_silent_concern(
     assert document["status"] == "BLOCKED" and "no final result" in document["stderr"]
     assert "did not settle every path" in fakes.calls()[-1]["stdin"]
 
-    answers = {"mode": "ok", "text": json.dumps({"status": "completed", "audited": sorted(
-        ["a.py", "notes.txt", "tests/test_a.py", "web/app.ts"])})}  # fmt: skip
+    answers = {"mode": "ok", "read_receipts": True, "text": json.dumps({
+        "status": "completed", "audited": sorted(
+            ["a.py", "notes.txt", "tests/test_a.py", "web/app.ts"])})}  # fmt: skip
     fakes.script(codex=[answers])
     approved = host.ok(*argv, "--driver", "self").json()
     assert approved["terminalStatus"] == "approved"
