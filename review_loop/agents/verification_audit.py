@@ -713,17 +713,53 @@ def check_driver(document: Any, source: str) -> dict[str, str]:
 
 
 def check_deterministic(document: Any) -> dict[str, Any]:
-    """Established deterministic-verification facts: an object naming the ``head`` they cover.
+    """Established deterministic-verification facts: an object naming the ``head`` they
+    cover, and ``passing`` (``true``/``false``) when they establish whether it passes.
 
     Raises:
-        ValueError: not an object, or ``head`` is not a full 40-hex commit id.
+        ValueError: not an object, ``head`` is not a full 40-hex commit id, or ``passing``
+            is there but not a boolean.
     """
     if not isinstance(document, dict):
         raise ValueError("not a JSON object")
     head = document.get("head")
     if not (isinstance(head, str) and len(head) == 40 and all(c in HEX for c in head)):
         raise ValueError('"head" must be the full commit id the facts were established for')
+    if "passing" in document and not isinstance(document["passing"], bool):
+        raise ValueError('"passing" must be true or false (whether the established checks pass)')
     return document
+
+
+def gate_eligibility(advisory: bool, head: str, deterministic: Any) -> tuple[bool, str]:
+    """Whether the audit supplies reusable gate evidence, and why (seed 002: "A committed
+    audit is reusable only when the applicable deterministic verification is established as
+    passing for that subject; an advisory audit never supplies reusable gate evidence").
+
+    ``deterministic`` is what the run retained: ``"unestablished"`` or the established facts
+    (``{"status": "established", "head": ..., "passing": ...}``). Passing is never inferred:
+    only ``"passing": true`` in facts for this head establishes it. Eligibility says
+    whether the run may be reused as gate evidence, whatever its terminal status.
+    """
+    if advisory:
+        return False, (
+            "an advisory (worktree:) audit never supplies reusable gate evidence: it judges "
+            "live files, not an exact committed head"
+        )
+    if not isinstance(deterministic, Mapping) or deterministic.get("status") != "established":
+        return False, (
+            f"no deterministic verification is established for head {head} "
+            '(--deterministic-verification FILE with {"head": ..., "passing": true})'
+        )
+    if deterministic.get("passing") is not True:
+        state = "fail" if deterministic.get("passing") is False else "do not say they pass"
+        return False, (
+            f"the deterministic verification facts established for head {head} {state} "
+            '(reusable only with "passing": true)'
+        )
+    return True, (
+        f"a committed audit of head {head} whose deterministic verification is established "
+        "as passing"
+    )
 
 
 def filed_line(key: str, finding: ReturnedFinding, token: str, base: str, head: str) -> str:

@@ -895,13 +895,17 @@ async def _audit(
     # Stage 7: reconcile against the sealed inventory; only exit 0 reaches finish.
     await _reconcile(ctx, run, sealed.selection, request.reconcile or scope.reconcile_run, say)
     finished, projection = await _finish(ctx, run)
+    deterministic = resolved["deterministicVerification"]
+    eligible, why = va.gate_eligibility(ctx.advisory, ctx.head, deterministic)
     return {
         "ok": True,
         "runToken": ctx.token,
         "runFile": started["locator"]["runTarget"],
         "scopeIdentity": ctx.identity,
         "advisory": ctx.advisory,
-        "deterministicVerification": resolved["deterministicVerification"],
+        "deterministicVerification": deterministic,
+        "gateEligible": eligible,  # reusable gate evidence (seed 002), whatever the status
+        "gateEligibility": why,
         "governance": governance.report(),
         "configurationChanged": changed,
         "configurationRefused": refused,
