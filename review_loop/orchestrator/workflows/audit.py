@@ -115,7 +115,14 @@ def _q(value: str) -> str:
 # --- anchor ---------------------------------------------------------------------------------
 
 
-def _live_paths(repo: Path) -> list[str]:
+def live_paths(repo: Path) -> list[str]:
+    """The modified and untracked paths of the working tree (both paths of a rename or
+    copy), as ``git status --porcelain=v1 -z --untracked-files=all`` lists them, without
+    ``.review-handoff/`` (an advisory audit's live paths).
+
+    Raises:
+        AuditBlockedError: git status failed.
+    """
     from review_loop.orchestrator.handoff.git import git
 
     out = git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", check=False)
@@ -967,7 +974,7 @@ async def _anchor(
     if catalog:  # the shared catalog applies to every concern, beside its own rules
         agents = {name: _with_catalog(agent, catalog) for name, agent in agents.items()}
     _check_products(agents, prefs)
-    live = await _thread(_live_paths, repo) if advisory else []
+    live = await _thread(live_paths, repo) if advisory else []
     scratch = repo / ".review-handoff" / "runtime" / "audit" / file_stamp(utc_now())
 
     def make_scratch() -> None:
