@@ -433,7 +433,7 @@ def unsettled_prompt(paths: Sequence[str], partial: Sequence[str] = ()) -> str:
             "Your read of these bodies was truncated or partial: their read receipts (line "
             "count and last non-blank line) are missing or do not match the body at the "
             "head. Read each one again completely, in ranges until its end, and give its "
-            f"receipt under \"read\":\n{listed}"
+            f'receipt under "read":\n{listed}'
         )
     return (
         "\n\n".join(parts) + "\n\nAnswer again with the complete JSON object (every path, "

@@ -88,7 +88,10 @@ def governance_outcome(args: argparse.Namespace) -> tuple[int, str, str]:
         return failed(scope.EXIT_COMMAND_FAILURE, str(error))
     except ReviewLoopError as error:  # the live paths could not be read (git status)
         return failed(scope.EXIT_COMMAND_FAILURE, str(error))
-    inventory = [*resolved["changed_paths"], *(p for p in live if p not in resolved["changed_paths"])]
+    inventory = [
+        *resolved["changed_paths"],
+        *(p for p in live if p not in resolved["changed_paths"]),
+    ]
     selection = resolved[scope.SELECTION_KEY]
     kinds = list(
         dict.fromkeys(a["kind"] for entry in selection for a in entry["artifacts"] if a.get("kind"))

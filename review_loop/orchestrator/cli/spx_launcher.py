@@ -66,7 +66,9 @@ def install_shim(
             that would shadow another ``spx`` on PATH without ``allow_shadow``.
     """
     if name not in SHIM_NAMES:
-        raise InputError("name", f"{name!r} is not a shim review-loop provides", "spx, resolve_scope")
+        raise InputError(
+            "name", f"{name!r} is not a shim review-loop provides", "spx, resolve_scope"
+        )
     folder = Path(directory).expanduser()
     if not folder.is_dir():
         raise InputError("--dir", f"{folder} is not a directory", "an existing directory")

@@ -1185,9 +1185,7 @@ async def _dispatch_concerns(
 
         open_dispatcher = default_opener
     say(f"[review-loop] audit: dispatching {len(installed)} of {len(concerns)} selected concerns")
-    expected = await _thread(
-        _expected_receipts, ctx.repo, ctx.head, sealed.inventory, sealed.live
-    )
+    expected = await _thread(_expected_receipts, ctx.repo, ctx.head, sealed.inventory, sealed.live)
     async with open_dispatcher(repo=ctx.repo, prefs=prefs, progress=say) as dispatcher:
         results = await _dispatch(
             dispatcher,

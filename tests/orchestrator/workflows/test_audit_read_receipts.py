@@ -47,7 +47,10 @@ async def test_a_truncated_read_is_re_issued_and_a_complete_one_approves(
     assert document["ok"] is True, document
     calls = fakes.calls()
     assert len(calls) == 2
-    assert "truncated or partial" in calls[1]["stdin"] and "- a.py" in calls[1]["stdin"]
+    assert (
+        "Your read of these bodies was truncated" in calls[1]["stdin"]
+        and "- a.py" in calls[1]["stdin"]
+    )
     assert "line 120" not in calls[1]["stdin"]  # the expected receipt is never sent
     assert ("scope", "a.py", "audited") in subjects(document)
 
@@ -125,4 +128,3 @@ def test_partial_reads_need_a_matching_receipt_for_each_audited_text_body() -> N
 def test_the_builtin_prompt_and_contract_ask_for_the_receipt() -> None:
     assert '"read"' in va.RESPONSE_CONTRACT and "lastLine" in va.RESPONSE_CONTRACT
     assert "read receipt" in va.BUILTIN_PROMPT
-
