@@ -546,9 +546,10 @@ def _receipts(value: Any) -> dict[str, ReadReceipt]:
         if not isinstance(raw, dict):
             continue
         lines, last = raw.get("lines"), raw.get("lastLine")
-        if isinstance(lines, int) and not isinstance(lines, bool) and lines >= 0:
-            if isinstance(last, str):
-                out[str(path)] = ReadReceipt(lines, last)
+        if not isinstance(lines, int) or isinstance(lines, bool) or lines < 0:
+            continue
+        if isinstance(last, str):
+            out[str(path)] = ReadReceipt(lines, last)
     return out
 
 

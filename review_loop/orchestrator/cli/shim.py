@@ -4,9 +4,9 @@
 audit seed runs from its skill directory, so a host following the seed literally (with
 ``CLAUDE_SKILL_DIR=DIR``) runs ``review-loop scope resolve``.
 
-``shim spx`` writes ``DIR/spx`` and nothing else; never replaces a file and never shadows another spx on
-PATH without ``--allow-shadow`` (:mod:`review_loop.orchestrator.cli.spx_launcher`,
-docs/compatibility.md).
+``shim spx`` writes ``DIR/spx`` and nothing else; never replaces a file and never shadows
+another spx on PATH without ``--allow-shadow``
+(:mod:`review_loop.orchestrator.cli.spx_launcher`, docs/compatibility.md).
 """
 
 from __future__ import annotations
