@@ -493,7 +493,7 @@ def _unsettled_text(
 
 
 def _expected_receipts(
-    repo: Path, head: str, inventory: Sequence[str], live: Sequence[str]
+    token: str | None, repo: Path, head: str, inventory: Sequence[str], live: Sequence[str]
 ) -> dict[str, va.ReadReceipt | None]:
     """The read receipt of each inventory path's true body (``None``: none is asked).
 
@@ -501,6 +501,10 @@ def _expected_receipts(
     submodule or a deletion has no body to read there); a live path of an advisory audit
     is the working-tree file, read without following a link. Git runs hardened
     (``repo_config.HARDENED``): nothing the repository configures runs.
+
+    Raises:
+        AuditBlockedError: git could not list or read the head bodies (the run stays open;
+            no read goes unchecked).
     """
     from review_loop.orchestrator.handoff.files import read_each
     from review_loop.orchestrator.handoff.git import git
@@ -517,17 +521,43 @@ def _expected_receipts(
         repo, *HARDENED, "--literal-pathspecs", "ls-tree", "-z", "--full-tree", head, "--",
         *committed, check=False,
     )  # fmt: skip
+    if listed.returncode != 0:
+        raise AuditBlockedError(
+            runToken=token,
+            command=f"git -C {_q(str(repo))} ls-tree -z --full-tree {head} -- <inventory>",
+            exitCode=listed.returncode,
+            stderr=listed.stderr.decode("utf-8", "replace").strip(),
+        )
+    blobs: dict[str, str] = {}  # path -> blob id, regular files only
     for entry in listed.stdout.split(b"\0"):
         meta, _, name = entry.partition(b"\t")
         if not name or not meta:
             continue
         mode, kind, oid = meta.decode("ascii", "replace").split(" ")
         path = name.decode("utf-8", "surrogateescape")
-        if kind != "blob" or mode not in ("100644", "100755") or path not in receipts:
-            continue
-        blob = git(repo, *HARDENED, "cat-file", "blob", oid, check=False)
-        if blob.returncode == 0:
-            receipts[path] = va.receipt_of(blob.stdout)
+        if kind == "blob" and mode in ("100644", "100755") and path in receipts:
+            blobs[path] = oid
+    if not blobs:
+        return receipts
+    # one `cat-file --batch` for every body: "<oid> blob <size>\n<bytes>\n" each
+    batch = git(
+        repo, *HARDENED, "cat-file", "--batch", check=False,
+        input_bytes="".join(f"{oid}\n" for oid in blobs.values()).encode("ascii"),
+    )  # fmt: skip
+    out, at = batch.stdout, 0
+    for path in blobs:
+        header_end = out.find(b"\n", at)
+        header = out[at:header_end].split(b" ")
+        if batch.returncode != 0 or header_end < 0 or len(header) != 3 or header[1] != b"blob":
+            raise AuditBlockedError(  # the unreadable subject path (seed 002)
+                runToken=token,
+                command=f"git -C {_q(str(repo))} cat-file --batch: {head}:{path}",
+                exitCode=batch.returncode,
+                stderr=batch.stderr.decode("utf-8", "replace").strip() or "no blob read",
+            )
+        size = int(header[2])
+        receipts[path] = va.receipt_of(out[header_end + 1 : header_end + 1 + size])
+        at = header_end + 1 + size + 1
     return receipts
 
 
@@ -1185,7 +1215,9 @@ async def _dispatch_concerns(
 
         open_dispatcher = default_opener
     say(f"[review-loop] audit: dispatching {len(installed)} of {len(concerns)} selected concerns")
-    expected = await _thread(_expected_receipts, ctx.repo, ctx.head, sealed.inventory, sealed.live)
+    expected = await _thread(
+        _expected_receipts, ctx.token, ctx.repo, ctx.head, sealed.inventory, sealed.live
+    )
     async with open_dispatcher(repo=ctx.repo, prefs=prefs, progress=say) as dispatcher:
         results = await _dispatch(
             dispatcher,

@@ -23,7 +23,7 @@ from review_loop.agents import verification_audit as va
 from review_loop.orchestrator.journal import runs
 from tests.fakes import FakeCLIs
 from tests.orchestrator.workflows.test_audit import audit, concerns_file, remote, reply, subjects
-from tests.orchestrator.workflows.test_scope import Remote, commit
+from tests.orchestrator.workflows.test_scope import Remote, commit, git
 
 __all__ = ["remote"]  # a pytest fixture shared with test_audit (fakes: tests/conftest.py)
 
@@ -128,3 +128,17 @@ def test_partial_reads_need_a_matching_receipt_for_each_audited_text_body() -> N
 def test_the_builtin_prompt_and_contract_ask_for_the_receipt() -> None:
     assert '"read"' in va.RESPONSE_CONTRACT and "lastLine" in va.RESPONSE_CONTRACT
     assert "read receipt" in va.BUILTIN_PROMPT
+
+
+async def test_a_head_body_the_driver_cannot_read_blocks_naming_it(
+    remote: Remote, fakes: FakeCLIs, tmp_path: Path
+) -> None:
+    """No read goes unchecked: a body git cannot read is the seed's unreadable subject."""
+    blob = git(remote.work, "rev-parse", f"{remote.head}:a.py")
+    (remote.work / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    fakes.script(claude=[reply(audited=["a.py"], receipts=False)])
+    document = await audit(remote, concerns_file(tmp_path, {CODE: "claude"}))
+    assert document["status"] == "BLOCKED", document
+    assert f"cat-file --batch: {remote.head}:a.py" in document["command"]
+    assert document["runToken"] != "not-started"
+    assert fakes.calls() == []  # stopped before any concern judged an unchecked read
