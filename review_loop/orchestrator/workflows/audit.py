@@ -20,7 +20,10 @@
    an unparseable reply, or a completed one that leaves a path of its selection unsettled
    (neither audited, not applicable nor unsupported), is asked again once in the same
    session; still unsettled is BLOCKED naming the required units (a path nobody inspected
-   never becomes an accounting record of an approved run).
+   never becomes an accounting record of an approved run). Each audited path carries the
+   concern's read receipt (line count, last non-blank line), checked against the true
+   body: a partial read is re-issued in that same ask, and still partial it is not
+   inspected (so unsettled, so BLOCKED).
 5. Persist through the journal's single writer, one record at a time in the seed's order:
    each concern's complete rows before its findings (only findings on touched text; the
    rest are returned as ``filed``; a rule id outside the catalog is withdrawn), required
