@@ -57,8 +57,8 @@ from review_loop.adapters.base import (
 from review_loop.adapters.refusals import refusal_in, refuse_too_old, refused
 from review_loop.agents.constants import ENV_NAME_PATTERN
 from review_loop.agents.errors import AdapterRefusalError
-from review_loop.agents.refusals import Refusal
 from review_loop.agents.models import EnvPassthrough, ResumeCommands, StoredSession
+from review_loop.agents.refusals import Refusal
 
 if TYPE_CHECKING:
     # the run vocabulary: imported where a run is built or read (agents/models.py)
