@@ -8,18 +8,23 @@ quota or a 404 (thousands of requests a minute), so each met the deadline as ``t
 The system defaults review-loop gives it (``gemini_defaults.json``: ``general.maxAttempts``
 2, no model chain) bound it; the adapter names the refusal from gemini's own error class.
 
-The deadline is ten minutes, far past the test's own limit on the run: were the bound
-gone, the run would not end in time and the test would fail. The fake API's count of the
-requests is the bound itself. Gemini's error document carries nothing that proves the
+The deadline is ten minutes, far past the test's own limit on the run (:data:`RUN_LIMIT`,
+inside pytest's): were the bound gone, the run would not end in time, its process group
+would be killed and the test would fail. The fake API's count of the requests is the
+bound itself. Gemini's error document carries nothing that proves the
 refused request was the first (a refusal after a tool round reads the same, measured by
 the last case), so each stays ``DELIVERY_UNKNOWN``.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from tests.e2e.helpers import Ran
 from tests.e2e.test_consult_real import (
+    Peer,
     PeerFor,
     assert_nothing_left,
     assert_only_handoff_added,
@@ -28,7 +33,21 @@ from tests.e2e.test_consult_real import peer_for as peer_for  # the fixture, sha
 from tests.fakes.model_api import Reply
 
 UNKNOWN = "DELIVERY_UNKNOWN"
-LONG_DEADLINE = ("--timeout", "600")
+DEADLINE_S = "600"
+RUN_LIMIT = 90.0
+"""Seconds the ``review-loop`` run may take before the test kills it and fails: under
+pytest's own limit, so an unbounded gemini fails the test rather than stopping pytest."""
+
+
+def consult(peer: Peer, question: str) -> tuple[Ran, dict[str, Any]]:
+    ran = peer.review_loop(
+        "consult", "--repo", str(peer.repo), "--peer", "gemini", "--question", question,
+        "--timeout", DEADLINE_S, timeout=RUN_LIMIT,
+    )  # fmt: skip
+    doc = ran.json()
+    assert isinstance(doc, dict), ran.describe()
+    return ran, doc
+
 
 CASES = [
     # (refusal, named reason, requests): a 429 is retried once (general.maxAttempts 2);
@@ -46,7 +65,7 @@ def test_a_refusal_ends_at_once_and_is_named(
     peer = peer_for("gemini")
     peer.api.default = Reply.refuse(kind)  # type: ignore[arg-type]
 
-    ran, doc = peer.consult("anything", *LONG_DEADLINE)
+    ran, doc = consult(peer, "anything")
 
     assert ran.returncode == 2, ran.describe()
     assert (doc["ok"], doc["delivery"], doc["code"]) == (False, UNKNOWN, reason), doc
@@ -64,7 +83,7 @@ def test_a_refusal_after_a_tool_round_reads_the_same(peer_for: PeerFor) -> None:
     # the first request is answered (a read), the next refused: the model had the prompt
     peer.api.script(Reply.tool("read_file", {"file_path": readme}), *[Reply.refuse("quota")] * 3)
 
-    ran, doc = peer.consult("Read README.md, please", *LONG_DEADLINE)
+    ran, doc = consult(peer, "Read README.md, please")
 
     assert ran.returncode == 2, ran.describe()
     assert (doc["delivery"], doc["code"]) == (UNKNOWN, "quota_exhausted"), doc
