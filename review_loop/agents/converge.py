@@ -620,14 +620,73 @@ def ledger_summary(ledger: Ledger) -> str:
     return "; ".join(parts) if parts else "empty"
 
 
-def frozen_scope(ledger: Ledger, host_scope: str) -> str:
-    """The frozen scope: every PENDING item (plus the host's words), and the exclusions."""
-    pending = ", ".join(f"{i.id} {i.title}".strip() for i in ledger.by_status(LedgerStatus.PENDING))
+_EXCLUSION_LABEL_RE = re.compile(
+    r"^[\s*_`]*(?:exclu\w*|out of scope|not in scope)[\s*_`]*:[\s*_`]*(.*?)[\s*_`]*$", re.I
+)
+_EXCLUSION_TITLE_RE = re.compile(r"exclu|out of scope|not in scope", re.I)
+
+
+def host_scope(text: str) -> tuple[str, list[str]]:
+    """The host position's ``## Scope`` section: its words on one line, and apart from
+    them the exclusions it states (seed 004: each side writes "the scope, ..., exclusions").
+
+    An exclusion is the value of a line or bullet labelled ``Exclusions:`` (``Excluded:``,
+    ``Excludes:``, ``Out of scope:``, ``Not in scope:``), or a line or bullet under a
+    sub-heading of the section whose title says so (``### Exclusions``); ``none`` states
+    none.
+    """
+    words: list[str] = []
+    excluded: list[str] = []
+    level = 0
+    sub = 0  # the level of an exclusions sub-heading we are under, else 0
+    for line in text.splitlines():
+        heading = _HEADING_RE.match(line)
+        if heading:
+            depth = len(heading.group(1))
+            if level and depth <= level:
+                break
+            if not level and "scope" in heading.group(2).lower():
+                level = depth
+            elif level:
+                sub = depth if _EXCLUSION_TITLE_RE.search(heading.group(2)) else 0
+            continue
+        if not level or not line.strip() or _POSITION_RE.match(line):
+            continue
+        bullet = _BULLET_RE.match(line)
+        item = bullet.group(1) if bullet else line.strip()
+        label = _EXCLUSION_LABEL_RE.match(item)
+        value = label.group(1) if label else item if sub else None
+        if value is None:
+            words.append(item)
+        elif value and not _NONE_RE.match(value):
+            excluded.append(value)
+    return "; ".join(words), excluded
+
+
+def frozen_scope(ledger: Ledger, host_words: str, host_excluded: Sequence[str] = ()) -> str:
+    """The frozen scope: every PENDING item (plus the host's words), and the exclusions:
+    the ledger's EXCLUDED items, then the ones the host's position states (which never
+    exclude a plan item: only the user or valid documentation does, seed 004)."""
+    pending_items = ledger.by_status(LedgerStatus.PENDING)
+    pending = ", ".join(f"{i.id} {i.title}".strip() for i in pending_items)
     excluded = ", ".join(i.id for i in ledger.by_status(LedgerStatus.EXCLUDED))
     scope = pending or "no PENDING item"
-    if host_scope:
-        scope += f" — host: {host_scope}"
-    return f"{scope}; exclusions: {excluded or 'none'}"
+    if host_words:
+        scope += f" — host: {host_words}"
+    text = f"{scope}; exclusions: {excluded or 'none'}"
+    if host_excluded:
+        text += f" (ledger); host excludes: {'; '.join(host_excluded)}"
+        named = [
+            i.id
+            for i in pending_items
+            if any(re.search(rf"\b{re.escape(i.id)}\b", e) for e in host_excluded)
+        ]
+        if named:
+            text += (
+                f" ({', '.join(named)} stay PENDING: only the user or valid documentation "
+                "excludes a plan item, `ledger set --status EXCLUDED`)"
+            )
+    return text
 
 
 def decision_text(
