@@ -478,6 +478,25 @@ PAGES: dict[str, Page] = {
         ),
         ("review-loop doctor", "review-loop doctor | jq '.products[] | {name, usable, why}'"),
     ),
+    "demo": Page(
+        "See the review round trip work offline, with no key and no reviewer CLI: in a "
+        "throw-away repository (one commit, one change), the simulated reviewer answers a "
+        "consult, then scripted answers take run BLOCKED -> fix-completion -> run --continue "
+        "PASS_WITH_CONCERNS -> close, and verify-diff judges the fix. Each command is shown "
+        "on stderr as typed, with what came of it; stdout gets one JSON document holding "
+        "every step's document. Exit 0 when every step gave what the loop promises, 2 when "
+        "one did not (failedStep). The directory (and the state of every step, "
+        "REVIEW_LOOP_HOME inside it) is removed on every exit, Ctrl-C and SIGTERM included.",
+        (
+            Flag(
+                "--keep",
+                "keep the throw-away directory (its path is printed on stderr) to try the "
+                "printed resume commands afterwards",
+                "removed",
+            ),
+        ),
+        ("review-loop demo", "review-loop demo | jq '.steps[] | {step, status}'"),
+    ),
     "help": Page(
         "Print the JSON document agents read: every synopsis, defaults and exit codes.",
         (),
