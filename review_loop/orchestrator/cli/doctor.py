@@ -89,6 +89,10 @@ def table(document: Mapping[str, Any]) -> str:
     for row in document["products"]:
         if not row["usable"] and row.get("why"):
             lines.append(f"{row['name']}: {row['why']}")
+    for row in document["products"]:  # why a found reviewer is not (known to be) logged in
+        login = row.get("login") or {}
+        if login.get("state") in ("logged-out", "unknown") and login.get("detail"):
+            lines.append(f"{row['name']} login {login['state']}: {login['detail']}")
     lines.append(document["message"])
     return "\n".join(lines)
 
