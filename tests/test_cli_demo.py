@@ -194,6 +194,71 @@ def test_process_a_signal_ends_the_step_prints_interrupted_and_removes_the_direc
     assert list(scratch.iterdir()) == []
 
 
+def _reviewer_of_the_run_step(process: psutil.Process) -> psutil.Process:
+    step = _running_step(process)
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        for child in step.children(recursive=True):
+            try:
+                if "review_loop.simulated" in child.cmdline():
+                    return child
+            except psutil.NoSuchProcess:
+                continue
+        time.sleep(0.005)
+    raise AssertionError("the run step never started its reviewer")
+
+
+_CANCELLED = {128 + signal.SIGTERM}
+# Ctrl-C reaches the step too; which of its SIGINT and the demo's SIGTERM it acts on first
+# is the kernel's and the interpreter's choice: either is a cancellation.
+_CANCELLED_BY_EITHER = {128 + signal.SIGINT, 128 + signal.SIGTERM}
+
+
+@pytest.mark.parametrize(
+    ("sig", "group", "step_exits"),
+    [(signal.SIGTERM, False, _CANCELLED), (signal.SIGINT, True, _CANCELLED_BY_EITHER)],
+    ids=["SIGTERM-demo-alone", "SIGINT-process-group"],
+)
+def test_process_a_signal_during_a_waiting_step_cancels_that_step_not_waits_for_it(
+    tmp_path: Path, sig: signal.Signals, group: bool, step_exits: set[int]
+) -> None:
+    """The scripted answers' file held locked (the simulated reviewer waits for its lock):
+    the run step cannot end on its own before its 60 s deadline (then it would exit 2), so
+    only the stop the demo passes on (or the group's own signal) ends it: cancelled, exit
+    128 + N."""
+    import fcntl
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    proc = subprocess.Popen(
+        [str(VENV_BIN / "review-loop"), "demo"], env=_env(scratch), cwd=tmp_path,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while not (found := list(scratch.glob("review-loop-demo-*/replies.json"))):
+            assert time.monotonic() < deadline, "the demo never wrote its replies"
+            time.sleep(0.005)
+        with found[0].open("rb") as held:
+            fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+            _reviewer_of_the_run_step(psutil.Process(proc.pid))
+            if group:
+                os.killpg(proc.pid, sig)
+            else:
+                proc.send_signal(sig)
+            out, _ = proc.communicate(timeout=WAIT_S)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=WAIT_S)
+    assert proc.returncode == 128 + sig
+    document = json.loads(out)
+    assert document["stoppedStep"] == "run"
+    assert document["stoppedStepExitCode"] in step_exits
+    assert list(scratch.iterdir()) == []
+
+
 @pytest.mark.e2e
 @pytest.mark.timeout(900)
 def test_end_to_end_after_a_pipx_install_the_demo_runs_the_loop(tmp_path: Path) -> None:

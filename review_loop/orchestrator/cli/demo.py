@@ -221,13 +221,17 @@ async def _demo(demo: Path, *, keep: bool, stop: Stop) -> Mapping[str, Any]:
     documents: list[Mapping[str, Any]] = []
     base: dict[str, Any] = {"directory": str(demo), "kept": keep, "steps": done}
     for step in STEPS:
-        # what a signal leaves to print: the steps that ended, and the one it stopped
-        stop.keep({**base, "steps": list(done), "stoppedStep": step.name})
+        # what a signal leaves to print: the steps that ended, the one it stopped, and how
+        # that one ended (``_end`` adds its exit code)
+        partial = {**base, "steps": list(done), "stoppedStep": step.name}
+        stop.keep(partial)
         if step.before is not None:
             step.before(demo)
         argv = step.args(demo, documents)
         _say(f"\n$ review-loop {_shown(argv, demo)}    # {step.note}")
-        code, document = await _run_step(argv, demo, replies if step.scripted else None)
+        code, document = await _run_step(
+            argv, demo, replies if step.scripted else None, stopped=partial
+        )
         status = document.get("status") if isinstance(document.get("status"), str) else None
         done.append({"step": step.name, "argv": ["review-loop", *argv], "exitCode": code,
                      "status": status, "document": document})  # fmt: skip
@@ -330,11 +334,11 @@ async def _make_repository(demo: Path) -> None:
 
 
 async def _run_step(
-    argv: list[str], demo: Path, replies: Path | None
+    argv: list[str], demo: Path, replies: Path | None, *, stopped: dict[str, Any]
 ) -> tuple[int, dict[str, Any]]:
     """Run ``review-loop ARGV`` (this installation's) in ``demo``: its exit code and its
-    document. Its stderr is the person's; a cancellation ends it first (see
-    :func:`_end`)."""
+    document. Its stderr is the person's; a cancellation ends it first (see :func:`_end`)
+    and notes its exit code in ``stopped`` (``stoppedStepExitCode``)."""
     import subprocess
 
     import anyio
@@ -348,13 +352,17 @@ async def _run_step(
         env=_environment(demo, replies),
     )
     output = bytearray()
+    finished = False
     try:
         assert process.stdout is not None
         async for chunk in process.stdout:
             output += chunk
         code = await process.wait()
+        finished = True
     finally:
-        await _end(process)
+        ended = await _end(process)
+        if not finished:  # a signal stopped the demo during this step
+            stopped["stoppedStepExitCode"] = ended
     try:
         document = json.loads(output.decode("utf-8", "replace"))
     except ValueError:
@@ -362,10 +370,11 @@ async def _run_step(
     return code, document if isinstance(document, dict) else {"document": document}
 
 
-async def _end(process: Any) -> None:
+async def _end(process: Any) -> int:
     """A step still running (a signal cancelled the demo) gets SIGTERM — it then ends its
     reviewer and finishes its records — and SIGKILL after :data:`STEP_GRACE_S`; it is
-    reaped either way, before the directory it writes into is removed."""
+    reaped either way, before the directory it writes into is removed. Returns its exit
+    code."""
     import signal
 
     import anyio
@@ -377,5 +386,6 @@ async def _end(process: Any) -> None:
                 await process.wait()
             if process.returncode is None:
                 process.kill()
-        await process.wait()
+        code: int = await process.wait()
         await process.aclose()
+    return code
