@@ -245,7 +245,8 @@ async def _demo(demo: Path, *, keep: bool, stop: Stop) -> Mapping[str, Any]:
         done[-1]["document"] = _without_resume(done[-1]["document"])
     _say(
         "\ndemo: the answers above are simulated (no model was asked); "
-        "use --peer codex|claude|gemini|grok|opencode|qwen for real reviews"
+        "use --peer codex|claude|gemini|grok|opencode|qwen for real reviews; "
+        "review-loop doctor shows which of them are installed here and logged in"
     )
     return {
         "ok": True,

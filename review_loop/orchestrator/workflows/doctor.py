@@ -40,7 +40,9 @@ from review_loop.adapters.base import (
 from review_loop.adapters.registry import OFFLINE, product_names
 from review_loop.prefs.model import Prefs
 
-LOGIN_DEADLINE_S = 20.0
+LOGIN_DEADLINE_S = 60.0
+"""How long a login command may take. A person waits here anyway, and a Node CLI's start
+on a loaded machine is slow (``opencode auth list``: 17 s at load 13 on 2 cores)."""
 
 
 def _flag_document(flag: RequiredFlag) -> dict[str, Any]:
@@ -80,7 +82,11 @@ async def _login(
     done = await run_process(probe, deadline=LOGIN_DEADLINE_S, grace=1.0)
     output = (done.stdout + b"\n" + done.stderr).decode("utf-8", "replace")
     if done.timed_out:
-        return {"state": "unknown", "detail": f"`{' '.join(args)}` did not answer in time"}
+        return {
+            "state": "unknown",
+            "detail": f"`{' '.join(args)}` did not answer in {LOGIN_DEADLINE_S:.0f} s: "
+            "ask doctor again when the machine is less busy",
+        }
     state = login_state(adapter, output, done.returncode)
     return {"state": state.state, "detail": state.detail}
 
