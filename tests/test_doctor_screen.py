@@ -3,7 +3,8 @@
 With the document sent to a file (``review-loop doctor > doctor.json``) or a pipe (``|
 jq``), the person at the terminal still sees the table on stderr — before, a redirected
 stdout left the screen empty and only the exit code said anything — and the file holds the
-one JSON document. Each product not known to be logged in says why, in the table's words.
+one JSON document. Each product not known to be logged in says why, in the table's words;
+with no reviewer at all, the last line points to the offline demo.
 """
 
 from __future__ import annotations
@@ -48,3 +49,19 @@ def test_process_doctor_shows_its_table_above_what_jq_prints(
     assert code == 0, rows
     header = next(i for i, row in enumerate(rows) if row.startswith("reviewer   version  login"))
     assert rows.index("ready") > header  # the reader's line below the table, not covered
+
+
+def test_process_doctor_with_no_reviewer_points_a_newcomer_to_the_offline_demo(
+    tmp_path: Path,
+) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = {"PATH": f"{empty}:/usr/bin:/bin", "HOME": str(tmp_path / "home")}
+    env["REVIEW_LOOP_HOME"] = str(tmp_path / "state")
+    command = f"{shlex.quote(sys.executable)} -m review_loop doctor > /dev/null"
+    code, shown = on_terminal(command, cwd=tmp_path, env=env)
+    rows = screen(shown)
+    assert code == 2, rows
+    assert any(
+        "meanwhile `review-loop demo` (and --peer simulated) works offline" in r for r in rows
+    )

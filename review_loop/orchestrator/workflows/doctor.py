@@ -220,6 +220,9 @@ async def diagnose(*, prefs: Prefs, repo: Path | None) -> dict[str, Any]:
         "message": (
             f"usable reviewers: {', '.join(usable)}"
             if usable
-            else "no reviewer can be asked here: install one, or see each product's 'why'"
+            else (
+                "no reviewer can be asked here: install one, or see each product's 'why'; "
+                "meanwhile `review-loop demo` (and --peer simulated) works offline"
+            )
         ),
     }
