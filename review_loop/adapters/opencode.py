@@ -161,6 +161,8 @@ SOURCE: Final = "cli-store"
 _ENV_REFERENCE: Final = re.compile(r"\{env:([^}\s]+)\}")
 """opencode's variable substitution in a config file's text (``"apiKey": "{env:MY_KEY}"``)."""
 _ENV_NAME: Final = re.compile(ENV_NAME_PATTERN)
+_COLOUR: Final = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+"""The colour codes ``opencode auth list`` prints even into a pipe."""
 
 
 def _data_dir(env: Mapping[str, str], home: Path) -> Path:
@@ -310,7 +312,7 @@ class OpenCodeAdapter:
         """Logged in when it lists a stored credential or a provider key in the
         environment it was given (the one a reviewer gets); ``0 credentials`` and no
         environment variable is logged out."""
-        text = _ANSI.sub("", output)
+        text = _COLOUR.sub("", output)
         stored = re.search(r"(\d+)\s+credentials?\b", text)
         from_env = re.search(r"(\d+)\s+environment variables?\b", text)
         if returncode != 0 or stored is None:
