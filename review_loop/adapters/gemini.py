@@ -45,6 +45,7 @@ from review_loop.adapters._common import (
     version_in,
 )
 from review_loop.adapters.base import (
+    LoginState,
     RequiredFlag,
     SessionFile,
     SessionStore,
@@ -261,6 +262,95 @@ def _usage(stats: object) -> Usage | None:
     )
 
 
+_AUTH_FROM_ENV: Final = (
+    ("GOOGLE_GENAI_USE_GCA", "true", "oauth-personal"),
+    ("GOOGLE_GENAI_USE_VERTEXAI", "true", "vertex-ai"),
+    ("GOOGLE_GEMINI_BASE_URL", None, "gateway"),
+    ("GEMINI_API_KEY", None, "gemini-api-key"),
+    ("CLOUD_SHELL", "true", "compute-default-credentials"),
+    ("GEMINI_CLI_USE_COMPUTE_ADC", "true", "compute-default-credentials"),
+)
+"""Gemini's ``getAuthTypeFromEnv``, in its order: (variable, the value it must have or
+``None`` for any, the auth type it selects)."""
+
+
+def _dotenv_names(text: str) -> dict[str, str]:
+    """``NAME=value`` lines of a ``.env`` file (``export`` and quotes allowed)."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        name, sep, value = line.strip().removeprefix("export ").partition("=")
+        if sep and _ENV_NAME.fullmatch(name.strip()):
+            found[name.strip()] = value.strip().strip("'\"")
+    return found
+
+
+def _selected_type(settings: str | None) -> str | None:
+    """``security.auth.selectedType`` of the user's settings (or the older top-level
+    ``selectedAuthType``); ``None`` when absent. Raises ``ValueError`` on a file that is no
+    JSON object."""
+    if settings is None:
+        return None
+    document = json.loads(settings)
+    if not isinstance(document, dict):
+        raise ValueError("not an object")
+    auth = as_dict(as_dict(document.get("security")).get("auth"))
+    chosen = auth.get("selectedType", document.get("selectedAuthType"))
+    return chosen if isinstance(chosen, str) and chosen else None
+
+
+def _gemini_login(
+    env: Mapping[str, str], settings: str | None, dotenv: Mapping[str, str]
+) -> LoginState:
+    """What gemini decides before its first request, from the auth type and the variables
+    that type needs (its ``validateAuthMethod``)."""
+    values = {**dotenv, **env}
+    try:
+        chosen = _selected_type(settings)
+    except ValueError:
+        return LoginState("unknown", "~/.gemini/settings.json is not a JSON object gemini reads")
+    source = "settings.json security.auth.selectedType"
+    if chosen is None:
+        found = [
+            (n, t) for n, want, t in _AUTH_FROM_ENV if values.get(n) and want in (None, values[n])
+        ]
+        if not found:
+            return LoginState(
+                "logged-out",
+                "no auth method: no security.auth.selectedType in ~/.gemini/settings.json and "
+                "none of GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_GENAI_USE_GCA in its "
+                "environment (run gemini once to log in, or set GEMINI_API_KEY)",
+            )
+        source, chosen = found[0]
+    if chosen == "gemini-api-key":
+        if values.get("GEMINI_API_KEY"):
+            return LoginState("logged-in", f"gemini-api-key (from {source}), GEMINI_API_KEY set")
+        return LoginState(
+            "unknown",
+            f"gemini-api-key (from {source}) but no GEMINI_API_KEY in its environment: a key "
+            "gemini saved in its own keychain store is not readable without asking it",
+        )
+    if chosen == "vertex-ai":
+        keys = ("GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION")
+        if values.get("GOOGLE_API_KEY") or all(values.get(k) for k in keys):
+            return LoginState("logged-in", f"vertex-ai (from {source})")
+        return LoginState(
+            "logged-out",
+            f"vertex-ai (from {source}) needs GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION, "
+            "or GOOGLE_API_KEY, in its environment",
+        )
+    if chosen == "gateway":
+        return LoginState("logged-in", f"gateway (from {source}): the endpoint decides")
+    if chosen in ("oauth-personal", "compute-default-credentials"):
+        return LoginState(
+            "unknown",
+            f"{chosen} (from {source}): its token is kept by gemini (or the machine's "
+            "metadata server) and only a request tells whether it is still valid",
+        )
+    return LoginState(
+        "unknown", f"auth type {chosen!r} (from {source}) is not one review-loop knows"
+    )
+
+
 @final
 class GeminiAdapter:
     """``gemini -o json --approval-mode plan -p ""`` with the prompt on stdin."""
@@ -306,6 +396,23 @@ class GeminiAdapter:
         """:data:`READ_ONLY_FLAGS`, as ``gemini --help`` lists them. Its lockdown is the
         covering of :data:`HIDDEN_PATHS` (no flag turns the project's files off)."""
         return flag_requirements(READ_ONLY_FLAGS, "read-only")
+
+    def login_files(self, env: Mapping[str, str], home: Path) -> tuple[Path, ...]:
+        """Where gemini keeps its choice of login and its own keys: the user's
+        ``settings.json`` (``security.auth.selectedType``) and ``.env`` of
+        ``${GEMINI_CLI_HOME:-~}/.gemini``."""
+        base = (Path(env["GEMINI_CLI_HOME"]) if env.get("GEMINI_CLI_HOME") else home) / ".gemini"
+        return (base / "settings.json", base / ".env")
+
+    def login_from(
+        self, env: Mapping[str, str], texts: Mapping[str, str], capabilities: Capabilities
+    ) -> LoginState:
+        """Gemini's own check before its first request (``validateNonInteractiveAuth``):
+        the auth type the settings select, else the one its environment implies
+        (:func:`_gemini_login`)."""
+        settings = next((t for p, t in texts.items() if p.endswith("settings.json")), None)
+        dotenv = next((t for p, t in texts.items() if p.endswith(".env")), "")
+        return _gemini_login(env, settings, _dotenv_names(dotenv))
 
     def build(
         self, request: AgentRequest, *, command: Sequence[str], capabilities: Capabilities

@@ -466,14 +466,15 @@ PAGES: dict[str, Page] = {
         ("claude mcp add -s user review-loop -- review-loop mcp",),
     ),
     "doctor": Page(
-        "Check which reviewers can be asked here: per product the executable on PATH, its "
-        "version, its login (as the CLI itself tells it, without a model call), and whether "
+        "Check which reviewers can be asked here, and why not. Per product: the executable "
+        "on PATH, its version, its login (as the CLI itself tells it, without a model call), "
+        "and whether "
         "this version's --help still lists every flag that keeps it read-only and locked "
         "down (a consult refuses a product that lacks one, NOT_SUBMITTED naming the flag); "
         "then whether the repository-code lockdown can be set up on this machine and where "
         "the loop's skills were found. Runs no model. Exit 0 when at least one reviewer "
         "(not the offline stand-in) is usable, 2 when none is; a table on stderr when "
-        "stdout is a terminal.",
+        "stderr or stdout is a terminal.",
         (
             Flag(
                 "--repo R",
@@ -483,6 +484,25 @@ PAGES: dict[str, Page] = {
             ),
         ),
         ("review-loop doctor", "review-loop doctor | jq '.products[] | {name, usable, why}'"),
+    ),
+    "demo": Page(
+        "Try the whole review loop offline: no key, no reviewer CLI, a throw-away "
+        "repository. There (one commit, one change), the simulated reviewer answers a "
+        "consult, then scripted answers take run BLOCKED -> fix-completion -> run --continue "
+        "PASS_WITH_CONCERNS -> close, and verify-diff judges the fix. Each command is shown "
+        "on stderr as typed, with what came of it; stdout gets one JSON document holding "
+        "every step's document. Exit 0 when every step gave what the loop promises, 2 when "
+        "one did not (failedStep). The directory (and the state of every step, "
+        "REVIEW_LOOP_HOME inside it) is removed on every exit, Ctrl-C and SIGTERM included.",
+        (
+            Flag(
+                "--keep",
+                "keep the throw-away directory (its path is printed on stderr) to try the "
+                "printed resume commands afterwards",
+                "removed",
+            ),
+        ),
+        ("review-loop demo", "review-loop demo | jq '.steps[] | {step, status}'"),
     ),
     "help": Page(
         "Print the JSON document agents read: every synopsis, defaults and exit codes.",
@@ -495,7 +515,8 @@ _FOOTER = """\
 Output: one JSON document on stdout; progress on stderr. Exit codes: 0 success,
 2 the result says ok:false, 1 usage error or crash.
 No API key? --peer/--reviewer/--executor simulated answers consult, run and verify-diff
-offline (review-loop's own stand-in reviewer; its answers say they are simulated).
+offline (review-loop's own stand-in reviewer; its answers say they are simulated);
+review-loop demo runs the whole review loop with it. review-loop doctor: your reviewers.
 State: REVIEW_LOOP_HOME (default $XDG_CONFIG_HOME/review-loop)."""
 
 
