@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 USAGE = [
-    "review-loop preflight --repo R [--host H] [--peer P [--peer P2]] [--peer-command NAME] "
+    "review-loop preflight [--repo DIR] [--host H] [--reviewer P [--reviewer P2]] "
+    "[--peer-command NAME] "
     "[--blind-reviewer claude] [--run NAME] [--timeout SECONDS] [--no-git-writes] "
     "[--skill-dir DIR ...] [--require-skill grill-with-docs ...]",
 ]
