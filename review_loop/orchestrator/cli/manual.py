@@ -120,21 +120,23 @@ PAGES: dict[str, Page] = {
             _HOST,
             Flag(
                 "--skip-host [true|false]",
-                "with --host and no --peer: pick the peers from the prefs order, leaving out "
+                "with --host and no --reviewer: pick the peers from the prefs order, leaving out "
                 "the host",
                 "prefs skipHost",
             ),
             _TIMEOUT,
             Flag(
                 "--resume SESSION_ID",
-                "continue this peer session (as printed in sessionId); needs exactly one --peer",
+                "continue this peer session (as printed in sessionId); needs exactly one "
+                "--reviewer",
                 "a new session",
             ),
         ),
         (
-            "review-loop consult --repo . --peer codex --question 'Is the fix in calc.py right?'",
-            "review-loop consult --peer codex --peer claude --question-file q.md --timeout 600",
-            "review-loop consult --peer simulated --question 'Try me without any API key'",
+            "review-loop consult --repo . --reviewer codex "
+            "--question 'Is the fix in calc.py right?'",
+            "review-loop consult --reviewer codex,claude --question-file q.md --timeout 600",
+            "review-loop consult --reviewer simulated --question 'Try me without any API key'",
         ),
     ),
     "sessions": Page(
@@ -195,7 +197,7 @@ PAGES: dict[str, Page] = {
         (
             "review-loop verify-diff --repo .    (auto-derive the framing from the diff)",
             "review-loop verify-diff --description 'off by one' --fix-direction 'use <=' "
-            "--target calc.py --executor simulated",
+            "--target calc.py --reviewer simulated",
         ),
         "Give all three of --description, --fix-direction and --target, or none of them.",
     ),
@@ -306,7 +308,7 @@ PAGES: dict[str, Page] = {
         (
             "review-loop converge --plan plan.md --host-position mine.md --host claude",
             "review-loop converge --plan plan.md --host-position mine.md "
-            "--peer codex --peer gemini",
+            "--reviewer codex --reviewer gemini",
         ),
     ),
     "blind-review": Page(
