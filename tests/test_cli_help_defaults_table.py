@@ -134,7 +134,10 @@ PROOFS: dict[tuple[str, str], tuple[str, str]] = {
         "test_run_defaults_rounds_scope_and_the_packet_is_a_file",
     ),
     ("run", "--intake [true|false]"): ("false", "test_run_intake_default_is_false"),
-    ("preflight", "--blind-reviewer P"): ("claude", "test_preflight_blind_reviewer_default"),
+    **{
+        (c, "--blind-reviewer P"): ("claude", "test_blind_reviewer_default_is_claude")
+        for c in ("preflight", "converge")
+    },
     ("converge", "--host-position FILE"): ("round A only", "test_converge_host_position_default"),
     ("blind-review", "--reviewer P"): ("claude", "test_blind_review_reviewer_default_is_claude"),
     ("ledger", "--detail D"): ("empty", "test_ledger_detail_default_is_empty"),
@@ -623,11 +626,22 @@ def test_verify_diff_executor_default(world: World) -> None:
     assert set(world.products_asked()) == {"grok"}, world.fakes.calls()
 
 
-def test_preflight_blind_reviewer_default(world: World) -> None:
+@pytest.mark.parametrize(
+    "command",
+    sorted(c for (c, _), (_, p) in PROOFS.items() if p == "test_blind_reviewer_default_is_claude"),
+)
+def test_blind_reviewer_default_is_claude(world: World, command: str) -> None:
     world.ok("prefs", "set", "order", "codex,grok")
-    doc = world.run("preflight").doc
-    blind = [check for check in doc["checks"] if check["role"] == "Blind reviewer"]
-    assert [check["product"] for check in blind] == ["claude"], doc
+    if command == "preflight":
+        doc = world.run("preflight").doc
+        blind = [check for check in doc["checks"] if check["role"] == "Blind reviewer"]
+        assert [check["product"] for check in blind] == ["claude"], doc
+    else:  # no preflight recorded: the blind reviewer is proven alongside round A
+        world.skills()
+        (world.tmp / "plan.md").write_text("# plan\n")
+        ran = world.run("converge", "--plan", str(world.tmp / "plan.md"))
+        assert ran.code in (0, 2), (ran.doc, ran.stderr)
+    # the peers are codex and grok (the prefs order); claude is asked only as the blind one
     assert sorted(world.products_asked()) == ["claude", "codex", "grok"]
 
 
@@ -639,7 +653,11 @@ def test_fallback_default_is_none(world: World) -> None:
     world.skills()
     (world.tmp / "plan.md").write_text("# plan\n")
     ran = world.run("converge", "--plan", str(world.tmp / "plan.md"), "--peer", "codex,grok")
-    assert "gemini" not in world.products_asked() and "claude" not in world.products_asked()
+    # codex could not be asked: no other product took its place (claude is asked once, as
+    # the blind reviewer proven alongside round A; gemini, the one an auto fallback takes,
+    # never)
+    asked = world.products_asked()
+    assert "gemini" not in asked and asked.count("claude") == 1, asked
     assert ran.doc["peers"]["A"]["product"] == "codex", ran.doc
 
 

@@ -58,6 +58,7 @@ from review_loop.adapters.refusals import refusal_in, refuse_too_old, refused
 from review_loop.agents.constants import ENV_NAME_PATTERN
 from review_loop.agents.errors import AdapterRefusalError
 from review_loop.agents.models import EnvPassthrough, ResumeCommands, StoredSession
+from review_loop.agents.refusals import Refusal
 
 if TYPE_CHECKING:
     # the run vocabulary: imported where a run is built or read (agents/models.py)
@@ -97,7 +98,33 @@ CLI by ``tests/e2e/test_hostile_repo.py``."""
 ANCESTOR_FILES: Final = (".gemini/.env", ".env")
 """Loaded from every directory above the working directory (``GeminiAdapter.ancestor_files``)."""
 
-ENV: Final = {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+RETRY_DEFAULTS: Final = Path(__file__).with_name("gemini_defaults.json")
+"""Gemini's own settings that bound a refused request, passed as its system defaults
+(``GEMINI_CLI_SYSTEM_DEFAULTS_PATH``, the lowest settings tier: the user's own settings
+and the administrator's system settings still win; a user's own defaults file at that
+variable is replaced).
+
+Without them 0.61 never gives up on a refusal. A 429 rate limit is retried with backoff
+ten times per model (5 s doubling to 30 s, or the provider's retry delay), then again on
+the fallback model; and in plan mode every model fallback is silent, so a daily quota or
+an unknown model makes it switch between the two models of its ``auto`` chain without
+end (each switch resets its availability and its attempt count: thousands of requests a
+minute, until the deadline). Its own controls end that:
+
+- ``general.maxAttempts: 2``: a request is tried twice (one retry: a short provider
+  retry delay, a transient 5xx or a broken stream still recover), where 0.61 allows 10;
+- ``experimental.dynamicModelConfiguration`` with every ``modelConfigs.modelChains``
+  chain empty: each model is a chain of its own, so no request falls back to another
+  model; the model ``auto`` (or the user) chose is the one refused. No other setting,
+  flag or variable turns the fallback off (the non-dynamic chains are built in).
+
+Proven against the real CLI by ``tests/e2e/test_gemini_refusals_real.py``: each refusal
+ends in at most two requests, with its named reason."""
+
+ENV: Final = {
+    "GEMINI_CLI_TRUST_WORKSPACE": "true",
+    "GEMINI_CLI_SYSTEM_DEFAULTS_PATH": str(RETRY_DEFAULTS),
+}
 ENV_PASSTHROUGH: Final = EnvPassthrough(
     names=(
         "GOOGLE_API_KEY",
@@ -182,6 +209,36 @@ def _refusal(stderr: str, error: Mapping[str, Any], returncode: int | None) -> F
     if returncode == 1 and not error and _ARGUMENT_ERROR.search(stderr):
         return not_submitted("argument error", stderr)
     return None
+
+
+# Gemini's own reading of a Google error, named in the stack dump it prints on stderr
+# before the error document ("... Full report available at: <file> TerminalQuotaError:
+# ..."). The document keeps only the message and loses what told the cases apart: a
+# per-minute limit and a daily quota are the same "You exceeded your current quota" from
+# Google (only the QuotaFailure quota id differs, which gemini read), and a 404's status
+# becomes exit code 1.
+_ERROR_CLASS = re.compile(r"\b(RetryableQuotaError|TerminalQuotaError|ModelNotFoundError): ")
+_CAPACITY = re.compile(r"(?i)exhausted your capacity|capacity exceeded|MODEL_CAPACITY_EXHAUSTED")
+_ERROR_CLASS_REFUSAL: Final = {
+    "RetryableQuotaError": Refusal.RATE_LIMITED,  # gemini would retry it: a rate
+    "TerminalQuotaError": Refusal.QUOTA_EXHAUSTED,  # a daily or zero quota, used-up credit
+    "ModelNotFoundError": Refusal.MODEL_UNAVAILABLE,  # any 404 of a generate request
+}
+
+
+def _named_refusal(stderr: str, code: int | None, message: str) -> Refusal | None:
+    """The refusal of gemini's error document (``code``, ``message``): gemini's own class
+    for the error where it printed one, else the words (``code`` as the HTTP status only
+    when it is one)."""
+    classes = _ERROR_CLASS.findall(stderr)
+    if classes:
+        named = _ERROR_CLASS_REFUSAL[classes[-1]]
+        # a model with no capacity left on the provider's side is busy, not the account
+        if named is Refusal.QUOTA_EXHAUSTED and _CAPACITY.search(message):
+            return Refusal.RATE_LIMITED
+        return named
+    status = code if code is not None and 100 <= code <= 599 else None
+    return refusal_in(status, message)
 
 
 def _usage(stats: object) -> Usage | None:
@@ -312,7 +369,7 @@ class GeminiAdapter:
             code = error.get("code")
             reason = f"api error {code}" if code is not None else "api error"
             message = as_str(error.get("message")) or detail_of(completed)
-            named = refusal_in(as_int(code), message)
+            named = _named_refusal(stderr, as_int(code), message)
             if named is not None:
                 # gemini's error document carries no stats: a refusal of a later request
                 # (after tools ran) reads the same as one of the first, so nothing is proven.

@@ -41,10 +41,8 @@ from review_loop.adapters._common import (
     as_str,
     checked_session_id,
     no_answer,
-    not_submitted,
     prompt_bytes,
     require_command,
-    text_of,
     unknown,
     version_in,
 )
@@ -52,14 +50,18 @@ from review_loop.adapters.base import (
     RequiredFlag,
     SessionFile,
     SessionStore,
-    decode_utf8,
     detail_of,
     flag_requirements,
-    generic_failure,
     json_lines,
     shell_join,
 )
-from review_loop.adapters.refusals import refusal_in, refuse_too_old
+from review_loop.adapters.openai_compatible import (
+    SESSION_NOT_FOUND,
+    api_error,
+    startup_refusal,
+    stdout_or_failure,
+)
+from review_loop.adapters.refusals import refuse_too_old
 from review_loop.agents.constants import ENV_NAME_PATTERN
 from review_loop.agents.models import (
     EnvPassthrough,
@@ -159,13 +161,6 @@ _ENV_REFERENCE: Final = re.compile(r"\{env:([^}\s]+)\}")
 """opencode's variable substitution in a config file's text (``"apiKey": "{env:MY_KEY}"``)."""
 _ENV_NAME: Final = re.compile(ENV_NAME_PATTERN)
 
-_SESSION_NOT_FOUND = re.compile(r"Session not found")
-# yargs validation, printed with the usage text and exit 1 before anything runs.
-_ARGUMENT_ERROR = re.compile(
-    r"Unknown arguments?:|Not enough arguments following|Invalid values:|Missing required argument"
-)
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
 
 def _data_dir(env: Mapping[str, str], home: Path) -> Path:
     base = Path(env["XDG_DATA_HOME"]) if env.get("XDG_DATA_HOME") else home / ".local" / "share"
@@ -227,30 +222,36 @@ def _usage_and_cost(events: list[dict[str, Any]]) -> tuple[Usage | None, float |
     return usage, cost
 
 
-def _error(event: Mapping[str, Any]) -> tuple[str, str]:
-    """(reason, message) of an ``error`` event."""
+def _error(event: Mapping[str, Any]) -> tuple[int | None, str]:
+    """(HTTP status, message) of an ``error`` event (``error.data`` of an ``APIError``)."""
     error = as_dict(event.get("error"))
     data = as_dict(error.get("data"))
-    status = as_int(data.get("statusCode"))
     message = as_str(data.get("message")) or as_str(error.get("name")) or "error"
-    named = refusal_in(status, message)
-    if named is not None:  # a refusal keeps its name; nothing proves it came before any work
-        return named.value, message
-    if status is not None:
-        return f"api error {status}", message
-    return "api error", message
+    return as_int(data.get("statusCode")), message
 
 
-def _refusal(stderr: str, stdout: str, returncode: int | None) -> Failure | None:
-    """A failure that proves no request was sent (nothing on stdout, exit 1), or ``None``."""
-    if returncode != 1 or stdout.strip():
-        return None
-    plain = _ANSI.sub("", stderr)
-    if _SESSION_NOT_FOUND.search(plain):
-        return not_submitted("session not found", plain.strip(), session_not_found=True)
-    if _ARGUMENT_ERROR.search(plain):
-        return not_submitted("argument error", plain.strip())
-    return None
+def _processed_nothing(events: list[dict[str, Any]]) -> bool:
+    """Whether the run's events are its errors alone: opencode emits ``step_start`` when a
+    response begins to stream (and ``text``, ``tool_use``, ``step_finish`` after it), so a
+    run with none saw every request it sent (its retries of the first one) refused."""
+    return all(event.get("type") == "error" for event in events)
+
+
+_STARTUP: Final = (
+    (re.compile(r"Session not found"), SESSION_NOT_FOUND),
+    # yargs validation, printed with the usage text and exit 1 before anything runs.
+    (
+        re.compile(
+            r"Unknown arguments?:|Not enough arguments following|Invalid values:"
+            r"|Missing required argument"
+        ),
+        "argument error",
+    ),
+)
+
+
+def _startup_refusal(stderr: str, stdout: str, returncode: int | None) -> Failure | None:
+    return startup_refusal(stderr, stdout, returncode, _STARTUP)
 
 
 def _assignments(env: Mapping[str, str]) -> list[str]:
@@ -333,24 +334,16 @@ class OpenCodeAdapter:
         """Read the JSON events: the last step's text, the session id, tokens and cost."""
         from review_loop.agents.models import Reply
 
-        failure = generic_failure(completed)
-        if failure is not None:
-            return failure
-        known_id = invocation.session_id
-        if completed.stdout_truncated:
-            return unknown("output too large", detail_of(completed), session_id=known_id)
-        stdout = decode_utf8(completed.stdout)
-        if stdout is None:
-            return unknown("parse failed", "stdout is not UTF-8", session_id=known_id)
-        refusal = _refusal(text_of(completed.stderr), stdout, completed.returncode)
-        if refusal is not None:
-            return refusal
+        stdout = stdout_or_failure(invocation, completed, _startup_refusal)
+        if not isinstance(stdout, str):
+            return stdout
         events = list(json_lines(stdout))
-        session_id = _session_id(events) or known_id
+        session_id = _session_id(events) or invocation.session_id
         errors = [event for event in events if event.get("type") == "error"]
         if errors:
-            reason, message = _error(errors[-1])
-            return unknown(reason, message, session_id=session_id)
+            status, message = _error(errors[-1])
+            nothing = _processed_nothing(events)
+            return api_error(status, message, processed_nothing=nothing, session_id=session_id)
         if completed.returncode != 0 or not events:
             return no_answer(completed, stdout, session_id=session_id)
         text = _answer(events)

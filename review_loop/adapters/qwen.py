@@ -40,13 +40,11 @@ from review_loop.adapters._common import (
     head_objects,
     iso_utc,
     no_answer,
-    not_submitted,
     preassigned_uuid,
     prompt_bytes,
     require_command,
     resume_pair,
     same_path,
-    text_of,
     title_of,
     unknown,
     usage_of,
@@ -59,9 +57,14 @@ from review_loop.adapters.base import (
     decode_utf8,
     detail_of,
     flag_requirements,
-    generic_failure,
 )
-from review_loop.adapters.refusals import refusal_in, refuse_too_old
+from review_loop.adapters.openai_compatible import (
+    SESSION_NOT_FOUND,
+    api_error,
+    startup_refusal,
+    stdout_or_failure,
+)
+from review_loop.adapters.refusals import refuse_too_old
 from review_loop.agents.constants import ENV_NAME_PATTERN
 from review_loop.agents.models import EnvPassthrough, ResumeCommands, StoredSession
 
@@ -130,14 +133,21 @@ _ENV_KEY: Final = re.compile(r'"envKey"\s*:\s*"([^"]+)"')
 _ENV_NAME: Final = re.compile(ENV_NAME_PATTERN)
 _MAX_DIR_LENGTH: Final = 200
 
-_SESSION_NOT_FOUND = re.compile(r"No saved session found with ID")
-# yargs validation, printed with the usage text and exit 1 before anything runs.
-_ARGUMENT_ERROR = re.compile(
-    r"Unknown arguments?:|Not enough arguments following|Invalid values:"
-    r"|Missing required argument|mutually exclusive|Invalid session ID|must be a valid UUID"
-    r"|is already in use"
+_STARTUP: Final = (
+    (re.compile(r"No saved session found with ID"), SESSION_NOT_FOUND),
+    (re.compile(r"No auth type is selected|Please set an Auth method"), "auth not configured"),
+    # yargs validation, printed with the usage text and exit 1 before anything runs.
+    (
+        re.compile(
+            r"Unknown arguments?:|Not enough arguments following|Invalid values:"
+            r"|Missing required argument|mutually exclusive|Invalid session ID"
+            r"|must be a valid UUID|is already in use"
+        ),
+        "argument error",
+    ),
 )
-_NO_AUTH = re.compile(r"No auth type is selected|Please set an Auth method")
+_API_ERROR: Final = re.compile(r"\[API Error: (\d{3})\b")
+"""How qwen quotes the provider's error: ``[API Error: 429 <the provider's message>]``."""
 
 
 def _qwen_home(env: Mapping[str, str], home: Path) -> Path:
@@ -170,17 +180,45 @@ def _events(stdout: str) -> list[dict[str, Any]] | None:
     return [event for event in value if isinstance(event, dict)]
 
 
-def _refusal(stderr: str, stdout: str, returncode: int | None) -> Failure | None:
-    """A failure that proves no request was sent (nothing on stdout, exit 1), or ``None``."""
-    if returncode != 1 or stdout.strip():
-        return None
-    if _SESSION_NOT_FOUND.search(stderr):
-        return not_submitted("session not found", stderr.strip(), session_not_found=True)
-    if _NO_AUTH.search(stderr):
-        return not_submitted("auth not configured", stderr.strip())
-    if _ARGUMENT_ERROR.search(stderr):
-        return not_submitted("argument error", stderr.strip())
-    return None
+def _startup_refusal(stderr: str, stdout: str, returncode: int | None) -> Failure | None:
+    return startup_refusal(stderr, stdout, returncode, _STARTUP)
+
+
+def _processed_nothing(events: list[dict[str, Any]]) -> bool:
+    """Whether the provider refused the run's first request: no tool result came back (a
+    ``user`` event) and every assistant message is qwen's quote of the API error alone
+    (no text, thinking or tool call of the model's)."""
+    for event in events:
+        if event.get("type") == "user":
+            return False
+        if event.get("type") != "assistant":
+            continue
+        content = as_dict(event.get("message")).get("content")
+        for part in content if isinstance(content, list) else [content]:
+            text = (
+                as_str(as_dict(part).get("text")) if as_dict(part).get("type") == "text" else None
+            )
+            if text is None or not text.startswith("[API Error: "):
+                return False
+    return True
+
+
+def _result_error(
+    events: list[dict[str, Any]],
+    result: dict[str, Any],
+    completed: Completed,
+    session_id: str | None,
+) -> Failure:
+    """The failure a ``result`` with ``is_error`` (or a failed exit) reports."""
+    error = as_dict(result.get("error"))
+    message = as_str(error.get("message")) or as_str(result.get("result")) or ""
+    status = _API_ERROR.search(message)
+    return api_error(
+        int(status.group(1)) if status else None,
+        message or detail_of(completed),
+        processed_nothing=_processed_nothing(events),
+        session_id=session_id,
+    )
 
 
 @final
@@ -263,37 +301,18 @@ class QwenAdapter:
         """Read the ``result`` event: its text, session id, usage; classify refusals."""
         from review_loop.agents.models import Reply
 
-        failure = generic_failure(completed)
-        if failure is not None:
-            return failure
-        known_id = invocation.session_id
-        if completed.stdout_truncated:
-            return unknown("output too large", detail_of(completed), session_id=known_id)
-        stdout = decode_utf8(completed.stdout)
-        if stdout is None:
-            return unknown("parse failed", "stdout is not UTF-8", session_id=known_id)
-        refusal = _refusal(text_of(completed.stderr), stdout, completed.returncode)
-        if refusal is not None:
-            return refusal
-        events = _events(stdout)
-        results = [e for e in events or () if e.get("type") == "result"]
+        stdout = stdout_or_failure(invocation, completed, _startup_refusal)
+        if not isinstance(stdout, str):
+            return stdout
+        events = _events(stdout) or []
+        results = [e for e in events if e.get("type") == "result"]
         if not results:
-            return no_answer(completed, stdout, session_id=known_id)
+            return no_answer(completed, stdout, session_id=invocation.session_id)
         result = results[-1]
-        session_id = as_str(result.get("session_id")) or known_id
+        session_id = as_str(result.get("session_id")) or invocation.session_id
         if result.get("is_error") is True or completed.returncode != 0:
             # An assistant message quoting "[API Error: …]" comes first: never an answer.
-            error = as_dict(result.get("error"))
-            message = as_str(error.get("message")) or as_str(result.get("result"))
-            status = re.search(r"\[API Error: (\d{3})\b", message or "")
-            named = refusal_in(int(status.group(1)) if status else None, message or "")
-            # A refusal keeps its name; nothing in qwen's result proves it came before work.
-            reason = (
-                named.value
-                if named is not None
-                else (f"api error {status.group(1)}" if status else "api error")
-            )
-            return unknown(reason, message or detail_of(completed), session_id=session_id)
+            return _result_error(events, result, completed, session_id)
         text = as_str(result.get("result")) or ""
         if not text.strip():
             return unknown("empty output", detail_of(completed), session_id=session_id)

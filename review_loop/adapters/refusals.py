@@ -45,7 +45,9 @@ _AUTH: Final = re.compile(
 _MODEL: Final = re.compile(
     r"model_not_found|model[ `'\"]\S*[`'\"]? does not exist|model \S+ does not exist"
     r"|issue with the selected model|models/\S+ is not found|not_found_error.*model"
-    r"|model: \S+|unknown model|model is not (?:available|supported)",
+    r"|model: \S+|unknown model|model is not (?:available|supported)"
+    # OpenRouter: no provider serves the model (or none serves it with tools)
+    r"|no endpoints found",
     re.IGNORECASE,
 )
 

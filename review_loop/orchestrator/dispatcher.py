@@ -743,12 +743,14 @@ class Dispatcher:
         """What ``[*command, *args]`` prints, cached per executable (path, size, mtime).
 
         Probing costs a whole CLI start (hundreds of ms for a Node CLI), so the answer is
-        kept in the user's state until the executable changes (:mod:`.sandbox.flags`).
+        kept in the user's state until the executable changes (:mod:`.sandbox.flags`). It
+        runs where the help probes run, never in the repository: a CLI may load the project
+        configuration of its working directory even to print its version.
         """
-        from review_loop.orchestrator.sandbox.flags import cached_output
+        from review_loop.orchestrator.sandbox.flags import NEUTRAL_CWD, cached_output
 
         return await cached_output(
-            peer.command, args, cwd=self.repo, pass_env=self._env(peer), run=self.runner.run
+            peer.command, args, cwd=NEUTRAL_CWD, pass_env=self._env(peer), run=self.runner.run
         )
 
     async def _flag_refusal(self, peer: ResolvedPeer, capabilities: Capabilities) -> str | None:

@@ -217,7 +217,7 @@ CASES: tuple[Golden, ...] = (
     # -- opencode 1.18.33 (recorded against the fake model API) --------------------------
     Golden("opencode", "success", DELIVERED, stdout="success.jsonl",
            text="FAKE-ANSWER #1", session_id=OPENCODE_SID),
-    Golden("opencode", "api-401", UNKNOWN, stdout="api-401.jsonl", returncode=1,
+    Golden("opencode", "api-401", NOT_SUBMITTED, stdout="api-401.jsonl", returncode=1,
            reason="auth_failed", session_id=OPENCODE_401_SID),
     Golden("opencode", "session-not-found", NOT_SUBMITTED,
            stderr="session-not-found.stderr.txt", returncode=1, resume=OPENCODE_RESUME_ID,
@@ -227,8 +227,9 @@ CASES: tuple[Golden, ...] = (
     # -- qwen 0.24.4 (recorded against the fake model API) ------------------------------
     Golden("qwen", "success", DELIVERED, stdout="success.json",
            text="FAKE-ANSWER #1", session_id=QWEN_SID),
-    # An assistant message quoting "[API Error: 401 ...]" comes first: not an answer.
-    Golden("qwen", "api-401", UNKNOWN, stdout="api-401.json", stderr="api-401.stderr.json",
+    # An assistant message quoting "[API Error: 401 ...]" comes first: not an answer; it
+    # is the only one, and no tool result came back: nothing was processed.
+    Golden("qwen", "api-401", NOT_SUBMITTED, stdout="api-401.json", stderr="api-401.stderr.json",
            returncode=1, reason="auth_failed", session_id=QWEN_401_SID),
     Golden("qwen", "session-not-found", NOT_SUBMITTED, stderr="session-not-found.stderr.txt",
            returncode=1, resume=RESUME_ID, reason="session not found", session_not_found=True),
@@ -253,10 +254,29 @@ CASES: tuple[Golden, ...] = (
              stdout=f"vibe-refused-{kind}.jsonl", reason=reason)
       for kind, reason in (("rate_limit", "rate_limited"), ("quota", "quota_exhausted"),
                            ("auth", "auth_failed"), ("model", "model_unavailable"))),
+    # opencode: only the error event, no step begun (a 429 after its own five retries).
+    *(Golden("opencode", f"refused-{kind}", NOT_SUBMITTED, stdout=f"refused-{kind}.jsonl",
+             returncode=1, reason=reason)
+      for kind, reason in (("rate_limit", "rate_limited"), ("quota", "quota_exhausted"),
+                           ("model", "model_unavailable"))),
+    # qwen: only its quote of the API error (a 429 after its seven tries, maxRetries 0).
+    *(Golden("qwen", f"refused-{kind}", NOT_SUBMITTED, stdout=f"refused-{kind}.json",
+             returncode=1, reason=reason)
+      for kind, reason in (("rate_limit", "rate_limited"), ("quota", "quota_exhausted"),
+                           ("model", "model_unavailable"))),
     Golden("gemini", "refused-auth", UNKNOWN, stderr="refused-auth.stderr.txt",
            returncode=144, reason="auth_failed"),
     Golden("gemini", "refused-billing", UNKNOWN, stderr="refused-billing.stderr.txt",
            returncode=146, reason="quota_exhausted"),
+    # bounded by gemini_defaults.json (else it retries and falls back without end); named
+    # from gemini's own error class: the document says "exceeded your current quota" for a
+    # per-minute limit too, and gives a 404 exit code 1.
+    Golden("gemini", "refused-rate_limit", UNKNOWN, stderr="refused-rate_limit.stderr.txt",
+           returncode=173, reason="rate_limited"),
+    Golden("gemini", "refused-quota", UNKNOWN, stderr="refused-quota.stderr.txt",
+           returncode=173, reason="quota_exhausted"),
+    Golden("gemini", "refused-model", UNKNOWN, stderr="refused-model.stderr.txt",
+           returncode=1, reason="model_unavailable"),
     # -- simulated (review-loop's offline stand-in, python -m review_loop.simulated) ----
     Golden("simulated", "success", DELIVERED, stdout="success.jsonl",
            text=SIMULATED_TEXT, session_id=SIMULATED_SID),

@@ -7,7 +7,9 @@ the throw-away HOME only (``tests.fakes.model_api.prepare_home``). For each:
 - ``consult`` returns the scripted answer, a session id, tokens; ``sessions`` lists the
   session with its resume commands, the read-only ones included (qwen's also from its own
   store); ``consult --resume`` reaches the same session (the model sees the first turn);
-- a scripted HTTP 401 is ``DELIVERY_UNKNOWN`` (exit 2), the session id kept;
+- a scripted HTTP 401 of the first request is ``auth_failed``, ``NOT_SUBMITTED`` (the run
+  proves nothing was processed; ``tests/e2e/test_refusals_new_clis_real.py``), exit 2, the
+  session id kept;
 - a model that asks for a write or shell tool leaves the repository, ``.git/`` included,
   byte for byte unchanged, even when the user's own settings of that CLI allow the tool
   (opencode: a per-agent ``allow`` in its user config; qwen: ``permissions.allow`` and
@@ -130,7 +132,7 @@ def test_opencode_read_only_resume_command_keeps_the_rules(peer_for: PeerFor) ->
 
 
 @pytest.mark.parametrize("product", NEW_CLIS)
-def test_http_401_is_auth_failed_and_delivery_unknown(
+def test_http_401_is_auth_failed_and_not_submitted(
     product: str,
     peer_for: PeerFor,  # noqa: F811
 ) -> None:
@@ -140,11 +142,7 @@ def test_http_401_is_auth_failed_and_delivery_unknown(
     ran, doc = peer.consult("anything")
 
     assert ran.returncode == 2, ran.describe()
-    assert (doc["ok"], doc["delivery"], doc["code"]) == (
-        False,
-        "DELIVERY_UNKNOWN",
-        "auth_failed",
-    ), doc
+    assert (doc["ok"], doc["delivery"], doc["code"]) == (False, "NOT_SUBMITTED", "auth_failed"), doc
     assert "fake 401 bad key" in doc["error"], doc
     assert isinstance(doc["sessionId"], str) and doc["sessionId"], doc
     assert peer.api.turns() and all(t.reply == "error 401" for t in peer.api.turns())

@@ -20,6 +20,7 @@ FAKE_ENV_NAMES = (
     "FAKE_AGENT_VERSION",
     "FAKE_AGENT_HELP_DROP",
     "FAKE_AGENT_HELP_EXIT",
+    "FAKE_AGENT_PROBE_LOG",
 )
 """What the fake CLIs read from their environment; the tests, as the user, pass them on."""
 

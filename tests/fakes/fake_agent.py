@@ -25,7 +25,9 @@ hang; the pids left are noted in ``$FAKE_AGENT_SCRIPT.pids``), ``read-paths`` (t
 of ``paths`` and answers with one JSON object: path -> its content, the sorted names of a
 directory, or ``"<ErrorName>"``; then tries to unmount each of them, noting
 ``"umount <path>": rc``).
-``--version`` prints ``$FAKE_AGENT_VERSION`` (default ``9.9.9``).
+``--version`` prints ``$FAKE_AGENT_VERSION`` (default ``9.9.9``). A ``--help`` or
+``--version`` probe is not a call (not in ``$FAKE_AGENT_LOG``); with ``$FAKE_AGENT_PROBE_LOG``
+set, each logs ``{product, argv, cwd}`` there.
 Any step may carry ``delay`` (seconds before output), ``wait_for`` (a path: no output until
 it exists), ``write`` (a path,
 relative to the cwd, the fake writes to — to prove read-only isolation), and ``exit``.
@@ -147,6 +149,15 @@ def _next_step(product: str) -> dict[str, Any]:
     except OSError:  # a read-only file system (an isolated run): this step, uncounted
         index = int(counter.read_text()) if counter.exists() else 0
     return dict(steps[min(index, len(steps) - 1)])
+
+
+def _log_probe(product: str, argv: list[str]) -> None:
+    """Where a probe ran: a CLI may load the project config of its working directory."""
+    log = os.environ.get("FAKE_AGENT_PROBE_LOG")
+    if log:
+        with open(log, "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            handle.write(json.dumps({"product": product, "argv": argv, "cwd": os.getcwd()}) + "\n")
 
 
 def _log(product: str, argv: list[str], stdin: str) -> None:
@@ -425,6 +436,8 @@ def _read_paths(paths: list[str]) -> dict[str, Any]:
 def main(product: str) -> int:
     argv = sys.argv[1:]
     grok_variant = os.environ.get("FAKE_GROK_VARIANT", "build")
+    if {"--help", "-h", "--version", "-V"} & set(argv):
+        _log_probe(product, argv)
     if "--help" in argv or "-h" in argv:
         _print(_help(product, grok_variant))
         return int(os.environ.get("FAKE_AGENT_HELP_EXIT") or 0)

@@ -60,7 +60,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from tests.fakes.refusals import REFUSAL_KINDS, RefusalKind, refusal_response
+from tests.fakes.refusals import (
+    REFUSAL_KINDS,
+    REFUSAL_SHAPES,
+    RefusalKind,
+    RefusalShape,
+    refusal_response,
+)
 
 __all__ = [
     "FAKE_API_KEY",
@@ -103,6 +109,7 @@ class Reply:
     message: str = ""
     delay: float = 0.0
     namespace: str = ""  # Responses API: the tool's namespace (codex offers MCP tools in one)
+    shape: RefusalShape | None = None  # a refusal: whose body (None: the API's own provider)
 
     @classmethod
     def answer(cls, text: str, *, delay: float = 0.0) -> Reply:
@@ -142,12 +149,17 @@ class Reply:
         return cls("error", status=status, message=message or f"fake {status}", delay=delay)
 
     @classmethod
-    def refuse(cls, kind: RefusalKind, *, delay: float = 0.0) -> Reply:
+    def refuse(
+        cls, kind: RefusalKind, *, shape: RefusalShape | None = None, delay: float = 0.0
+    ) -> Reply:
         """The provider's own refusal of ``kind`` (:func:`~tests.fakes.refusals.refusal_response`):
-        its status and body in the shape of the API the request came in on."""
+        its status and body in the shape of the API the request came in on, or in ``shape``
+        (chat completions: ``"openai"``, ``"openrouter"`` or ``"vllm"`` instead of xAI's)."""
         if kind not in REFUSAL_KINDS:
             raise ValueError(f"refusal kind {kind!r}: expected one of {REFUSAL_KINDS}")
-        return cls("refusal", message=kind, delay=delay)
+        if shape is not None and shape not in REFUSAL_SHAPES:
+            raise ValueError(f"refusal shape {shape!r}: expected one of {REFUSAL_SHAPES}")
+        return cls("refusal", message=kind, delay=delay, shape=shape)
 
     @classmethod
     def hang(cls) -> Reply:
@@ -478,7 +490,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return self._send_json(reply.status, _error_body(api, reply.status, reply.message))
         model = str((req.body or {}).get("model") or _model_from_path(path) or "fake-model")
         if reply.kind == "refusal":
-            return self._send_json(*refusal_response(api, reply.message, model))
+            return self._send_json(*refusal_response(reply.shape or api, reply.message, model))
         text = reply.text
         if reply.kind == "text" and text is None:
             result = _last_tool_result(api, req.body)

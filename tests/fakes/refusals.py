@@ -23,6 +23,24 @@ rate limit, exhausted quota or credit, a bad or expired key, and a model that do
                "Incorrect API key provided", 404 for a model the team cannot use.
 =============  ===============================================================================
 
+Chat completions is spoken by many servers, so a test chooses whose refusal it gets
+(``Reply.refuse(kind, shape=...)``, :data:`REFUSAL_SHAPES`) instead of xAI's:
+
+==============  ==============================================================================
+``openai``      OpenAI's own chat completions: the same ``{"error": {"message", "type",
+                "param", "code"}}`` as ``responses`` above (429 ``rate_limit_exceeded``, 429
+                ``insufficient_quota``, 404 ``model_not_found``), which most OpenAI-compatible
+                providers copy.
+``openrouter``  OpenRouter: ``{"error": {"code": <the HTTP status>, "message", "metadata"}}``
+                (a number, not a word); 429 "Rate limit exceeded: ...", 402 when the
+                account's credits cannot cover the request, 401 for a bad key, 404 "No
+                endpoints found for <model>.".
+``vllm``        vLLM's OpenAI-compatible server: ``{"object": "error", "message", "type",
+                "param", "code": <status>}`` at the top level; 404 ``NotFoundError`` "The
+                model `<model>` does not exist.", 401 for a wrong ``--api-key``; a local
+                server has no rate or quota to refuse with (those kinds raise).
+==============  ==============================================================================
+
 The shapes and wording follow each provider's published error references; the messages are
 abridged. Nothing here is secret or real: keys are shown masked, as the providers do.
 """
@@ -32,6 +50,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 RefusalKind = Literal["rate_limit", "quota", "billing", "usage_limit", "auth", "expired", "model"]
+RefusalShape = Literal["openai", "openrouter", "vllm"]
+REFUSAL_SHAPES: tuple[RefusalShape, ...] = ("openai", "openrouter", "vllm")
 REFUSAL_KINDS: tuple[RefusalKind, ...] = (
     "rate_limit",
     "quota",
@@ -44,7 +64,8 @@ REFUSAL_KINDS: tuple[RefusalKind, ...] = (
 
 
 def refusal_response(api: str, kind: str, model: str) -> tuple[int, dict[str, Any]]:
-    """``(status, body)`` of provider ``api`` refusing ``model`` for ``kind``.
+    """``(status, body)`` of provider ``api`` (an API, or one of :data:`REFUSAL_SHAPES`)
+    refusing ``model`` for ``kind``.
 
     Raises:
         ValueError: ``kind`` is not one of :data:`REFUSAL_KINDS`.
@@ -57,6 +78,10 @@ def refusal_response(api: str, kind: str, model: str) -> tuple[int, dict[str, An
         return _google(kind, model)
     if api == "chat":
         return _xai(kind, model)
+    if api == "openrouter":
+        return _openrouter(kind, model)
+    if api == "vllm":
+        return _vllm(kind, model)
     return _openai(kind, model)
 
 
@@ -278,3 +303,50 @@ def _xai(kind: str, model: str) -> tuple[int, dict[str, Any]]:
     }
     status, code, message = table[kind]
     return status, {"code": code, "error": message}
+
+
+def _openrouter(kind: str, model: str) -> tuple[int, dict[str, Any]]:
+    table: dict[str, tuple[int, str, dict[str, Any] | None]] = {
+        "rate_limit": (
+            429,
+            f"Rate limit exceeded: free-models-per-min. {model} is temporarily rate-limited "
+            "upstream; please retry shortly.",
+            {"headers": {"X-RateLimit-Limit": "20", "X-RateLimit-Remaining": "0"}},
+        ),
+        "quota": (
+            402,
+            "This request requires more credits, or fewer max_tokens. You requested up to "
+            "32000 tokens, but can only afford 0. To increase, visit "
+            "https://openrouter.ai/settings/credits and add more credits",
+            {"limit_source": "openrouter_credits"},
+        ),
+        "billing": (
+            402,
+            "Insufficient credits. Add more using https://openrouter.ai/settings/credits",
+            {"limit_source": "openrouter_credits"},
+        ),
+        "usage_limit": (
+            402,
+            "Key limit exceeded (total limit). Manage it using https://openrouter.ai/settings/keys",
+            {"limit_source": "openrouter_key_limit"},
+        ),
+        "auth": (401, "No auth credentials found", None),
+        "expired": (401, "User not found.", None),
+        "model": (404, f"No endpoints found for {model}.", None),
+    }
+    status, message, metadata = table[kind]
+    error: dict[str, Any] = {"code": status, "message": message}
+    if metadata is not None:
+        error["metadata"] = metadata
+    return status, {"error": error}
+
+
+def _vllm(kind: str, model: str) -> tuple[int, dict[str, Any]]:
+    if kind in ("auth", "expired"):
+        status, error_type, message = 401, "UnauthorizedError", "Unauthorized"
+    elif kind == "model":
+        status, error_type, message = 404, "NotFoundError", f"The model `{model}` does not exist."
+    else:
+        raise ValueError(f"refusal kind {kind!r}: vLLM has no rate or quota to refuse with")
+    body = {"object": "error", "message": message, "type": error_type, "param": None}
+    return status, {**body, "code": status}

@@ -16,7 +16,8 @@ from typing import Any
 USAGE = [
     "review-loop converge [--repo DIR] --plan FILE [--host-position FILE] [--host H] "
     "[--reviewer P [--reviewer P2]] [--peer-command NAME] [--fallback F|auto] [--run NAME] "
-    "[--timeout SECONDS] [--skill-dir DIR ...] [--require-skill NAME ...]",
+    "[--timeout SECONDS] [--blind-reviewer claude] [--skill-dir DIR ...] "
+    "[--require-skill NAME ...]",
 ]
 OUTPUT = "json"
 
@@ -36,6 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fallback", action="append", default=[])
     parser.add_argument("--run")
     parser.add_argument("--timeout")
+    parser.add_argument("--blind-reviewer", dest="blind_reviewer")
     parser.add_argument("--skill-dir", dest="skill_dirs", action="append", default=[])
     parser.add_argument("--require-skill", dest="require_skills", action="append", default=[])
 
@@ -73,7 +75,11 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
 
     from review_loop.agents.errors import InputError
     from review_loop.orchestrator.cli.common import load_user_prefs, positive_seconds, repo_from
-    from review_loop.orchestrator.cli.preflight import conditional_skills, skill_dirs_from
+    from review_loop.orchestrator.cli.preflight import (
+        checked_blind_reviewer,
+        conditional_skills,
+        skill_dirs_from,
+    )
     from review_loop.orchestrator.cli.stops import Stop, run_cancellable
     from review_loop.orchestrator.dispatcher import resolve_peer
     from review_loop.orchestrator.handoff.git import ensure_layout
@@ -104,6 +110,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
             "two products other than the host",
         )
     run = check_run(args.run) if args.run else default_run(repo)
+    blind = checked_blind_reviewer(args.blind_reviewer, prefs)
     inputs = ConvergeInputs(
         run=run,
         plan=plan,
@@ -112,6 +119,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         peers=(peers[0], peers[1]),
         fallback=resolve_fallbacks(prefs, args.fallback, host=args.host, peers=peers),
         timeout_ms=positive_seconds(args.timeout, "--timeout") if args.timeout else None,
+        blind_reviewer=blind,
         # Used only when no preflight is recorded: round A then stands in for it (seed).
         skills=tuple(
             resolve_skills(

@@ -298,6 +298,12 @@ PAGES: dict[str, Page] = {
             _RUN_NAME,
             _TIMEOUT,
             Flag(
+                "--blind-reviewer P",
+                "the blind reviewer (claude or an alias of it), proven alongside round A "
+                "when no preflight is recorded",
+                "claude",
+            ),
+            Flag(
                 "--skill-dir DIR",
                 "one more directory to look for the host's skills in, when no preflight is "
                 "recorded (round A then stands in for it); repeatable",

@@ -9,7 +9,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the CLI imports the prefs models only when it runs
+    from review_loop.prefs import Prefs
 
 USAGE = [
     "review-loop preflight [--repo DIR] [--host H] [--reviewer P [--reviewer P2]] "
@@ -42,8 +45,6 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     """Validate, then run the three round trips in parallel."""
     import shutil
 
-    from review_loop.agents.converge import BLIND_REVIEWER_PRODUCT
-    from review_loop.agents.errors import InputError
     from review_loop.orchestrator.cli.common import load_user_prefs, positive_seconds, repo_from
     from review_loop.orchestrator.cli.stops import Stop, run_cancellable
     from review_loop.orchestrator.dispatcher import resolve_peer
@@ -58,13 +59,7 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     skill_dirs = skill_dirs_from(args.skill_dirs, prefs.skillDirs)
     named = [p.strip() for value in args.peers for p in value.split(",") if p.strip()]
     prefs, peers = plan_peers(prefs, named, args.host, args.peer_command, shutil.which)
-    blind = args.blind_reviewer or BLIND_REVIEWER_PRODUCT
-    if resolve_peer(blind, prefs, field="--blind-reviewer").product != BLIND_REVIEWER_PRODUCT:
-        raise InputError(
-            "--blind-reviewer",
-            f"{blind!r} is not a {BLIND_REVIEWER_PRODUCT} session; no product stands in",
-            f"{BLIND_REVIEWER_PRODUCT} or a peer-command alias of it",
-        )
+    blind = checked_blind_reviewer(args.blind_reviewer, prefs)
     timeout_ms = positive_seconds(args.timeout, "--timeout") if args.timeout else None
     run = check_run(args.run) if args.run else default_run(repo)
     roles = [Role(f"Peer {side}", peer) for side, peer in zip("AB", peers, strict=False)]
@@ -107,6 +102,26 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
             )
 
     return run_cancellable(main)
+
+
+def checked_blind_reviewer(value: str | None, prefs: Prefs) -> str:
+    """``--blind-reviewer`` (default ``claude``): a Claude session, or an alias of one.
+
+    Raises:
+        InputError: a name of another product (no product stands in for the blind review).
+    """
+    from review_loop.agents.converge import BLIND_REVIEWER_PRODUCT
+    from review_loop.agents.errors import InputError
+    from review_loop.orchestrator.dispatcher import resolve_peer
+
+    blind = value or BLIND_REVIEWER_PRODUCT
+    if resolve_peer(blind, prefs, field="--blind-reviewer").product != BLIND_REVIEWER_PRODUCT:
+        raise InputError(
+            "--blind-reviewer",
+            f"{blind!r} is not a {BLIND_REVIEWER_PRODUCT} session; no product stands in",
+            f"{BLIND_REVIEWER_PRODUCT} or a peer-command alias of it",
+        )
+    return blind
 
 
 def conditional_skills(repo: Path, run: str, named: list[str]) -> list[str]:

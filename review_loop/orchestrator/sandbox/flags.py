@@ -34,8 +34,9 @@ if TYPE_CHECKING:
     runner's ``run``, or :func:`~..process.run.run_process`)."""
 
 NEUTRAL_CWD = Path("/")
-"""Where a help page runs by default: a directory no repository (and no other user) can
-plant a CLI's project settings in, and where a help page finds nothing to read."""
+"""Where a help page runs by default, and the dispatcher's version probe: a directory no
+repository (and no other user) can plant a CLI's project settings in, and where a probe
+finds nothing to read."""
 PROBE_DEADLINE_S = 15.0
 """How long a version probe may run."""
 HELP_DEADLINE_S = 60.0

@@ -25,6 +25,7 @@ from typing import Any
 import anyio
 
 from review_loop.agents.converge import (
+    BLIND_REVIEWER_PRODUCT,
     MAX_B_ROUNDS,
     ConvergenceRecord,
     ConvergenceSummary,
@@ -75,6 +76,8 @@ class ConvergeInputs:
     fallback: tuple[str, ...] = ()
     timeout_ms: int | None = None
     skills: tuple[SkillCheck, ...] = ()
+    # the Claude the blind review will use, proven with round A when no preflight is recorded
+    blind_reviewer: str = BLIND_REVIEWER_PRODUCT
 
 
 def select_converge_peers(prefs: Prefs, named: list[str], host: str | None) -> list[str]:
@@ -188,6 +191,8 @@ class _Converge:
         self.asked = 0
         self.reused = 0
         self.failures: dict[str, dict[str, Any]] = {}
+        # the blind reviewer's preflight check and its problem, once checked in this call
+        self.blind: tuple[dict[str, Any], str | None] | None = None
 
     def avoid(self) -> set[str]:
         products = {s.product for s in self.sides.values()}
@@ -295,9 +300,18 @@ class _Converge:
         rounds = 0
         status = "UNVERIFIED"
         missing_stage = "A"
-        a_done = await self.stage("A", prompts_a, new_session=True)
-        if a_done and self.ledger.preflight is None:
-            await self.preflight_from_round_a()
+        standing_in = self.ledger.preflight is None  # round A serves as the preflight
+        if standing_in and self._blind_side() is None:
+            # No peer is the blind reviewer: prove it alongside round A (no separate round).
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._prove_blind)
+                a_done = await self.stage("A", prompts_a, new_session=True)
+        else:
+            a_done = await self.stage("A", prompts_a, new_session=True)
+        if standing_in:
+            stopped = await self.preflight_from_round_a(a_done)
+            if stopped is not None:
+                return stopped
         if a_done and inputs.host_position is None:
             return self.awaiting_host_position()
         if a_done:
@@ -342,16 +356,55 @@ class _Converge:
             status, rounds, fast_path, disagreement_a, host_block, blocks, missing_stage
         )
 
-    async def preflight_from_round_a(self) -> None:
+    def _blind_side(self) -> str | None:
+        """The side whose peer is the blind reviewer itself (same product and command)."""
+        prefs = self.dispatcher.prefs
+        blind = resolve_peer(self.inputs.blind_reviewer, prefs, field="--blind-reviewer")
+        for side, name in zip(SIDES, self.inputs.peers, strict=True):
+            peer = resolve_peer(name, prefs)
+            if (peer.product, peer.command) == (blind.product, blind.command):
+                return side
+        return None
+
+    async def _prove_blind(self) -> None:
+        """The blind reviewer's round trip (seed: "likewise for the Claude used for blind
+        review"); a peer's round-A answer serves when that peer is the blind reviewer."""
+        from review_loop.orchestrator.workflows.converge_gates import prove_blind_reviewer
+
+        answered = None
+        side = self._blind_side()
+        if side is not None:
+            state = self.sides[side]
+            if state.latest is not None and state.peer == self.inputs.blind_reviewer:
+                answered = state.latest  # not a fallback's answer: the blind reviewer's own
+        self.blind = await prove_blind_reviewer(
+            self.dispatcher,
+            self.journal,
+            self.paths,
+            peer=self.inputs.blind_reviewer,
+            timeout_ms=self.inputs.timeout_ms,
+            answered=answered,
+        )
+
+    async def preflight_from_round_a(self, a_done: bool) -> dict[str, Any] | None:
         """Seed: round A's first successful round trip serves as the peers' preflight.
 
         Both peers answered; each session must also be listed by ``sessions`` (the
-        resumable handle), as ``preflight`` checks. Recorded in the ledger ``via: round A``.
+        resumable handle), as ``preflight`` checks, and the blind reviewer must be proven
+        the same way (:meth:`_prove_blind`). Recorded in the ledger ``via: round A`` once
+        round A is in, or as soon as the blind reviewer failed. Returns the seed's
+        ``MISSING_DEPENDENCIES`` document when something is missing: the loop stops here,
+        before round B, the Goal and any source change.
         """
         from review_loop.orchestrator.sessions.listing import list_sessions
 
+        if a_done and self.blind is None:
+            await self._prove_blind()  # the blind reviewer was a peer: its round A serves
+        problem = self.blind[1] if self.blind is not None else None
+        if not a_done and problem is None:
+            return None  # round A is incomplete (UNVERIFIED); nothing is proven yet
         missing = [s.missing_text() for s in self.inputs.skills if s.found is None]
-        for side in SIDES:
+        for side in SIDES if a_done else ():
             state = self.sides[side]
             found = await anyio.to_thread.run_sync(
                 list_sessions, self.dispatcher.repo, state.product
@@ -361,11 +414,26 @@ class _Converge:
                     f"Peer {side} ({state.product}): session {state.session} is not listed by "
                     f"`review-loop sessions --product={state.product}`"
                 )
+        if problem is not None:
+            missing.append(problem)
         summary = PreflightSummary(ready=not missing, missing=missing, at=utc_now(), via="round A")
         self.ledger = save_ledger(
             self.paths, load_ledger(self.paths).model_copy(update={"preflight": summary})
         )
         self.journal.append("preflight.result", ready=not missing, missing=missing, via="round A")
+        if not missing:
+            return None
+        document = missing_dependencies(
+            self.paths.run,
+            missing,
+            "round A stood in for the preflight and a capability is missing; the loop stops "
+            "before round B, the Goal and any source change (run `review-loop preflight` "
+            "once it is there)",
+            asked=self.asked,
+        )
+        if self.blind is not None:
+            document["blindReviewer"] = self.blind[0]
+        return document
 
     def awaiting_host_position(self) -> dict[str, Any]:
         """Round A is in: the host's position is needed before round B (seed: it writes it
@@ -607,28 +675,56 @@ async def run_converge(dispatcher: Dispatcher, inputs: ConvergeInputs) -> dict[s
     paths = RunPaths(dispatcher.repo, inputs.run)
     with run_lock(paths):
         preflight = load_ledger(paths).preflight
-        if preflight is None and any(s.found is None for s in inputs.skills):
-            # No preflight yet, and a skill is missing: stop before any discussion.
-            preflight = PreflightSummary(
-                ready=False,
-                missing=[s.missing_text() for s in inputs.skills if s.found is None],
-                at=utc_now(),
-                via="round A",
-            )
+        if preflight is None:
+            # No preflight yet: what is missing without asking anyone stops it before any
+            # discussion (a skill; the blind reviewer's CLI not even on PATH).
+            missing = [s.missing_text() for s in inputs.skills if s.found is None]
+            missing += _blind_not_installed(dispatcher, inputs.blind_reviewer)
+            if missing:
+                return missing_dependencies(
+                    inputs.run,
+                    missing,
+                    "no preflight is recorded and a capability is missing; no peer was "
+                    "asked (run `review-loop preflight` once it is there)",
+                    asked=0,
+                )
         if preflight is not None and not preflight.ready:
             # The seed stops before any discussion when a capability is missing.
-            return {
-                "ok": False,
-                "status": Result.MISSING_DEPENDENCIES.value,
-                "result": Result.MISSING_DEPENDENCIES.value,
-                "run": inputs.run,
-                "missing": preflight.missing,
-                "block": render_missing_dependencies(preflight.missing),
-                "message": "the last preflight of this run failed; run `review-loop "
+            return missing_dependencies(
+                inputs.run,
+                preflight.missing,
+                "the last preflight of this run failed; run `review-loop "
                 "preflight` again once the missing capability is there",
-                "asked": 0,
-            }
+                asked=0,
+            )
         return await _Converge(dispatcher, inputs, paths).run()
+
+
+def _blind_not_installed(dispatcher: Dispatcher, name: str) -> list[str]:
+    """The blind reviewer, named, when its executable is not on PATH (no call needed)."""
+    peer = resolve_peer(name, dispatcher.prefs, field="--blind-reviewer")
+    if is_installed(peer):
+        return []
+    return [
+        f"Blind reviewer ({peer.product}): `{peer.command[0]}` is not on PATH, so no real "
+        f"{peer.product} session can do the blind review"
+    ]
+
+
+def missing_dependencies(
+    run: str, missing: list[str], message: str, *, asked: int
+) -> dict[str, Any]:
+    """The seed's ``MISSING_DEPENDENCIES`` stop as ``converge``'s document."""
+    return {
+        "ok": False,
+        "status": Result.MISSING_DEPENDENCIES.value,
+        "result": Result.MISSING_DEPENDENCIES.value,
+        "run": run,
+        "missing": missing,
+        "block": render_missing_dependencies(missing),
+        "message": message,
+        "asked": asked,
+    }
 
 
 __all__ = [

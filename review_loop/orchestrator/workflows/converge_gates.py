@@ -194,6 +194,42 @@ async def _check_role(
     return check, problem
 
 
+async def prove_blind_reviewer(
+    dispatcher: Dispatcher,
+    journal: Journal,
+    paths: RunPaths,
+    *,
+    peer: str,
+    timeout_ms: int | None,
+    answered: dict[str, Any] | None = None,
+) -> tuple[dict[str, Any], str | None]:
+    """The blind reviewer's preflight when ``converge``'s round A stands in for preflight.
+
+    As ``preflight`` proves it: a real round trip (journaled, no fallback) whose session
+    ``sessions`` lists. ``answered`` is a round-A answer of this same peer (Claude was a
+    peer, so its first round trip serves, as the seed lets round A serve for the peers);
+    an answer of this run's journal is reused too. Returns the check and the problem
+    (``None`` when proven).
+    """
+    role = Role("Blind reviewer", peer)
+    prompt = preflight_prompt()
+    key = f"preflight:{role.label}:{role.peer}:{sha256_text(prompt)[:16]}"
+    entry = answered or journal.answered(key)
+    if entry is None:
+        entry = await journaled_call(
+            dispatcher,
+            journal,
+            paths,
+            stage="preflight",
+            side=role.label,
+            key=key,
+            peer=peer,
+            prompt=prompt,
+            timeout_ms=timeout_ms,
+        )
+    return await _check_role(dispatcher, role, entry)
+
+
 def _record_preflight(
     paths: RunPaths, journal: Journal, *, ready: bool, missing: list[str]
 ) -> None:

@@ -132,38 +132,83 @@ def run_lock(paths: RunPaths) -> Iterator[str]:
 #: the seed's recipe ("consult … then sessions") as its preflight evidence.
 ROUND_TRIPS_RUN = "consult-round-trips"
 ROUND_TRIP_EVENT = "consult.round-trip"
+#: How long a kept round trip counts as preflight evidence. Preflight is a liveness proof
+#: (the CLI still runs, is still logged in, its session is still there): a day-old answer
+#: no longer proves that, and the seed's recipe is meant to run right before the loop.
+ROUND_TRIP_FRESH_SECONDS = 24 * 60 * 60
+#: A kept line dated later than now by more than this is not believed (a clock set back).
+_CLOCK_SKEW_SECONDS = 5 * 60
 
 
 def record_round_trip(repo: Path, product: str, session_id: str) -> None:
     """Keep one answered consult (``product``, its resumable ``session_id``), signed.
 
-    One ``O_APPEND`` line, so concurrent consults need no lock (and ``consult`` loads no
-    model: its start-up stays small, docs/performance.md).
+    The line names the repository root it was asked in, so a line copied to another
+    checkout proves nothing there (:func:`round_trips`). One ``O_APPEND`` line, so
+    concurrent consults need no lock (and ``consult`` loads no model: its start-up stays
+    small, docs/performance.md).
     """
     from review_loop.orchestrator.handoff.files import make_dirs
 
     paths = RunPaths(repo, ROUND_TRIPS_RUN)
     make_dirs(paths.dir, anchor=repo)
-    entry = {"at": utc_now(), "event": ROUND_TRIP_EVENT, "product": product}
+    entry = {
+        "at": utc_now(),
+        "event": ROUND_TRIP_EVENT,
+        "product": product,
+        "repo": _root_text(repo),
+    }
     append_line(paths.journal, state_auth.sign(JOURNAL_PURPOSE, {**entry, "sessionId": session_id}))
 
 
 def round_trips(repo: Path) -> list[dict[str, Any]]:
-    """Every kept consult round trip whose MAC verifies, oldest first (planted: skipped)."""
+    """Every kept consult round trip that still proves something here, oldest first.
+
+    Counted: a line whose MAC verifies (planted: skipped), asked in this repository root
+    (copied from another checkout: skipped), at most :data:`ROUND_TRIP_FRESH_SECONDS` old.
+    """
+    import time
+
     paths = RunPaths(repo, ROUND_TRIPS_RUN)
     try:
         lines = read_bytes(paths.journal).decode("utf-8", "replace").splitlines()
     except OSError:  # none kept yet, or not a regular file reached without a link
         return []
+    root = _root_text(repo)
+    clock = time.time()
     kept = []
     for line in lines:
         try:
             entry = json.loads(line)
         except (ValueError, RecursionError):
             continue
-        if state_auth.verify(JOURNAL_PURPOSE, entry) and entry.get("event") == ROUND_TRIP_EVENT:
+        if not (
+            state_auth.verify(JOURNAL_PURPOSE, entry)
+            and entry.get("event") == ROUND_TRIP_EVENT
+            and entry.get("repo") == root
+        ):
+            continue
+        at = _epoch(entry.get("at"))
+        if at is not None and -_CLOCK_SKEW_SECONDS <= clock - at <= ROUND_TRIP_FRESH_SECONDS:
             kept.append(entry)
     return kept
+
+
+def _root_text(repo: Path) -> str:
+    """The repository root as the round-trip lines name it (links resolved)."""
+    return str(Path(repo).resolve())
+
+
+def _epoch(value: object) -> float | None:
+    """``utc_now()``'s text as seconds after the epoch; ``None`` when it is not that."""
+    from datetime import datetime
+
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def load_ledger(paths: RunPaths) -> Ledger:

@@ -561,15 +561,24 @@ async def _auto(dispatcher: Dispatcher, plan: VerifyDiffPlan, progress: Progress
     if not groups:
         return vd.auto_early_result("no skill files in diff", non_skill).to_json()
     run = await _thread(_Run.open, dispatcher, plan, tree, progress)
-    per_skill = {name: await _skill_loop(run, group) for name, group in groups.items()}
+    # Seed: "Auto-derive pre-registers N skills x Max iterations task rows total", so every
+    # skill's rows are shown pending before the first skill's loop starts.
+    boards = {
+        name: vd.IterationBoard.for_skill(name, plan.max_iterations, run.progress)
+        for name in groups
+    }
+    for board in boards.values():
+        board.register()
+    per_skill = {
+        name: await _skill_loop(run, group, boards[name]) for name, group in groups.items()
+    }
     return run.finish(vd.aggregate(non_skill, per_skill).to_json())
 
 
-async def _skill_loop(run: _Run, group: vd.SkillGroup) -> vd.SkillVerdict:
+async def _skill_loop(run: _Run, group: vd.SkillGroup, board: vd.IterationBoard) -> vd.SkillVerdict:
+    """One skill's loop over its rows on ``board`` (registered by the caller, up front)."""
     tree, plan = run.tree, run.plan
     files = group.files
-    board = vd.IterationBoard.for_skill(group.name, plan.max_iterations, run.progress)
-    board.register()
     tally = vd.Tally()
     previous: vd.Verdict | None = None
     start = await _thread(tree.snapshot, files)

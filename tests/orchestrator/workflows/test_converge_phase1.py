@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from review_loop.agents.converge import preflight_prompt
 from review_loop.orchestrator.workflows.skills import SKILL_DIRS_ENV
 from tests.fakes import FakeCLIs
 from tests.orchestrator.workflows.test_converge import (
@@ -44,7 +45,10 @@ def test_round_a_runs_before_the_host_position_and_is_kept(
     code, doc = round_a_only(repo, plan)
     assert code == 0, doc
     assert (doc["status"], doc["asked"], doc["rounds"]) == ("awaiting_host_position", 2, 0)
-    assert [c["product"] for c in fakes.calls()] in (["codex", "grok"], ["grok", "codex"])
+    # the two positions, and the blind-review Claude's preflight alongside them
+    assert sorted(c["product"] for c in fakes.calls()) == ["claude", "codex", "grok"]
+    [check] = [c for c in fakes.calls() if c["product"] == "claude"]
+    assert check["stdin"] == preflight_prompt()
     code, result = rl(repo, "ledger", "result", "--run", "task")
     assert "no three-party convergence recorded" in result["reasons"]  # not converged yet
 
@@ -54,7 +58,7 @@ def test_round_a_runs_before_the_host_position_and_is_kept(
     )  # fmt: skip
     assert code == 0, doc
     assert (doc["status"], doc["rounds"], doc["asked"], doc["reused"]) == ("converged", 1, 2, 2)
-    assert len(fakes.calls()) == 4  # round A was not asked again
+    assert len(fakes.calls()) == 5  # round A (and the blind reviewer's check) not asked again
 
 
 def test_round_a_serves_as_the_preflight_evidence(
@@ -70,7 +74,11 @@ def test_round_a_serves_as_the_preflight_evidence(
     code, result = rl(repo, "ledger", "result", "--run", "task")
     assert "no preflight recorded" not in result["reasons"]
     assert not [r for r in result["reasons"] if "preflight" in r]
-    assert len(fakes.calls()) == 4  # no separate preflight round trip
+    # no separate preflight round trip of the peers: their round A serves; the blind-review
+    # Claude, which round A never asks, gets its own preflight prompt (asked alongside A)
+    calls = fakes.calls()
+    assert len(calls) == 5
+    assert [c["product"] for c in calls if c["stdin"] == preflight_prompt()] == ["claude"]
 
 
 def test_without_preflight_a_missing_skill_stops_before_any_peer(
