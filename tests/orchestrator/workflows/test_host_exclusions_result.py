@@ -46,7 +46,9 @@ def test_the_hosts_scope_exclusions_are_in_the_task_completion_result(
     )
     # the record says the same exclusions
     record = next(x for x in doc["recordText"].splitlines() if x.startswith("- Frozen scope"))
-    assert record.endswith("exclusions: " + _scope_line(result["block"]).split(": ", 1)[1].split(" / ", 1)[1])
+    assert record.endswith(
+        "exclusions: " + _scope_line(result["block"]).split(": ", 1)[1].split(" / ", 1)[1]
+    )
 
 
 def test_without_a_convergence_the_result_shows_the_ledgers_exclusions_only(
