@@ -52,7 +52,7 @@ CONCERNS_PATH = ".review-loop/audit-concerns.json"
 
 def answer(audited: list[str], findings: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     text = json.dumps({"status": "completed", "audited": audited, "findings": findings or []})
-    return {"mode": "ok", "text": text}
+    return {"mode": "ok", "text": text, "read_receipts": True}  # reads what it audits
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""Process tests: ``scripts/demo`` stopped mid-way leaves no throw-away directory behind.
+"""Process tests: ``scripts/demo`` (``review-loop demo``) stopped mid-way leaves no
+throw-away directory behind.
 
 The demo runs with ``TMPDIR`` on a directory of the test's own. As soon as its first
 ``review-loop`` step runs, the demo gets SIGTERM or SIGINT, either alone (``kill PID``)
@@ -28,7 +29,8 @@ def _first_step(demo: psutil.Process) -> psutil.Process:
     while time.monotonic() < deadline:
         for child in demo.children():
             try:
-                if any("review-loop" in part for part in child.cmdline()):
+                # a step is `python -m review_loop COMMAND` (the git commands come first)
+                if "review_loop" in child.cmdline():
                     return child
             except psutil.NoSuchProcess:
                 continue

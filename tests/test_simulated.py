@@ -211,7 +211,8 @@ def test_end_to_end_demo_runs_from_any_directory_and_prints_no_dead_resume_comma
     demo = Path(__file__).resolve().parents[1] / "scripts" / "demo"
     ran = subprocess.run([str(demo)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr
-    documents = [json.loads(part) for part in ran.stdout.replace("}\n{", "}\n\0{").split("\0")]
+    # scripts/demo is `review-loop demo`: ONE document, holding each step's document
+    documents = [step["document"] for step in json.loads(ran.stdout)["steps"]]
     assert [d.get("ok", d.get("status")) for d in documents] == [
         *[True] * 5, "converged", True,
     ]  # fmt: skip

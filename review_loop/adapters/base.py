@@ -93,6 +93,11 @@ class Adapter(Protocol):
     ``login_args() -> tuple[str, ...] | None`` with ``login_state(output, returncode) ->
     LoginState``: the command that tells, without a model call, whether the CLI is logged
     in (``("auth", "status")``), and its reading; without them the state is ``unknown``.
+    A CLI with no such command may instead declare ``login_files(env, home) -> tuple[Path,
+    ...]``, the user's own files where it keeps its key or its choice of login, with
+    ``login_from(env, texts, capabilities) -> LoginState``: the same reading made from the
+    environment the CLI would get and those files' text (``{path: text}``, the ones that
+    exist), as the CLI itself decides before it asks a model (:func:`login_from`).
 
     Likewise optional: ``user_config_files(env, home) -> tuple[Path, ...]``, the user's own
     (home-directory) configuration files of the CLI that may name the variables it reads
@@ -301,6 +306,24 @@ def login_state(adapter: object, output: str, returncode: int | None) -> LoginSt
         return UNKNOWN_LOGIN
     try:
         state = read(output, returncode)
+    except Exception:
+        return UNKNOWN_LOGIN
+    return state if isinstance(state, LoginState) else UNKNOWN_LOGIN
+
+
+def login_from(
+    adapter: object,
+    env: Mapping[str, str],
+    texts: Mapping[str, str],
+    capabilities: Capabilities,
+) -> LoginState:
+    """The adapter's ``login_from`` reading of ``env`` (what its CLI would get) and
+    ``texts`` (its ``login_files`` that exist); unknown when it has none or fails to tell."""
+    read = getattr(adapter, "login_from", None)
+    if not callable(read):
+        return UNKNOWN_LOGIN
+    try:
+        state = read(env, texts, capabilities)
     except Exception:
         return UNKNOWN_LOGIN
     return state if isinstance(state, LoginState) else UNKNOWN_LOGIN

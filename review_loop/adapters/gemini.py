@@ -45,6 +45,7 @@ from review_loop.adapters._common import (
     version_in,
 )
 from review_loop.adapters.base import (
+    LoginState,
     RequiredFlag,
     SessionFile,
     SessionStore,
@@ -58,6 +59,7 @@ from review_loop.adapters.refusals import refusal_in, refuse_too_old, refused
 from review_loop.agents.constants import ENV_NAME_PATTERN
 from review_loop.agents.errors import AdapterRefusalError
 from review_loop.agents.models import EnvPassthrough, ResumeCommands, StoredSession
+from review_loop.agents.refusals import Refusal
 
 if TYPE_CHECKING:
     # the run vocabulary: imported where a run is built or read (agents/models.py)
@@ -97,7 +99,33 @@ CLI by ``tests/e2e/test_hostile_repo.py``."""
 ANCESTOR_FILES: Final = (".gemini/.env", ".env")
 """Loaded from every directory above the working directory (``GeminiAdapter.ancestor_files``)."""
 
-ENV: Final = {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+RETRY_DEFAULTS: Final = Path(__file__).with_name("gemini_defaults.json")
+"""Gemini's own settings that bound a refused request, passed as its system defaults
+(``GEMINI_CLI_SYSTEM_DEFAULTS_PATH``, the lowest settings tier: the user's own settings
+and the administrator's system settings still win; a user's own defaults file at that
+variable is replaced).
+
+Without them 0.61 never gives up on a refusal. A 429 rate limit is retried with backoff
+ten times per model (5 s doubling to 30 s, or the provider's retry delay), then again on
+the fallback model; and in plan mode every model fallback is silent, so a daily quota or
+an unknown model makes it switch between the two models of its ``auto`` chain without
+end (each switch resets its availability and its attempt count: thousands of requests a
+minute, until the deadline). Its own controls end that:
+
+- ``general.maxAttempts: 2``: a request is tried twice (one retry: a short provider
+  retry delay, a transient 5xx or a broken stream still recover), where 0.61 allows 10;
+- ``experimental.dynamicModelConfiguration`` with every ``modelConfigs.modelChains``
+  chain empty: each model is a chain of its own, so no request falls back to another
+  model; the model ``auto`` (or the user) chose is the one refused. No other setting,
+  flag or variable turns the fallback off (the non-dynamic chains are built in).
+
+Proven against the real CLI by ``tests/e2e/test_gemini_refusals_real.py``: each refusal
+ends in at most two requests, with its named reason."""
+
+ENV: Final = {
+    "GEMINI_CLI_TRUST_WORKSPACE": "true",
+    "GEMINI_CLI_SYSTEM_DEFAULTS_PATH": str(RETRY_DEFAULTS),
+}
 ENV_PASSTHROUGH: Final = EnvPassthrough(
     names=(
         "GOOGLE_API_KEY",
@@ -184,6 +212,36 @@ def _refusal(stderr: str, error: Mapping[str, Any], returncode: int | None) -> F
     return None
 
 
+# Gemini's own reading of a Google error, named in the stack dump it prints on stderr
+# before the error document ("... Full report available at: <file> TerminalQuotaError:
+# ..."). The document keeps only the message and loses what told the cases apart: a
+# per-minute limit and a daily quota are the same "You exceeded your current quota" from
+# Google (only the QuotaFailure quota id differs, which gemini read), and a 404's status
+# becomes exit code 1.
+_ERROR_CLASS = re.compile(r"\b(RetryableQuotaError|TerminalQuotaError|ModelNotFoundError): ")
+_CAPACITY = re.compile(r"(?i)exhausted your capacity|capacity exceeded|MODEL_CAPACITY_EXHAUSTED")
+_ERROR_CLASS_REFUSAL: Final = {
+    "RetryableQuotaError": Refusal.RATE_LIMITED,  # gemini would retry it: a rate
+    "TerminalQuotaError": Refusal.QUOTA_EXHAUSTED,  # a daily or zero quota, used-up credit
+    "ModelNotFoundError": Refusal.MODEL_UNAVAILABLE,  # any 404 of a generate request
+}
+
+
+def _named_refusal(stderr: str, code: int | None, message: str) -> Refusal | None:
+    """The refusal of gemini's error document (``code``, ``message``): gemini's own class
+    for the error where it printed one, else the words (``code`` as the HTTP status only
+    when it is one)."""
+    classes = _ERROR_CLASS.findall(stderr)
+    if classes:
+        named = _ERROR_CLASS_REFUSAL[classes[-1]]
+        # a model with no capacity left on the provider's side is busy, not the account
+        if named is Refusal.QUOTA_EXHAUSTED and _CAPACITY.search(message):
+            return Refusal.RATE_LIMITED
+        return named
+    status = code if code is not None and 100 <= code <= 599 else None
+    return refusal_in(status, message)
+
+
 def _usage(stats: object) -> Usage | None:
     """Token counts summed over ``stats.models.*.tokens``."""
     from review_loop.agents.models import Usage
@@ -201,6 +259,95 @@ def _usage(stats: object) -> Usage | None:
         input_tokens=totals.get("prompt"),
         output_tokens=totals.get("candidates"),
         cached_input_tokens=totals.get("cached"),
+    )
+
+
+_AUTH_FROM_ENV: Final = (
+    ("GOOGLE_GENAI_USE_GCA", "true", "oauth-personal"),
+    ("GOOGLE_GENAI_USE_VERTEXAI", "true", "vertex-ai"),
+    ("GOOGLE_GEMINI_BASE_URL", None, "gateway"),
+    ("GEMINI_API_KEY", None, "gemini-api-key"),
+    ("CLOUD_SHELL", "true", "compute-default-credentials"),
+    ("GEMINI_CLI_USE_COMPUTE_ADC", "true", "compute-default-credentials"),
+)
+"""Gemini's ``getAuthTypeFromEnv``, in its order: (variable, the value it must have or
+``None`` for any, the auth type it selects)."""
+
+
+def _dotenv_names(text: str) -> dict[str, str]:
+    """``NAME=value`` lines of a ``.env`` file (``export`` and quotes allowed)."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        name, sep, value = line.strip().removeprefix("export ").partition("=")
+        if sep and _ENV_NAME.fullmatch(name.strip()):
+            found[name.strip()] = value.strip().strip("'\"")
+    return found
+
+
+def _selected_type(settings: str | None) -> str | None:
+    """``security.auth.selectedType`` of the user's settings (or the older top-level
+    ``selectedAuthType``); ``None`` when absent. Raises ``ValueError`` on a file that is no
+    JSON object."""
+    if settings is None:
+        return None
+    document = json.loads(settings)
+    if not isinstance(document, dict):
+        raise ValueError("not an object")
+    auth = as_dict(as_dict(document.get("security")).get("auth"))
+    chosen = auth.get("selectedType", document.get("selectedAuthType"))
+    return chosen if isinstance(chosen, str) and chosen else None
+
+
+def _gemini_login(
+    env: Mapping[str, str], settings: str | None, dotenv: Mapping[str, str]
+) -> LoginState:
+    """What gemini decides before its first request, from the auth type and the variables
+    that type needs (its ``validateAuthMethod``)."""
+    values = {**dotenv, **env}
+    try:
+        chosen = _selected_type(settings)
+    except ValueError:
+        return LoginState("unknown", "~/.gemini/settings.json is not a JSON object gemini reads")
+    source = "settings.json security.auth.selectedType"
+    if chosen is None:
+        found = [
+            (n, t) for n, want, t in _AUTH_FROM_ENV if values.get(n) and want in (None, values[n])
+        ]
+        if not found:
+            return LoginState(
+                "logged-out",
+                "no auth method: no security.auth.selectedType in ~/.gemini/settings.json and "
+                "none of GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_GENAI_USE_GCA in its "
+                "environment (run gemini once to log in, or set GEMINI_API_KEY)",
+            )
+        source, chosen = found[0]
+    if chosen == "gemini-api-key":
+        if values.get("GEMINI_API_KEY"):
+            return LoginState("logged-in", f"gemini-api-key (from {source}), GEMINI_API_KEY set")
+        return LoginState(
+            "unknown",
+            f"gemini-api-key (from {source}) but no GEMINI_API_KEY in its environment: a key "
+            "gemini saved in its own keychain store is not readable without asking it",
+        )
+    if chosen == "vertex-ai":
+        keys = ("GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION")
+        if values.get("GOOGLE_API_KEY") or all(values.get(k) for k in keys):
+            return LoginState("logged-in", f"vertex-ai (from {source})")
+        return LoginState(
+            "logged-out",
+            f"vertex-ai (from {source}) needs GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION, "
+            "or GOOGLE_API_KEY, in its environment",
+        )
+    if chosen == "gateway":
+        return LoginState("logged-in", f"gateway (from {source}): the endpoint decides")
+    if chosen in ("oauth-personal", "compute-default-credentials"):
+        return LoginState(
+            "unknown",
+            f"{chosen} (from {source}): its token is kept by gemini (or the machine's "
+            "metadata server) and only a request tells whether it is still valid",
+        )
+    return LoginState(
+        "unknown", f"auth type {chosen!r} (from {source}) is not one review-loop knows"
     )
 
 
@@ -249,6 +396,23 @@ class GeminiAdapter:
         """:data:`READ_ONLY_FLAGS`, as ``gemini --help`` lists them. Its lockdown is the
         covering of :data:`HIDDEN_PATHS` (no flag turns the project's files off)."""
         return flag_requirements(READ_ONLY_FLAGS, "read-only")
+
+    def login_files(self, env: Mapping[str, str], home: Path) -> tuple[Path, ...]:
+        """Where gemini keeps its choice of login and its own keys: the user's
+        ``settings.json`` (``security.auth.selectedType``) and ``.env`` of
+        ``${GEMINI_CLI_HOME:-~}/.gemini``."""
+        base = (Path(env["GEMINI_CLI_HOME"]) if env.get("GEMINI_CLI_HOME") else home) / ".gemini"
+        return (base / "settings.json", base / ".env")
+
+    def login_from(
+        self, env: Mapping[str, str], texts: Mapping[str, str], capabilities: Capabilities
+    ) -> LoginState:
+        """Gemini's own check before its first request (``validateNonInteractiveAuth``):
+        the auth type the settings select, else the one its environment implies
+        (:func:`_gemini_login`)."""
+        settings = next((t for p, t in texts.items() if p.endswith("settings.json")), None)
+        dotenv = next((t for p, t in texts.items() if p.endswith(".env")), "")
+        return _gemini_login(env, settings, _dotenv_names(dotenv))
 
     def build(
         self, request: AgentRequest, *, command: Sequence[str], capabilities: Capabilities
@@ -312,7 +476,7 @@ class GeminiAdapter:
             code = error.get("code")
             reason = f"api error {code}" if code is not None else "api error"
             message = as_str(error.get("message")) or detail_of(completed)
-            named = refusal_in(as_int(code), message)
+            named = _named_refusal(stderr, as_int(code), message)
             if named is not None:
                 # gemini's error document carries no stats: a refusal of a later request
                 # (after tools ran) reads the same as one of the first, so nothing is proven.

@@ -19,6 +19,7 @@ string), limited to 128 KiB by the kernel.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -49,6 +50,7 @@ from review_loop.adapters._common import (
     version_in,
 )
 from review_loop.adapters.base import (
+    LoginState,
     RequiredFlag,
     SessionFile,
     SessionStore,
@@ -179,6 +181,38 @@ class GrokAdapter:
         if not _is_build(capabilities):
             return ()
         return flag_requirements(SANDBOX_FLAGS, "read-only")
+
+    def login_files(self, env: Mapping[str, str], home: Path) -> tuple[Path, ...]:
+        """The npm CLI's saved key: ``~/.grok/user-settings.json`` (``apiKey``; it ignores
+        ``GROK_HOME``), copied into the scratch HOME it runs with."""
+        return (home / VIBE_HOME_FILES[0],)
+
+    def login_from(
+        self, env: Mapping[str, str], texts: Mapping[str, str], capabilities: Capabilities
+    ) -> LoginState:
+        """The npm CLI's own rule (``loadApiKey``): ``GROK_API_KEY``, else ``apiKey`` of
+        ``~/.grok/user-settings.json``; neither is logged out ("API key required"). Grok
+        Build keeps its login its own way, which it tells no other program: unknown."""
+        if _is_build(capabilities):
+            return LoginState(
+                "unknown",
+                "Grok Build has no login status command and keeps its login its own way: "
+                "only a request tells",
+            )
+        if env.get("GROK_API_KEY"):
+            return LoginState("logged-in", "api key from GROK_API_KEY")
+        for text in texts.values():
+            try:
+                saved = json.loads(text)
+            except ValueError:
+                return LoginState("unknown", "~/.grok/user-settings.json is not JSON")
+            if isinstance(saved, dict) and isinstance(saved.get("apiKey"), str) and saved["apiKey"]:
+                return LoginState("logged-in", "api key from ~/.grok/user-settings.json")
+        return LoginState(
+            "logged-out",
+            "no GROK_API_KEY in its environment and no apiKey in ~/.grok/user-settings.json "
+            "(the two places the npm grok CLI reads its key from)",
+        )
 
     def build(
         self, request: AgentRequest, *, command: Sequence[str], capabilities: Capabilities

@@ -47,6 +47,7 @@ from review_loop.adapters._common import (
     version_in,
 )
 from review_loop.adapters.base import (
+    LoginState,
     RequiredFlag,
     SessionFile,
     SessionStore,
@@ -160,6 +161,8 @@ SOURCE: Final = "cli-store"
 _ENV_REFERENCE: Final = re.compile(r"\{env:([^}\s]+)\}")
 """opencode's variable substitution in a config file's text (``"apiKey": "{env:MY_KEY}"``)."""
 _ENV_NAME: Final = re.compile(ENV_NAME_PATTERN)
+_COLOUR: Final = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+"""The colour codes ``opencode auth list`` prints even into a pipe."""
 
 
 def _data_dir(env: Mapping[str, str], home: Path) -> Path:
@@ -299,6 +302,32 @@ class OpenCodeAdapter:
         run --help`` lists it. The rest of its lockdown is environment variables, which no
         help page lists."""
         return flag_requirements(READ_ONLY_FLAGS, "read-only", ("run", "--help"))
+
+    def login_args(self) -> tuple[str, ...] | None:
+        """``opencode auth list`` lists the stored credentials (``auth.json`` of its data
+        directory) and the provider keys in its environment; it asks no model."""
+        return ("auth", "list")
+
+    def login_state(self, output: str, returncode: int | None) -> LoginState:
+        """Logged in when it lists a stored credential or a provider key in the
+        environment it was given (the one a reviewer gets); ``0 credentials`` and no
+        environment variable is logged out."""
+        text = _COLOUR.sub("", output)
+        stored = re.search(r"(\d+)\s+credentials?\b", text)
+        from_env = re.search(r"(\d+)\s+environment variables?\b", text)
+        if returncode != 0 or stored is None:
+            last = [line.strip() for line in text.splitlines() if line.strip()]
+            return LoginState("unknown", (last[-1] if last else "")[:200])
+        counts = [(int(stored[1]), "stored credential(s)")]
+        if from_env is not None:
+            counts.append((int(from_env[1]), "provider key(s) in its environment"))
+        said = ", ".join(f"{count} {what}" for count, what in counts)
+        if any(count for count, _ in counts):
+            return LoginState("logged-in", f"opencode auth list: {said}")
+        return LoginState(
+            "logged-out",
+            f"opencode auth list: {said} (log in with: opencode auth login)",
+        )
 
     def build(
         self, request: AgentRequest, *, command: Sequence[str], capabilities: Capabilities

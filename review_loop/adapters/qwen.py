@@ -51,6 +51,7 @@ from review_loop.adapters._common import (
     version_in,
 )
 from review_loop.adapters.base import (
+    LoginState,
     RequiredFlag,
     SessionFile,
     SessionStore,
@@ -266,6 +267,19 @@ class QwenAdapter:
         return (
             *flag_requirements(READ_ONLY_FLAGS, "read-only"),
             *flag_requirements(NO_PROJECT_CODE_FLAGS, "lockdown"),
+        )
+
+    def login_state(self, output: str, returncode: int | None) -> LoginState:
+        """Unknown, and why: Qwen Code has no login status command (``qwen auth`` was
+        removed; it says so and exits 0), and which provider and key it uses is decided
+        only when it starts a request, from settings ``modelProviders``, the selected auth
+        type and half a dozen provider variables (``OPENAI_API_KEY`` + ``OPENAI_BASE_URL``
+        + ``OPENAI_MODEL``, ``BAILIAN_*``, ...). Guessing would report a login it may not use."""
+        return LoginState(
+            "unknown",
+            "qwen has no login status command (`qwen auth` was removed) and picks its "
+            "provider and key only when a request starts (settings modelProviders, the "
+            "selected auth type, OPENAI_API_KEY/OPENAI_BASE_URL/OPENAI_MODEL and others)",
         )
 
     def build(

@@ -313,6 +313,9 @@ class ConvergenceSummary(_Model):
     rounds: int
     recordPath: str
     at: str
+    # the exclusions the host's ``## Scope`` stated, so the Task Completion Result shows
+    # them as the record does (seed 004: "Scope / exclusions")
+    hostExclusions: list[str] = Field(default_factory=list)
 
 
 class PreflightSummary(_Model):
@@ -620,14 +623,80 @@ def ledger_summary(ledger: Ledger) -> str:
     return "; ".join(parts) if parts else "empty"
 
 
-def frozen_scope(ledger: Ledger, host_scope: str) -> str:
-    """The frozen scope: every PENDING item (plus the host's words), and the exclusions."""
-    pending = ", ".join(f"{i.id} {i.title}".strip() for i in ledger.by_status(LedgerStatus.PENDING))
-    excluded = ", ".join(i.id for i in ledger.by_status(LedgerStatus.EXCLUDED))
+_EXCLUSION_LABEL_RE = re.compile(
+    r"^[\s*_`]*(?:exclu\w*|out of scope|not in scope)[\s*_`]*:[\s*_`]*(.*?)[\s*_`]*$", re.I
+)
+_EXCLUSION_TITLE_RE = re.compile(r"exclu|out of scope|not in scope", re.I)
+
+
+def host_scope(text: str) -> tuple[str, list[str]]:
+    """The host position's ``## Scope`` section: its words on one line, and apart from
+    them the exclusions it states (seed 004: each side writes "the scope, ..., exclusions").
+
+    An exclusion is the value of a line or bullet labelled ``Exclusions:`` (``Excluded:``,
+    ``Excludes:``, ``Out of scope:``, ``Not in scope:``), or a line or bullet under a
+    sub-heading of the section whose title says so (``### Exclusions``); ``none`` states
+    none.
+    """
+    words: list[str] = []
+    excluded: list[str] = []
+    level = 0
+    sub = 0  # the level of an exclusions sub-heading we are under, else 0
+    for line in text.splitlines():
+        heading = _HEADING_RE.match(line)
+        if heading:
+            depth = len(heading.group(1))
+            if level and depth <= level:
+                break
+            if not level and "scope" in heading.group(2).lower():
+                level = depth
+            elif level:
+                sub = depth if _EXCLUSION_TITLE_RE.search(heading.group(2)) else 0
+            continue
+        if not level or not line.strip() or _POSITION_RE.match(line):
+            continue
+        bullet = _BULLET_RE.match(line)
+        item = bullet.group(1) if bullet else line.strip()
+        label = _EXCLUSION_LABEL_RE.match(item)
+        value = label.group(1) if label else item if sub else None
+        if value is None:
+            words.append(item)
+        elif value and not _NONE_RE.match(value):
+            excluded.append(value)
+    return "; ".join(words), excluded
+
+
+def frozen_scope(ledger: Ledger, host_words: str, host_excluded: Sequence[str] = ()) -> str:
+    """The frozen scope: every PENDING item (plus the host's words), and the exclusions:
+    the ledger's EXCLUDED items, then the ones the host's position states (which never
+    exclude a plan item: only the user or valid documentation does, seed 004)."""
+    pending_items = ledger.by_status(LedgerStatus.PENDING)
+    pending = ", ".join(f"{i.id} {i.title}".strip() for i in pending_items)
     scope = pending or "no PENDING item"
-    if host_scope:
-        scope += f" — host: {host_scope}"
-    return f"{scope}; exclusions: {excluded or 'none'}"
+    if host_words:
+        scope += f" — host: {host_words}"
+    return f"{scope}; exclusions: {exclusions_text(ledger, host_excluded)}"
+
+
+def exclusions_text(ledger: Ledger, host_excluded: Sequence[str] = ()) -> str:
+    """The exclusions as the record and the Task Completion Result write them: the
+    ledger's EXCLUDED items, then apart the host's (a PENDING item the host names is said
+    to stay PENDING)."""
+    excluded = ", ".join(i.id for i in ledger.by_status(LedgerStatus.EXCLUDED))
+    text = excluded or "none"
+    if host_excluded:
+        text += f" (ledger); host excludes: {'; '.join(host_excluded)}"
+        named = [
+            i.id
+            for i in ledger.by_status(LedgerStatus.PENDING)
+            if any(re.search(rf"\b{re.escape(i.id)}\b", e) for e in host_excluded)
+        ]
+        if named:
+            text += (
+                f" ({', '.join(named)} stay PENDING: only the user or valid documentation "
+                "excludes a plan item, `ledger set --status EXCLUDED`)"
+            )
+    return text
 
 
 def decision_text(
@@ -888,7 +957,8 @@ def _provenance_line(ledger: Ledger) -> str:
 def render_completion(inputs: CompletionInputs, result: Result, reasons: Iterable[str]) -> str:
     """The seed's "Task Completion Result" block."""
     ledger, current = inputs.ledger, inputs.evidence
-    excluded = ", ".join(i.id for i in ledger.by_status(LedgerStatus.EXCLUDED)) or "none"
+    host_excluded = ledger.convergence.hostExclusions if ledger.convergence else ()
+    excluded = exclusions_text(ledger, host_excluded)
     scope = ", ".join(i.id for i in ledger.items if i.status not in (LedgerStatus.EXCLUDED,))
     done = ", ".join(i.id for i in ledger.by_status(LedgerStatus.VERIFIED_DONE))
     decision = ledger.convergence.decision if ledger.convergence else "not recorded"

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from review_loop.agents.errors import FormatError
@@ -45,7 +45,11 @@ concern only, against the standards your concern names, and report what you insp
 
 Rules:
 - Read every subject body completely from the head commit (git show '<head>:<path>'); \
-never judge from a patch alone.
+never judge from a patch alone. Page through a long body in ranges until its end: a read \
+that stops early is partial.
+- For each path you list under "audited", give its read receipt under "read": the number \
+of lines of the body you read and its last non-blank line, verbatim. The run driver checks \
+each receipt against the body and asks again for a truncated or partial read.
 - Claim only paths you inspected completely and that your concern applies to; list each \
 exact path once under "audited". Return "not_applicable" when none applies.
 - Report each violation as a finding with the exact path and line, a colon-free rule \
@@ -64,6 +68,8 @@ RESPONSE_CONTRACT: Final = """Answer with one JSON object and nothing else:
                "message": "<one sentence>", "observed": "<what the code does>",
                "expected": "<what the standard requires>",
                "invalidatedByChange": <true when the change invalidates this text>}],
+ "read": {"<each audited path>": {"lines": <how many lines the body you read has>,
+                                  "lastLine": "<its last non-blank line, verbatim>"}},
  "failure": "<the failed operation or absent prerequisite, only when status is failed>"}"""
 
 
@@ -324,6 +330,74 @@ class ConcernResult:
     findings: tuple[ReturnedFinding, ...] = ()
     failure: str | None = None
     withdrawn: tuple[str, ...] = field(default=())
+    read: Mapping[str, ReadReceipt] = field(default_factory=dict)  # path -> its read receipt
+
+
+@dataclass(frozen=True)
+class ReadReceipt:
+    """What only a complete read of a body knows: its line count and last non-blank line.
+
+    The concern agents run with read-only tools (some have no shell), so they cannot be
+    asked for a git blob id or a digest; a read cut short (a tool's line cap, a partial
+    range) cannot know where the body ends. The run driver computes the same receipt from
+    the true body (:func:`receipt_of`) and compares (seed 002 stage "Inspect": a truncated
+    or partial read is re-issued).
+    """
+
+    lines: int
+    last_line: str
+
+    def describe(self) -> str:
+        """``3 lines ending 'return x'`` (for the BLOCKED diagnostic)."""
+        return f"{self.lines} lines ending {self.last_line[:80]!r}"
+
+
+def receipt_of(body: bytes) -> ReadReceipt | None:
+    """The receipt of a complete read of ``body``; ``None`` for a body that is not text
+    (not UTF-8, or holding NUL), which no receipt is asked for.
+
+    Lines are counted as an editor numbers them: a last line without a newline counts.
+    """
+    if b"\0" in body:
+        return None
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    last = next((line.strip() for line in reversed(lines) if line.strip()), "")
+    return ReadReceipt(len(lines), last)
+
+
+def partial_reads(
+    concern: Concern, result: ConcernResult, expected: Mapping[str, ReadReceipt | None]
+) -> dict[str, str]:
+    """The audited paths of ``concern``'s selection whose read receipt is missing or wrong,
+    each with why (the values, for the diagnostic; never sent back to the concern).
+
+    A path whose body is not text, or has none at the audited end (a deletion), needs no
+    receipt.
+    """
+    mine = set(concern.paths)
+    out: dict[str, str] = {}
+    for path in (p for p in result.audited if p in mine):
+        want = expected.get(path)
+        if want is None:
+            continue
+        got = result.read.get(path)
+        if got is None:
+            out[path] = f"no read receipt (the body has {want.describe()})"
+        elif got.lines != want.lines or got.last_line.strip() != want.last_line:
+            out[path] = f"receipt {got.describe()}, the body has {want.describe()}"
+    return out
+
+
+def without_paths(result: ConcernResult, paths: Iterable[str]) -> ConcernResult:
+    """``result`` with ``paths`` taken out of ``audited``: not inspected after all."""
+    gone = set(paths)
+    return replace(result, audited=tuple(p for p in result.audited if p not in gone))
 
 
 def unsettled_paths(concern: Concern, result: ConcernResult) -> tuple[str, ...]:
@@ -342,14 +416,28 @@ def unsettled_paths(concern: Concern, result: ConcernResult) -> tuple[str, ...]:
     return tuple(path for path in concern.paths if path not in settled)
 
 
-def unsettled_prompt(paths: Sequence[str]) -> str:
-    """The re-ask for a completed result that left paths of its selection unsettled."""
-    listed = "\n".join(f"- {path}" for path in paths)
+def unsettled_prompt(paths: Sequence[str], partial: Sequence[str] = ()) -> str:
+    """The re-ask for a completed result that left paths of its selection unsettled, or
+    whose read receipts show a truncated or partial read of ``partial``."""
+    parts = []
+    if paths:
+        listed = "\n".join(f"- {path}" for path in paths)
+        parts.append(
+            "Your answer did not settle every path your selection names. Each of these must "
+            "be in audited, notApplicable or unsupported, or answer status failed naming the "
+            f"failed operation or absent prerequisite:\n{listed}"
+        )
+    if partial:
+        listed = "\n".join(f"- {path}" for path in partial)
+        parts.append(
+            "Your read of these bodies was truncated or partial: their read receipts (line "
+            "count and last non-blank line) are missing or do not match the body at the "
+            "head. Read each one again completely, in ranges until its end, and give its "
+            f'receipt under "read":\n{listed}'
+        )
     return (
-        "Your answer did not settle every path your selection names. Each of these must be "
-        "in audited, notApplicable or unsupported, or answer status failed naming the "
-        f"failed operation or absent prerequisite:\n{listed}\n\nAnswer again with the "
-        f"complete JSON object (every path, every finding) only.\n\n{RESPONSE_CONTRACT}\n"
+        "\n\n".join(parts) + "\n\nAnswer again with the complete JSON object (every path, "
+        f"every finding, every read receipt) only.\n\n{RESPONSE_CONTRACT}\n"
     )
 
 
@@ -437,6 +525,7 @@ def parse_concern_reply(text: str) -> ConcernResult:
         )
     return ConcernResult(
         "completed",
+        read=_receipts(document.get("read")),
         audited=audited,
         not_applicable=tuple(p for p in lists["notApplicable"] if p not in audited),
         unsupported=tuple(
@@ -445,6 +534,23 @@ def parse_concern_reply(text: str) -> ConcernResult:
         findings=tuple(findings),
         withdrawn=tuple(withdrawn),
     )
+
+
+def _receipts(value: Any) -> dict[str, ReadReceipt]:
+    """The well-formed read receipts of a reply (a malformed one is no receipt: that
+    path's read is re-asked, never the whole reply refused)."""
+    if not isinstance(value, dict):
+        return {}
+    out = {}
+    for path, raw in value.items():
+        if not isinstance(raw, dict):
+            continue
+        lines, last = raw.get("lines"), raw.get("lastLine")
+        if not isinstance(lines, int) or isinstance(lines, bool) or lines < 0:
+            continue
+        if isinstance(last, str):
+            out[str(path)] = ReadReceipt(lines, last)
+    return out
 
 
 # --- touched text ---------------------------------------------------------------------------
@@ -608,17 +714,53 @@ def check_driver(document: Any, source: str) -> dict[str, str]:
 
 
 def check_deterministic(document: Any) -> dict[str, Any]:
-    """Established deterministic-verification facts: an object naming the ``head`` they cover.
+    """Established deterministic-verification facts: an object naming the ``head`` they
+    cover, and ``passing`` (``true``/``false``) when they establish whether it passes.
 
     Raises:
-        ValueError: not an object, or ``head`` is not a full 40-hex commit id.
+        ValueError: not an object, ``head`` is not a full 40-hex commit id, or ``passing``
+            is there but not a boolean.
     """
     if not isinstance(document, dict):
         raise ValueError("not a JSON object")
     head = document.get("head")
     if not (isinstance(head, str) and len(head) == 40 and all(c in HEX for c in head)):
         raise ValueError('"head" must be the full commit id the facts were established for')
+    if "passing" in document and not isinstance(document["passing"], bool):
+        raise ValueError('"passing" must be true or false (whether the established checks pass)')
     return document
+
+
+def gate_eligibility(advisory: bool, head: str, deterministic: Any) -> tuple[bool, str]:
+    """Whether the audit supplies reusable gate evidence, and why (seed 002: "A committed
+    audit is reusable only when the applicable deterministic verification is established as
+    passing for that subject; an advisory audit never supplies reusable gate evidence").
+
+    ``deterministic`` is what the run retained: ``"unestablished"`` or the established facts
+    (``{"status": "established", "head": ..., "passing": ...}``). Passing is never inferred:
+    only ``"passing": true`` in facts for this head establishes it. Eligibility says
+    whether the run may be reused as gate evidence, whatever its terminal status.
+    """
+    if advisory:
+        return False, (
+            "an advisory (worktree:) audit never supplies reusable gate evidence: it judges "
+            "live files, not an exact committed head"
+        )
+    if not isinstance(deterministic, Mapping) or deterministic.get("status") != "established":
+        return False, (
+            f"no deterministic verification is established for head {head} "
+            '(--deterministic-verification FILE with {"head": ..., "passing": true})'
+        )
+    if deterministic.get("passing") is not True:
+        state = "fail" if deterministic.get("passing") is False else "do not say they pass"
+        return False, (
+            f"the deterministic verification facts established for head {head} {state} "
+            '(reusable only with "passing": true)'
+        )
+    return True, (
+        f"a committed audit of head {head} whose deterministic verification is established "
+        "as passing"
+    )
 
 
 def filed_line(key: str, finding: ReturnedFinding, token: str, base: str, head: str) -> str:

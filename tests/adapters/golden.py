@@ -268,6 +268,15 @@ CASES: tuple[Golden, ...] = (
            returncode=144, reason="auth_failed"),
     Golden("gemini", "refused-billing", UNKNOWN, stderr="refused-billing.stderr.txt",
            returncode=146, reason="quota_exhausted"),
+    # bounded by gemini_defaults.json (else it retries and falls back without end); named
+    # from gemini's own error class: the document says "exceeded your current quota" for a
+    # per-minute limit too, and gives a 404 exit code 1.
+    Golden("gemini", "refused-rate_limit", UNKNOWN, stderr="refused-rate_limit.stderr.txt",
+           returncode=173, reason="rate_limited"),
+    Golden("gemini", "refused-quota", UNKNOWN, stderr="refused-quota.stderr.txt",
+           returncode=173, reason="quota_exhausted"),
+    Golden("gemini", "refused-model", UNKNOWN, stderr="refused-model.stderr.txt",
+           returncode=1, reason="model_unavailable"),
     # -- simulated (review-loop's offline stand-in, python -m review_loop.simulated) ----
     Golden("simulated", "success", DELIVERED, stdout="success.jsonl",
            text=SIMULATED_TEXT, session_id=SIMULATED_SID),

@@ -26,6 +26,7 @@ from tests.adapters.golden import GEMINI_SID, PROMPT, REPO, finished, sample
 
 CAPS = Capabilities()
 POLICY = Path(__file__).parents[2] / "review_loop" / "adapters" / "gemini_read_only.toml"
+DEFAULTS = Path(__file__).parents[2] / "review_loop" / "adapters" / "gemini_defaults.json"
 HEAD = (
     "gemini", "-o", "json", "--approval-mode", "plan", "--admin-policy", str(POLICY),
     "--skip-trust", "-p", "",
@@ -46,7 +47,10 @@ def test_new_session_argv_preassigns_the_id() -> None:
     assert invocation.argv == (*HEAD, "--session-id", GEMINI_SID)
     assert invocation.session_id == GEMINI_SID
     assert invocation.stdin == PROMPT.encode()
-    assert invocation.env == {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+    assert invocation.env == {
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",
+        "GEMINI_CLI_SYSTEM_DEFAULTS_PATH": str(DEFAULTS),
+    }
 
 
 def test_new_session_without_an_id_gets_a_uuid() -> None:
@@ -75,6 +79,53 @@ def test_read_only_policy_denies_leaving_plan_mode_and_writing() -> None:
     }
     assert {"exit_plan_mode", "write_file", "replace", "run_shell_command"} <= denied
     assert "," not in str(POLICY)  # --admin-policy splits its value at commas
+
+
+GEMINI_CHAINS = ("preview", "auto-preview", "default", "auto-default", "lite")  # 0.61's own
+
+
+def test_every_run_gets_the_system_defaults_that_bound_a_refusal() -> None:
+    # gemini silently ignores a missing defaults file and then retries a refusal without
+    # end (tests/e2e/test_gemini_refusals_real.py), so check what it must say here.
+    assert build().env["GEMINI_CLI_SYSTEM_DEFAULTS_PATH"] == str(DEFAULTS)
+    settings = json.loads(DEFAULTS.read_text())
+    assert settings["general"]["maxAttempts"] == 2
+    assert settings["experimental"]["dynamicModelConfiguration"] is True
+    assert settings["modelConfigs"]["modelChains"] == {name: [] for name in GEMINI_CHAINS}
+
+
+def error_document(message: str, code: int) -> str:
+    return json.dumps({"session_id": GEMINI_SID, "error": {"message": message, "code": code}})
+
+
+def test_gemini_s_own_error_class_names_a_429() -> None:
+    # Google says "exceeded your current quota" for a per-minute limit and a daily quota
+    # alike; gemini told them apart (RetryableQuotaError / TerminalQuotaError).
+    exceeded = "You exceeded your current quota, please check your plan and billing details."
+    for error_class, reason in (
+        ("RetryableQuotaError", "rate_limited"),
+        ("TerminalQuotaError", "quota_exhausted"),
+    ):
+        stderr = f"Full report available at: x.json {error_class}: {exceeded}\n"
+        outcome = interpret(b"", (stderr + error_document(exceeded, 429)).encode(), returncode=1)
+        assert isinstance(outcome, Failure)
+        assert (outcome.state, outcome.reason) == (DeliveryState.DELIVERY_UNKNOWN, reason)
+
+
+def test_a_model_without_capacity_is_a_rate_not_a_used_up_quota() -> None:
+    busy = "No capacity available for model gemini-x: MODEL_CAPACITY_EXHAUSTED"
+    stderr = f"TerminalQuotaError: {busy}\n{error_document(busy, 429)}"
+    outcome = interpret(b"", stderr.encode(), returncode=1)
+    assert isinstance(outcome, Failure)
+    assert outcome.reason == "rate_limited"
+
+
+def test_an_exit_code_in_the_error_document_is_not_an_http_status() -> None:
+    # a 404's document carries gemini's exit code 1; without the class, the words name it
+    missing = "models/gemini-x is not found for API version v1beta"
+    outcome = interpret(b"", error_document(missing, 1).encode(), returncode=1)
+    assert isinstance(outcome, Failure)
+    assert outcome.reason == "model_unavailable"
 
 
 def test_preassigned_id_must_be_a_uuid() -> None:

@@ -43,5 +43,5 @@ def test_doctor_reads_every_real_cli_version_flags_and_login(
     assert rows["grok"]["variant"] == "vibe-0.0.34" and rows["grok"]["flags"]["required"] == []
     assert rows["claude"]["login"]["state"] == "logged-in", rows["claude"]
     assert rows["codex"]["login"]["state"] in ("logged-in", "logged-out"), rows["codex"]
-    assert rows["gemini"]["login"]["state"] == "unknown"
+    assert rows["gemini"]["login"]["state"] == "logged-out"  # no GEMINI_API_KEY, no settings
     assert set(PRODUCTS) <= set(document["usable"])

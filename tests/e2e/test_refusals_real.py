@@ -60,8 +60,8 @@ CASES = [
     ("gemini", "billing", "quota_exhausted", UNKNOWN),
 ]
 """(product, the provider's refusal, the named reason, the delivery). Gemini's 429s and
-404 are not here: 0.61 retries a rate limit with backoff for minutes, and on a daily quota
-or an unknown model switches models and retries without end, so they meet the deadline."""
+404 are in ``test_gemini_refusals_real.py``, which also proves they end at once: left to
+its defaults 0.61 would retry and fall back between models until the deadline."""
 
 
 @pytest.mark.parametrize(

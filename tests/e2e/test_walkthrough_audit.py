@@ -1,13 +1,16 @@
 """End-to-end tests: seed 002 (audit-implementation) walked by a host agent, literally.
 
 The host drives the journal by hand through the ``spx`` launcher, each command the seed
-names, in order, stopping at the first non-zero exit (the seed's rule): anchor, resolve,
-open, read the sealed input back, record one unit per inspected path and an accounting
-record per other path with payloads built from nothing but ``scope add --help``, a finding
-keyed ``<unitId>:<rule>``, reconcile, finish, render. Then the tool-driven audit
-(``review-loop audit``) with fake concern CLIs: a concern that passes a selected path over
-in silence is asked again and, silent again, BLOCKS (A65); a driver file missing identity
-fields is the seed's BLOCKED ``not-started`` (A4).
+names, in order, stopping at the first non-zero exit (the seed's rule): anchor and resolve
+with the seed's own ``python3 "${CLAUDE_SKILL_DIR}/scripts/resolve_scope.py"`` (written by
+``review-loop shim resolve_scope``), open, load the governing nodes (``scope governance``),
+read the sealed input back, record one unit per inspected path, an accounting record per
+other path and a coverage-gap unit per ungoverned path with payloads built from nothing
+but ``scope add --help``, a finding keyed ``<unitId>:<rule>``, reconcile, finish, render.
+Then the tool-driven audit (``review-loop audit``) with fake concern CLIs: a concern that
+passes a selected path over in silence is asked again and, silent again, BLOCKS (A65); a
+truncated read is re-issued (A49); the result says whether it is reusable gate evidence
+(A73); a driver file missing identity fields is the seed's BLOCKED ``not-started`` (A4).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import pytest
 from review_loop.agents import verification_audit as va
 from tests.e2e.walkthrough import Host
 from tests.fakes import FakeCLIs
-from tests.orchestrator.workflows.test_scope import Remote
+from tests.orchestrator.workflows.test_scope import Remote, commit
 
 DRIVER = dict(va.DEFAULT_DRIVER)
 
@@ -93,9 +96,17 @@ def test_the_host_drives_the_journal_by_hand_from_the_help_alone(
     shim.mkdir()
     host = Host(fakes, remote.work, extra_path=shim)
     host.ok("review-loop", "shim", "spx", "--dir", str(shim))
+    # The seed's skill directory: its scripts/resolve_scope.py runs review-loop scope resolve
+    skill = tmp_path / "skill"
+    skill.mkdir()
+    host.ok("review-loop", "shim", "resolve_scope", "--dir", str(skill))
+    host.env["CLAUDE_SKILL_DIR"] = str(skill)
+    resolver = f"{host.env['CLAUDE_SKILL_DIR']}/scripts/resolve_scope.py"  # the seed's path
+    # A governing decision at the head: it names a.py (an evidence link)
+    head = commit(remote.work, {"spx/10-core/20-mean.adr.md": "# Mean\nDecision: a.py.\n"}, "adr")
     # 1 Anchor
     root = host.ok("git", "-C", str(remote.work), "rev-parse", "--show-toplevel").out.strip()
-    resolved = host.ok("review-loop", "scope", "resolve", "HEAD", "--repo", root).json()
+    resolved = host.ok("python3", resolver, "HEAD", "--repo", root).json()
     base, head = resolved["base"], resolved["head"]
     scope = f"{base}..{head}"
     assert host.ok("git", "-C", root, "status", "--porcelain=v1", "-z").out == ""
@@ -106,7 +117,7 @@ def test_the_host_drives_the_journal_by_hand_from_the_help_alone(
     audit_input.write_text(json.dumps({"selector": "HEAD", "runDriver": DRIVER}))
     start_input = scratch / "start.json"
     host.ok(
-        "review-loop", "scope", "resolve", "HEAD", "--repo", root,
+        "python3", resolver, "HEAD", "--repo", root,
         "--audit-input", str(audit_input), "--scratch-dir", str(scratch),
         "--output", str(start_input),
     )  # fmt: skip
@@ -115,6 +126,14 @@ def test_the_host_drives_the_journal_by_hand_from_the_help_alone(
                       "--input", str(start_input)).json()  # fmt: skip
     token = started["runToken"]
     where += ["--run", token]
+    # 3 Load: the governing nodes of the resolved paths, and the paths no node governs
+    governance = host.ok("review-loop", "scope", "governance", "HEAD", "--repo", root).json()
+    assert governance["head"] == head
+    assert [(n["path"], n["names"]) for n in governance["nodes"]] == [
+        ("spx/10-core/20-mean.adr.md", ["a.py"])
+    ]
+    gaps = {gap["subject"]: gap["unitId"] for gap in governance["coverageGaps"]}
+    assert "a.py" not in gaps and "notes.txt" in gaps
     # 4 Enumerate: the selection is read back from the sealed input, never re-resolved
     sealed = host.ok("spx", "-C", root, "verification", "run", "input", *where).json()
     inventory = json.loads(sealed["content"])["changed_paths"]
@@ -133,6 +152,15 @@ def test_the_host_drives_the_journal_by_hand_from_the_help_alone(
         host.ok("spx", "-C", root, "verification", "run", "scope", "add", *where,
                 "--idempotency-key", payload["unitId"], "--payload", str(file))  # fmt: skip
         keys[path] = payload["unitId"]
+    # Missing governance is coverage evidence: one optional coverage-gap unit per path
+    for path, unit_id in gaps.items():
+        payload = {**unit(path, audited=False), "unitId": unit_id}
+        payload["priorContext"] = {"changedFilePartition": path, "concernPartition": "ungoverned"}
+        file = scratch / f"gap-{len(keys)}.json"
+        file.write_text(json.dumps(payload))
+        host.ok("spx", "-C", root, "verification", "run", "scope", "add", *where,
+                "--idempotency-key", unit_id, "--payload", str(file))  # fmt: skip
+        keys[f"gap:{path}"] = unit_id
     finding_help = host.ok(
         "spx", "verification", "run", "finding", "add", "--verification-type", "audit", "--help"
     ).out
@@ -154,7 +182,7 @@ def test_the_host_drives_the_journal_by_hand_from_the_help_alone(
             "--idempotency-key", key, "--payload", str(finding_file))  # fmt: skip
     # 7 Reconcile, finish with the status the evidence derives, render
     reconciled = host.ok(
-        "review-loop", "scope", "resolve", "HEAD", "--repo", root,
+        "python3", resolver, "HEAD", "--repo", root,
         "--reconcile-run", token, "--scope-identity", scope,
     ).json()  # fmt: skip
     assert reconciled["reconciled"] is True
@@ -230,11 +258,29 @@ def test_the_tool_driven_audit_blocks_on_a_silent_concern(
     assert document["status"] == "BLOCKED" and "no final result" in document["stderr"]
     assert "did not settle every path" in fakes.calls()[-1]["stdin"]
 
-    answers = {"mode": "ok", "text": json.dumps({"status": "completed", "audited": sorted(
-        ["a.py", "notes.txt", "tests/test_a.py", "web/app.ts"])})}  # fmt: skip
-    fakes.script(codex=[answers])
-    approved = host.ok(*argv, "--driver", "self").json()
+    text = json.dumps({"status": "completed", "audited": sorted(
+        ["a.py", "notes.txt", "tests/test_a.py", "web/app.ts"])})  # fmt: skip
+    truncated = {"mode": "ok", "read_receipts": 0, "text": text}  # read cut short: no line
+    complete = {"mode": "ok", "read_receipts": True, "text": text}
+    fakes.script(codex=[truncated, complete])
+    facts = tmp_path / "deterministic.json"  # established before the audit, never by it
+    facts.write_text(json.dumps({"head": remote.head, "passing": True, "checks": ["pytest"]}))
+    before = len(fakes.calls())
+    approved = host.ok(*argv, "--driver", "self", "--deterministic-verification",
+                       str(facts)).json()  # fmt: skip
     assert approved["terminalStatus"] == "approved"
+    # the concerns run in parallel: whichever read first was cut short is asked once more
+    asked = fakes.calls()[before:]
+    dispatched = [c for c in approved["concerns"] if c.get("product") == "codex"]
+    assert len(asked) == len(dispatched) + 1
+    assert sum("Your read of these bodies was truncated" in call["stdin"] for call in asked) == 1
+    assert approved["gateEligible"] is True, approved["gateEligibility"]
+    # an advisory audit never supplies reusable gate evidence
+    fakes.script(codex=[complete])
+    advisory = host.ok("review-loop", "audit", "worktree:HEAD", str(remote.work), "--concerns",
+                       str(concerns(tmp_path)), "--driver", "self").json()  # fmt: skip
+    assert advisory["advisory"] is True and advisory["gateEligible"] is False
+    assert "advisory" in advisory["gateEligibility"]
 
 
 def test_a_driver_file_missing_fields_is_blocked_not_started(

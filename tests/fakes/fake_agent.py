@@ -31,6 +31,9 @@ set, each logs ``{product, argv, cwd}`` there.
 Any step may carry ``delay`` (seconds before output), ``wait_for`` (a path: no output until
 it exists), ``write`` (a path,
 relative to the cwd, the fake writes to — to prove read-only isolation), and ``exit``.
+An audit concern's step may carry ``read_receipts`` (``true``: the reply's ``audited`` paths
+are read from the cwd, as a reviewer with a Read tool would, and their receipts added under
+``read``; a number ``N``: each read stops after ``N`` lines, a truncated read).
 """
 
 from __future__ import annotations
@@ -433,6 +436,25 @@ def _read_paths(paths: list[str]) -> dict[str, Any]:
     return seen
 
 
+def _with_receipts(text: str, cap: Any) -> str:
+    """The reply with a read receipt (line count, last non-blank line) per audited path it
+    could read from the cwd; ``cap`` lines at most when it is a number (``True``: all)."""
+    reply = json.loads(text)
+    receipts = {}
+    for path in reply.get("audited") or []:
+        try:
+            lines = Path(path).read_text().split("\n")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if lines and lines[-1] == "":
+            lines.pop()
+        if cap is not True:
+            lines = lines[: int(cap)]
+        last = next((line.strip() for line in reversed(lines) if line.strip()), "")
+        receipts[path] = {"lines": len(lines), "lastLine": last}
+    return json.dumps({**reply, "read": receipts})
+
+
 def main(product: str) -> int:
     argv = sys.argv[1:]
     grok_variant = os.environ.get("FAKE_GROK_VARIANT", "build")
@@ -461,6 +483,8 @@ def main(product: str) -> int:
         time.sleep(0.05)  # held until the test creates the file: provably running meanwhile
     first_line = prompt.strip().splitlines()[-1] if prompt.strip() else ""
     text = step.get("text", f"FAKE-ANSWER from {product}: {first_line[:60]}")
+    if step.get("read_receipts"):
+        text = _with_receipts(text, step["read_receipts"])
     exit_code = step.get("exit")
     if mode == "read-paths":
         _ok(product, sid, json.dumps(_read_paths(step.get("paths", []))), grok_variant)

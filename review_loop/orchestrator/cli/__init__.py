@@ -55,6 +55,7 @@ COMMANDS: dict[str, str] = {
     "shim": "shim",
     "mcp": "mcp",
     "doctor": "doctor",
+    "demo": "demo",
     "help": "help",
 }
 # Commands that run reviewers: a signal cancels them instead of killing them (see .stops),
@@ -70,6 +71,7 @@ REVIEWER_COMMANDS = frozenset(
         "audit",
         "mcp",
         "doctor",
+        "demo",
     }
 )
 

@@ -8,11 +8,11 @@ concerns dispatched and the ``filed`` findings; or ``{"ok": false, "status": "BL
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 USAGE = [
-    "review-loop audit <HEAD|branch|base...head|worktree:selector> [DIR | --repo DIR] "
+    "review-loop audit <HEAD|branch|base...head|worktree:selector> [--repo DIR | DIR] "
     "--driver FILE|self [--concerns FILE] [--deterministic-verification FILE] "
     "[--timeout SECONDS]",
 ]
@@ -28,6 +28,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--driver", default=None)
     parser.add_argument("--deterministic-verification", dest="deterministic", default=None)
     parser.add_argument("--timeout", default=None)
+
+
+def help_details(words: Sequence[str]) -> str:
+    """The files ``audit`` reads and the result fields a consumer decides on."""
+    from review_loop.agents import verification_audit as va
+
+    del words
+    return "\n".join(
+        [
+            "--driver FILE: a JSON object with the six run-driver producer fields:",
+            f"  {', '.join(va.DRIVER_FIELDS)} (each a non-empty string)",
+            "--deterministic-verification FILE: the facts already established for the head:",
+            '  {"head": "<full commit id>", "passing": true|false, ...facts}; facts for',
+            "  another head are recorded as unestablished; passing is never inferred",
+            "Result fields (besides the run token, run file and projection):",
+            "  terminalStatus: approved | rejected (from the recorded evidence)",
+            "  gateEligible: true only for a committed audit whose deterministic verification",
+            '    is established for its head with "passing": true; an advisory (worktree:)',
+            "    audit is never eligible; gateEligibility says why (seed 002)",
+            "  deterministicVerification: unestablished | {status: established, ...facts}",
+            "Each concern answers for every path of its selection and gives, per audited path,",
+            "a read receipt (line count, last non-blank line); a partial read is re-issued",
+            "once, then the path is not inspected and the audit is BLOCKED.",
+        ]
+    )
 
 
 def _directory(positional: str | None, repo: str | None) -> str | None:
@@ -85,7 +110,8 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
             raise InputError(
                 "--deterministic-verification",
                 f"{args.deterministic}: {error}",
-                'a JSON object {"head": "<full commit id>", ...the established facts}',
+                'a JSON object {"head": "<full commit id>", "passing": true|false, '
+                "...the established facts}",
             ) from None
     timeout_ms = positive_seconds(args.timeout, "--timeout") if args.timeout else None
     request = AuditRequest(

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 USAGE = [
-    "review-loop converge --repo R --plan FILE [--host-position FILE] [--host H] "
-    "[--peer P [--peer P2]] [--peer-command NAME] [--fallback F|auto] [--run NAME] "
+    "review-loop converge [--repo DIR] --plan FILE [--host-position FILE] [--host H] "
+    "[--reviewer P [--reviewer P2]] [--peer-command NAME] [--fallback F|auto] [--run NAME] "
     "[--timeout SECONDS] [--blind-reviewer claude] [--skill-dir DIR ...] "
     "[--require-skill NAME ...]",
 ]
@@ -63,8 +63,12 @@ def help_details(words: Sequence[str]) -> str:
         "The host position (--host-position FILE): Markdown headings, each with its text:",
         *(f"  {line}" for line in host_position_format()),
         "A missing heading the record reads is named in the result (host.missingSections) and",
-        "the record says it is not stated. Exclusions the record lists are the ledger's",
-        "EXCLUDED items (review-loop ledger set --status EXCLUDED).",
+        "the record says it is not stated. Exclusions: in ## Scope, a line 'Exclusions: ...'",
+        "(or 'Out of scope: ...', or lines under a '### Exclusions' sub-heading); the record",
+        "lists them as the host's, after the ledger's EXCLUDED items. The host's words never",
+        "exclude a plan item: only the user or valid documentation does (review-loop ledger",
+        "set --status EXCLUDED); a PENDING item the host names stays PENDING, and the record",
+        "says so.",
     ]
     return "\n".join(lines)
 

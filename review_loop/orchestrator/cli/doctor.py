@@ -2,9 +2,10 @@
 and whether this version still has the flags that keep it read-only.
 
 One JSON document on stdout (:func:`review_loop.orchestrator.workflows.doctor.diagnose`);
-when stdout is a terminal, a readable table on stderr too, so a person sees it at a glance
-and a program still reads the document. Exit 0 when at least one reviewer is usable, 2 when
-none is (``ok: false``). Works outside a git checkout (then no repository skill counts).
+when stderr (or stdout) is a terminal, a readable table on stderr too, so a person sees it
+at a glance — also with the document sent to a file or a pipe — and a program still reads
+the document. Exit 0 when at least one reviewer is usable, 2 when
+none is (``ok: false``). Works outside a git checkout (then the cwd's skill directories count).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-USAGE = ["review-loop doctor [--repo R | --cwd D]"]
+USAGE = ["review-loop doctor [--repo DIR | --cwd D]"]
 OUTPUT = "json"
 
 
@@ -89,6 +90,10 @@ def table(document: Mapping[str, Any]) -> str:
     for row in document["products"]:
         if not row["usable"] and row.get("why"):
             lines.append(f"{row['name']}: {row['why']}")
+    for row in document["products"]:  # why a found reviewer is not (known to be) logged in
+        login = row.get("login") or {}
+        if login.get("state") in ("logged-out", "unknown") and login.get("detail"):
+            lines.append(f"{row['name']} login {login['state']}: {login['detail']}")
     lines.append(document["message"])
     return "\n".join(lines)
 
@@ -106,7 +111,9 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
         return await diagnose(prefs=prefs, repo=repo)
 
     document = run_cancellable(body)
-    if _is_terminal(sys.stdout):
+    # A person reads stderr: with stdout sent to a file or a pipe (`> doctor.json`,
+    # `| jq`), the table is still shown, once, before the document is written.
+    if _is_terminal(sys.stderr) or _is_terminal(sys.stdout):
         print(table(document), file=sys.stderr, flush=True)
     return document
 

@@ -66,7 +66,9 @@ def install_shim(
             that would shadow another ``spx`` on PATH without ``allow_shadow``.
     """
     if name not in SHIM_NAMES:
-        raise InputError("name", f"{name!r} is not a shim review-loop provides", "spx")
+        raise InputError(
+            "name", f"{name!r} is not a shim review-loop provides", "spx, resolve_scope"
+        )
     folder = Path(directory).expanduser()
     if not folder.is_dir():
         raise InputError("--dir", f"{folder} is not a directory", "an existing directory")
@@ -85,11 +87,35 @@ def install_shim(
             f"{folder} comes before {others[0]} on PATH: {target} would shadow that spx",
             "a directory after it on PATH, or --allow-shadow",
         )
-    temp = folder / f".{name}.review-loop-{os.getpid()}.tmp"
+    _publish(target, launcher_text())
+    on_path = folder in _on_path(os.environ if env is None else env)
+    return {
+        "ok": True,
+        "status": "installed",
+        "name": name,
+        "path": str(target),
+        "runs": [sys.executable, "-m", "review_loop"],
+        "onPath": on_path,
+        "otherSpx": others,
+        "remove": f"rm {shlex.quote(str(target))}",
+        "note": f"'{name} verification run ...' now runs review-loop"
+        + ("" if on_path else f"; put {folder} on PATH to use it"),
+    }
+
+
+def _publish(target: Path, text: str) -> None:
+    """Write ``target`` (mode 755) through a temporary file and a hard link: a name that
+    exists, or appears meanwhile, is never replaced.
+
+    Raises:
+        InputError: ``target`` exists.
+        OSError: the write failed (named after ``target``).
+    """
+    temp = target.parent / f".{target.name}.review-loop-{os.getpid()}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755)
     try:
         with os.fdopen(fd, "w") as handle:
-            handle.write(launcher_text())
+            handle.write(text)
         os.chmod(temp, 0o755)
         try:
             os.link(temp, target)  # fails if the name appeared meanwhile: nothing replaced
@@ -103,16 +129,58 @@ def install_shim(
         raise OSError(error.errno, error.strerror, str(target)) from error
     finally:
         temp.unlink(missing_ok=True)
-    on_path = folder in _on_path(os.environ if env is None else env)
+
+
+RESOLVER = "resolve_scope"
+RESOLVER_MARKER = "# review-loop shim: scripts/resolve_scope.py -> review-loop scope resolve"
+
+
+def resolver_text(python: str = sys.executable) -> str:
+    """The seed's ``scripts/resolve_scope.py``: this interpreter runs ``review-loop scope
+    resolve`` with the caller's arguments (same flags, output and exit codes)."""
+    return (
+        "#!/usr/bin/env python3\n"
+        f"{RESOLVER_MARKER}\n"
+        "import os\n"
+        "import sys\n\n"
+        f"PYTHON = {python!r}\n"
+        'os.execv(PYTHON, [PYTHON, "-m", "review_loop", "scope", "resolve", *sys.argv[1:]])\n'
+    )
+
+
+def install_resolver(directory: str) -> dict[str, Any]:
+    """Write ``directory/scripts/resolve_scope.py``, the path the audit seed runs as
+    ``python3 "${CLAUDE_SKILL_DIR}/scripts/resolve_scope.py"`` (with
+    ``CLAUDE_SKILL_DIR=directory``); never over an existing file or through a link.
+
+    Raises:
+        InputError: a missing directory, a ``scripts`` that is a link or no directory, or
+            an existing ``resolve_scope.py``.
+    """
+    folder = Path(directory).expanduser()
+    if not folder.is_dir():
+        raise InputError("--dir", f"{folder} is not a directory", "an existing directory")
+    folder = folder.resolve()
+    scripts = folder / "scripts"
+    if scripts.is_symlink() or (scripts.exists() and not scripts.is_dir()):
+        raise InputError("--dir", f"{scripts} is a link or not a directory", "a plain directory")
+    scripts.mkdir(exist_ok=True)
+    target = scripts / f"{RESOLVER}.py"
+    if target.exists() or target.is_symlink():
+        raise InputError(
+            "--dir",
+            f"{target} already exists; review-loop never replaces it",
+            "remove it yourself or choose another --dir",
+        )
+    _publish(target, resolver_text())
     return {
         "ok": True,
         "status": "installed",
-        "name": name,
+        "name": RESOLVER,
         "path": str(target),
-        "runs": [sys.executable, "-m", "review_loop"],
-        "onPath": on_path,
-        "otherSpx": others,
+        "runs": [sys.executable, "-m", "review_loop", "scope", "resolve"],
+        "skillDir": str(folder),
         "remove": f"rm {shlex.quote(str(target))}",
-        "note": f"'{name} verification run ...' now runs review-loop"
-        + ("" if on_path else f"; put {folder} on PATH to use it"),
+        "note": f"with CLAUDE_SKILL_DIR={shlex.quote(str(folder))}, the audit seed's "
+        f'python3 "${{CLAUDE_SKILL_DIR}}/scripts/{RESOLVER}.py" runs review-loop scope resolve',
     }

@@ -95,8 +95,19 @@ def did_you_mean(suggestions: Sequence[str]) -> str:
     return f" (did you mean {', '.join(suggestions[:-1])} or {suggestions[-1]}?)"
 
 
+# Tools the seeds name that review-loop provides under another name (a literal host asks).
+SEED_TOOLS = {
+    "resolve_scope": "the audit seed's resolve_scope.py is `review-loop scope resolve` here "
+    "(same flags, output and exit codes); `review-loop shim resolve_scope --dir DIR` writes "
+    "DIR/scripts/resolve_scope.py for CLAUDE_SKILL_DIR=DIR",
+}
+
+
 def unknown_command_line(name: str, commands: Iterable[str]) -> str:
-    """The stderr line for a command that does not exist."""
+    """The stderr line for a command that does not exist (a seed's tool name: where it is)."""
+    seed_tool = SEED_TOOLS.get(name.rsplit("/", 1)[-1].removesuffix(".py"))
+    if seed_tool is not None:
+        return f"review-loop: unknown command {name!r}: {seed_tool}"
     near = did_you_mean(closest(name, commands))
     return f"review-loop: unknown command {name!r}{near}; review-loop --help lists the commands"
 

@@ -674,6 +674,134 @@ async def _answered(out: BoundedCapture, done: anyio.Event, complete: _Complete)
 _Complete = Callable[[Completed], bool]
 
 
+async def _track(tree: ProcessTree) -> None:
+    """Remember the tree's descendants until cancelled (unsupervised sessions only).
+
+    Each scan reads /proc whole; with many sessions at once that adds up, so the interval
+    backs off. A descendant that escapes the group later is still found at termination by
+    this run's environment marker.
+    """
+    interval = TRACK_POLL_S
+    while True:
+        await anyio.to_thread.run_sync(tree.track)
+        await anyio.sleep(interval)
+        interval = min(interval * 2, TRACK_POLL_MAX_S)
+
+
+class _Session:
+    """One started session, step by step for :func:`run_process`: its process and tree,
+    its captured output, and what ended the wait for its exit.
+
+    The invariants these steps keep are the module's (above); :func:`run_process` orders
+    the steps and owns the clean-up that must run however they end.
+    """
+
+    def __init__(self, process: anyio.abc.Process, tree: ProcessTree, out: BoundedCapture) -> None:
+        self.process = process
+        self.tree = tree
+        self.out = out
+        self.err = BoundedCapture(STDERR_CAP, STDERR_CAP, keep_cap=0)  # never needed whole
+        self.out_done = anyio.Event()
+        self.err_done = anyio.Event()
+        self.timed_out = self.stopped = self.answered = self.stalled = False
+
+    def start_io(self, group: anyio.abc.TaskGroup, stdin: bytes | None) -> None:
+        """Drain stdout and stderr, feed stdin, and (unsupervised) track descendants."""
+        group.start_soon(_drain, self.process.stdout, self.out, self.out_done)
+        group.start_soon(_drain, self.process.stderr, self.err, self.err_done)
+        group.start_soon(_feed, self.process.stdin, stdin)
+        if not self.tree.supervised:  # supervised, every descendant stays in its subtree
+            group.start_soon(_track, self.tree)
+
+    async def wait_exit_or_stop(
+        self, stop_files: Sequence[Path], complete: _Complete | None, stall: float | None
+    ) -> bool:
+        """Wait until the child exits, or a stop file appears (returns True), or stdout
+        closed on complete output (``answered``), or the tree stalled (``stalled``)."""
+        hit = False
+        async with anyio.create_task_group() as inner:
+
+            async def watch_stop() -> None:
+                nonlocal hit
+                while True:
+                    if any(path.exists() for path in stop_files):
+                        hit = True
+                        inner.cancel_scope.cancel()
+                        return
+                    await anyio.sleep(STOP_POLL_S)
+
+            if stop_files:
+                inner.start_soon(watch_stop)
+            if stall is not None:
+                inner.start_soon(self._watch_stall, stall, inner.cancel_scope)
+            if complete is not None:
+                inner.start_soon(self._watch_answer, complete, inner.cancel_scope)
+            await self.process.wait()
+            inner.cancel_scope.cancel()
+        return hit
+
+    async def _watch_answer(self, complete: _Complete, scope: anyio.CancelScope) -> None:
+        if await _answered(self.out, self.out_done, complete):
+            self.answered = True
+            scope.cancel()
+
+    async def _watch_stall(self, seconds: float, scope: anyio.CancelScope) -> None:
+        await stall_watch(
+            seconds,
+            self.process.pid,
+            lambda: self.out.total + self.err.total,
+            supervised=self.tree.supervised,
+        )
+        self.stalled = True
+        scope.cancel()
+
+    async def end(self, grace: float) -> None:
+        """Once the wait is over: end the tree if anything of it may be left, then let the
+        pipes reach end-of-file within ``grace`` (a stray holding them is ended first)."""
+        process, tree = self.process, self.tree
+        # A supervisor killed by a signal (kill -9 of its pid) may have ended nothing and
+        # its escapers went to init: find what is left by the marker, machine-wide.
+        lost = tree.supervised and (process.returncode or 0) < 0
+        ended = self.timed_out or self.stopped or self.stalled or lost or self.answered
+        if ended or await _quick_alive(tree):
+            await _terminate(process, tree, grace, thorough=lost)
+        with anyio.move_on_after(grace):
+            await self.out_done.wait()
+            await self.err_done.wait()
+        if not (self.out_done.is_set() and self.err_done.is_set()):
+            # A stray descendant holds the pipe: end it, then stop reading.
+            await _terminate(None, tree, grace)
+            with anyio.move_on_after(grace):
+                await self.out_done.wait()
+                await self.err_done.wait()
+
+    def result(self, start: float) -> Completed:
+        """What the session left (a supervisor's report of a failed spawn as such)."""
+        process, out, err = self.process, self.out, self.err
+        failure = None
+        if self.tree.supervised:
+            failure = subreaper.spawn_failure(process.returncode, err.value())
+        if failure is not None:
+            return Completed(
+                returncode=None, stderr=err.value(), spawn_error=f"spawn failed: {failure}"
+            )
+        return Completed(
+            returncode=process.returncode,
+            stdout=out.value(),
+            stderr=err.value(),
+            stdout_truncated=out.truncated,
+            stdout_bytes=out.total,
+            stdout_dropped=out.dropped,
+            stdout_spill_error=out.spill_error,
+            output_complete=self.answered and (process.returncode or 0) < 0,
+            elapsed_ms=int((anyio.current_time() - start) * 1000),
+            timed_out=self.timed_out,
+            stopped=self.stopped,
+            stalled=self.stalled and not self.timed_out,
+            killed_after_grace=self.tree.escalated,
+        )
+
+
 async def run_process(
     invocation: Invocation,
     *,
@@ -720,120 +848,32 @@ async def run_process(
     if isinstance(started, Completed):
         return started
     process, tree = started
-    out = BoundedCapture(head_cap, tail_cap, spill_dir, keep_cap=output_cap)
-    err = BoundedCapture(STDERR_CAP, STDERR_CAP, keep_cap=0)  # its whole is never needed
-    out_done, err_done = anyio.Event(), anyio.Event()
-    timed_out = stopped = answered = stalled = False
-
-    async def track() -> None:
-        # Each scan reads /proc whole; with many sessions at once that adds up, so the
-        # interval backs off. A descendant that escapes the group later is still found at
-        # termination by this run's environment marker.
-        interval = TRACK_POLL_S
-        while True:
-            await anyio.to_thread.run_sync(tree.track)
-            await anyio.sleep(interval)
-            interval = min(interval * 2, TRACK_POLL_MAX_S)
-
-    async def wait_exit_or_stop() -> bool:
-        hit = False
-        async with anyio.create_task_group() as inner:
-
-            async def watch_stop() -> None:
-                nonlocal hit
-                while True:
-                    if any(path.exists() for path in stop_files):
-                        hit = True
-                        inner.cancel_scope.cancel()
-                        return
-                    await anyio.sleep(STOP_POLL_S)
-
-            async def watch_answer(complete: _Complete) -> None:
-                nonlocal answered
-                if await _answered(out, out_done, complete):
-                    answered = True
-                    inner.cancel_scope.cancel()
-
-            async def watch_stall(seconds: float) -> None:
-                nonlocal stalled
-                await stall_watch(
-                    seconds,
-                    process.pid,
-                    lambda: out.total + err.total,
-                    supervised=tree.supervised,
-                )
-                stalled = True
-                inner.cancel_scope.cancel()
-
-            if stop_files:
-                inner.start_soon(watch_stop)
-            if stall is not None:
-                inner.start_soon(watch_stall, stall)
-            if complete is not None:
-                inner.start_soon(watch_answer, complete)
-            await process.wait()
-            inner.cancel_scope.cancel()
-        return hit
-
+    session = _Session(
+        process, tree, BoundedCapture(head_cap, tail_cap, spill_dir, keep_cap=output_cap)
+    )
     try:
         if on_started is not None:
             await on_started(
                 Started(pid=process.pid, pgid=process.pid, marker=tree.marker, argv=invocation.argv)
             )
         async with anyio.create_task_group() as group:
-            group.start_soon(_drain, process.stdout, out, out_done)
-            group.start_soon(_drain, process.stderr, err, err_done)
-            group.start_soon(_feed, process.stdin, invocation.stdin)
-            if not tree.supervised:  # supervised, every descendant stays in its subtree
-                group.start_soon(track)
+            session.start_io(group, invocation.stdin)
             with anyio.move_on_after(deadline if deadline is not None else float("inf")) as scope:
-                stopped = await wait_exit_or_stop()
-            timed_out = scope.cancelled_caught and not answered
+                # assigned only if the wait returned: a deadline at the same moment wins
+                session.stopped = await session.wait_exit_or_stop(stop_files, complete, stall)
+            session.timed_out = scope.cancelled_caught and not session.answered
             if supervisors is not None and tree.supervised:
                 # The next session's supervisor starts now: not earlier, where its start
                 # would compete with this CLI for the processor.
                 group.start_soon(supervisors.refill)
-            # A supervisor killed by a signal (kill -9 of its pid) may have ended nothing
-            # and its escapers went to init: find what is left by the marker, machine-wide.
-            lost = tree.supervised and (process.returncode or 0) < 0
-            if timed_out or stopped or stalled or lost or answered or await _quick_alive(tree):
-                await _terminate(process, tree, grace, thorough=lost)
-            with anyio.move_on_after(grace):
-                await out_done.wait()
-                await err_done.wait()
-            if not (out_done.is_set() and err_done.is_set()):
-                # A stray descendant holds the pipe: end it, then stop reading.
-                await _terminate(None, tree, grace)
-                with anyio.move_on_after(grace):
-                    await out_done.wait()
-                    await err_done.wait()
+            await session.end(grace)
             group.cancel_scope.cancel()
-        await anyio.to_thread.run_sync(out.settle)  # the whole stdout, if it was kept whole
+        await anyio.to_thread.run_sync(session.out.settle)  # the whole stdout, if kept whole
     except BaseException:
         await _terminate(process, tree, grace)
         raise
     finally:
-        out.close()  # the spill goes with its session, whatever happened
-        err.close()
+        session.out.close()  # the spill goes with its session, whatever happened
+        session.err.close()
         await _close_streams(process)
-
-    failure = subreaper.spawn_failure(process.returncode, err.value()) if tree.supervised else None
-    if failure is not None:
-        return Completed(
-            returncode=None, stderr=err.value(), spawn_error=f"spawn failed: {failure}"
-        )
-    return Completed(
-        returncode=process.returncode,
-        stdout=out.value(),
-        stderr=err.value(),
-        stdout_truncated=out.truncated,
-        stdout_bytes=out.total,
-        stdout_dropped=out.dropped,
-        stdout_spill_error=out.spill_error,
-        output_complete=answered and (process.returncode or 0) < 0,
-        elapsed_ms=int((anyio.current_time() - start) * 1000),
-        timed_out=timed_out,
-        stopped=stopped,
-        stalled=stalled and not timed_out,
-        killed_after_grace=tree.escalated,
-    )
+    return session.result(start)

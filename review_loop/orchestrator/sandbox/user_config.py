@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -48,6 +48,13 @@ def configured_names(
         texts = {str(path): text for path, _ in found if (text := _read(path)) is not None}
         _cache[key] = tuple(parse(texts)) if texts else ()
     return _cache[key]
+
+
+def user_file_texts(paths: Iterable[Path]) -> dict[str, str]:
+    """The UTF-8 text of each of ``paths`` that is a regular file of at most
+    :data:`MAX_BYTES`, read as the configuration files are (never blocking); the others
+    are left out. For the files an adapter names as the user's own (its login)."""
+    return {str(path): text for path in paths if (text := _read(path)) is not None}
 
 
 def _expand(pattern: Path) -> list[tuple[Path, os.stat_result]]:

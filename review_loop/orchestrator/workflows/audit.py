@@ -20,7 +20,10 @@
    an unparseable reply, or a completed one that leaves a path of its selection unsettled
    (neither audited, not applicable nor unsupported), is asked again once in the same
    session; still unsettled is BLOCKED naming the required units (a path nobody inspected
-   never becomes an accounting record of an approved run).
+   never becomes an accounting record of an approved run). Each audited path carries the
+   concern's read receipt (line count, last non-blank line), checked against the true
+   body: a partial read is re-issued in that same ask, and still partial it is not
+   inspected (so unsettled, so BLOCKED).
 5. Persist through the journal's single writer, one record at a time in the seed's order:
    each concern's complete rows before its findings (only findings on touched text; the
    rest are returned as ``filed``; a rule id outside the catalog is withdrawn), required
@@ -115,7 +118,14 @@ def _q(value: str) -> str:
 # --- anchor ---------------------------------------------------------------------------------
 
 
-def _live_paths(repo: Path) -> list[str]:
+def live_paths(repo: Path) -> list[str]:
+    """The modified and untracked paths of the working tree (both paths of a rename or
+    copy), as ``git status --porcelain=v1 -z --untracked-files=all`` lists them, without
+    ``.review-handoff/`` (an advisory audit's live paths).
+
+    Raises:
+        AuditBlockedError: git status failed.
+    """
     from review_loop.orchestrator.handoff.git import git
 
     out = git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", check=False)
@@ -350,6 +360,7 @@ async def _dispatch(
     live: Sequence[str],
     timeout_ms: int | None,
     governance: Governance,
+    expected: Mapping[str, va.ReadReceipt | None],
 ) -> list[va.ConcernResult]:
     requests = []
     prompts = []
@@ -377,7 +388,7 @@ async def _dispatch(
         )
     deliveries = await dispatcher.fan_out(requests) if requests else []
     return [
-        await _final_result(dispatcher, ctx, concern, agent, request, delivery)
+        await _final_result(dispatcher, ctx, concern, agent, request, delivery, expected)
         for (concern, agent), request, delivery in zip(installed, requests, deliveries, strict=True)
     ]
 
@@ -412,12 +423,16 @@ async def _final_result(
     agent: va.ConcernAgent,
     request: PeerRequest,
     delivery: Any,
+    expected: Mapping[str, va.ReadReceipt | None],
 ) -> va.ConcernResult:
     """Drive one concern to a final result (seed 002), or raise the BLOCKED diagnostic.
 
     An unparseable reply is asked again once; so is a completed result that leaves paths
     of its selection unsettled (neither audited, not applicable nor unsupported): a path
-    nobody inspected must not become an accounting record and let the run approve.
+    nobody inspected must not become an accounting record and let the run approve. An
+    audited path whose read receipt does not match its body (``expected``, from the true
+    body) was read partially: the read is re-issued in the same ask; still partial, the
+    path is not inspected, so unsettled, so BLOCKED.
     """
     # A required unit that cannot reach a final status is named by its unitId (seed).
     units = ", ".join(concern.unit_id(path) for path in concern.paths)
@@ -438,8 +453,10 @@ async def _final_result(
                 f"with the JSON object only.\n\n{va.RESPONSE_CONTRACT}\n"
             )
             result = await _ask_again(dispatcher, agent, request, session, again, "again")
-        if unsettled := va.unsettled_paths(concern, result):
-            prompt = va.unsettled_prompt(unsettled)
+        unsettled = va.unsettled_paths(concern, result)
+        partial = va.partial_reads(concern, result, expected)
+        if unsettled or partial:
+            prompt = va.unsettled_prompt(unsettled, list(partial))
             result = await _ask_again(dispatcher, agent, request, session, prompt, "unsettled")
     except va.ConcernReplyError as error:
         raise AuditBlockedError(
@@ -447,17 +464,104 @@ async def _final_result(
         ) from None
     if result.status == "failed":
         raise AuditBlockedError(runToken=ctx.token, command=f"{command}: {result.failure}")
+    # Still partial after the re-issued read: recorded as not inspected (then unsettled).
+    partial = va.partial_reads(concern, result, expected)
+    result = va.without_paths(result, partial)
     if unsettled := va.unsettled_paths(concern, result):
-        missing = ", ".join(concern.unit_id(path) for path in unsettled)
         raise AuditBlockedError(
-            runToken=ctx.token,
-            command=command,
-            stderr=(
-                f"no final result for the required unit(s) {missing}: asked again, the "
-                "concern still names neither their coverage nor a failed operation"
-            ),
+            runToken=ctx.token, command=command, stderr=_unsettled_text(concern, unsettled, partial)
         )
     return result
+
+
+def _unsettled_text(
+    concern: va.Concern, unsettled: Sequence[str], partial: Mapping[str, str]
+) -> str:
+    """The BLOCKED stderr for units no final result covers, partial reads named apart."""
+    silent = [p for p in unsettled if p not in partial]
+    parts = []
+    if silent:
+        missing = ", ".join(concern.unit_id(path) for path in silent)
+        parts.append(
+            f"no final result for the required unit(s) {missing}: asked again, the "
+            "concern still names neither their coverage nor a failed operation"
+        )
+    if partial:
+        reads = "; ".join(f"{concern.unit_id(p)}: {why}" for p, why in partial.items())
+        parts.append(
+            "not inspected: no complete read of the body of the required unit(s) "
+            f"(the read was re-issued once): {reads}"
+        )
+    return "; ".join(parts)
+
+
+def _expected_receipts(
+    token: str | None, repo: Path, head: str, inventory: Sequence[str], live: Sequence[str]
+) -> dict[str, va.ReadReceipt | None]:
+    """The read receipt of each inventory path's true body (``None``: none is asked).
+
+    A committed path's body is its blob at ``head`` (a regular file only: a link, a
+    submodule or a deletion has no body to read there); a live path of an advisory audit
+    is the working-tree file, read without following a link. Git runs hardened
+    (``repo_config.HARDENED``): nothing the repository configures runs.
+
+    Raises:
+        AuditBlockedError: git could not list or read the head bodies (the run stays open;
+            no read goes unchecked).
+    """
+    from review_loop.orchestrator.handoff.files import read_each
+    from review_loop.orchestrator.handoff.git import git
+    from review_loop.orchestrator.workflows.repo_config import HARDENED
+
+    receipts: dict[str, va.ReadReceipt | None] = dict.fromkeys(inventory)
+    live_set = set(live)
+    for path, body in read_each(repo, [p for p in inventory if p in live_set]):
+        receipts[path] = va.receipt_of(body) if body is not None else None
+    committed = [p for p in inventory if p not in live_set]
+    if not committed:
+        return receipts
+    listed = git(
+        repo, *HARDENED, "--literal-pathspecs", "ls-tree", "-z", "--full-tree", head, "--",
+        *committed, check=False,
+    )  # fmt: skip
+    if listed.returncode != 0:
+        raise AuditBlockedError(
+            runToken=token,
+            command=f"git -C {_q(str(repo))} ls-tree -z --full-tree {head} -- <inventory>",
+            exitCode=listed.returncode,
+            stderr=listed.stderr.decode("utf-8", "replace").strip(),
+        )
+    blobs: dict[str, str] = {}  # path -> blob id, regular files only
+    for entry in listed.stdout.split(b"\0"):
+        meta, _, name = entry.partition(b"\t")
+        if not name or not meta:
+            continue
+        mode, kind, oid = meta.decode("ascii", "replace").split(" ")
+        path = name.decode("utf-8", "surrogateescape")
+        if kind == "blob" and mode in ("100644", "100755") and path in receipts:
+            blobs[path] = oid
+    if not blobs:
+        return receipts
+    # one `cat-file --batch` for every body: "<oid> blob <size>\n<bytes>\n" each
+    batch = git(
+        repo, *HARDENED, "cat-file", "--batch", check=False,
+        input_bytes="".join(f"{oid}\n" for oid in blobs.values()).encode("ascii"),
+    )  # fmt: skip
+    out, at = batch.stdout, 0
+    for path in blobs:
+        header_end = out.find(b"\n", at)
+        header = out[at:header_end].split(b" ")
+        if batch.returncode != 0 or header_end < 0 or len(header) != 3 or header[1] != b"blob":
+            raise AuditBlockedError(  # the unreadable subject path (seed 002)
+                runToken=token,
+                command=f"git -C {_q(str(repo))} cat-file --batch: {head}:{path}",
+                exitCode=batch.returncode,
+                stderr=batch.stderr.decode("utf-8", "replace").strip() or "no blob read",
+            )
+        size = int(header[2])
+        receipts[path] = va.receipt_of(out[header_end + 1 : header_end + 1 + size])
+        at = header_end + 1 + size + 1
+    return receipts
 
 
 @dataclass
@@ -831,13 +935,17 @@ async def _audit(
     # Stage 7: reconcile against the sealed inventory; only exit 0 reaches finish.
     await _reconcile(ctx, run, sealed.selection, request.reconcile or scope.reconcile_run, say)
     finished, projection = await _finish(ctx, run)
+    deterministic = resolved["deterministicVerification"]
+    eligible, why = va.gate_eligibility(ctx.advisory, ctx.head, deterministic)
     return {
         "ok": True,
         "runToken": ctx.token,
         "runFile": started["locator"]["runTarget"],
         "scopeIdentity": ctx.identity,
         "advisory": ctx.advisory,
-        "deterministicVerification": resolved["deterministicVerification"],
+        "deterministicVerification": deterministic,
+        "gateEligible": eligible,  # reusable gate evidence (seed 002), whatever the status
+        "gateEligibility": why,
         "governance": governance.report(),
         "configurationChanged": changed,
         "configurationRefused": refused,
@@ -899,7 +1007,7 @@ async def _anchor(
     if catalog:  # the shared catalog applies to every concern, beside its own rules
         agents = {name: _with_catalog(agent, catalog) for name, agent in agents.items()}
     _check_products(agents, prefs)
-    live = await _thread(_live_paths, repo) if advisory else []
+    live = await _thread(live_paths, repo) if advisory else []
     scratch = repo / ".review-handoff" / "runtime" / "audit" / file_stamp(utc_now())
 
     def make_scratch() -> None:
@@ -1110,9 +1218,19 @@ async def _dispatch_concerns(
 
         open_dispatcher = default_opener
     say(f"[review-loop] audit: dispatching {len(installed)} of {len(concerns)} selected concerns")
+    expected = await _thread(
+        _expected_receipts, ctx.token, ctx.repo, ctx.head, sealed.inventory, sealed.live
+    )
     async with open_dispatcher(repo=ctx.repo, prefs=prefs, progress=say) as dispatcher:
         results = await _dispatch(
-            dispatcher, ctx, installed, sealed.changed, sealed.live, request.timeout_ms, governance
+            dispatcher,
+            ctx,
+            installed,
+            sealed.changed,
+            sealed.live,
+            request.timeout_ms,
+            governance,
+            expected,
         )
     return {concern.skill: result for (concern, _), result in zip(installed, results, strict=True)}
 

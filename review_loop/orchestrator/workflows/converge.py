@@ -37,6 +37,7 @@ from review_loop.agents.converge import (
     continuation_prompt,
     decision_text,
     frozen_scope,
+    host_scope,
     ledger_summary,
     missing_host_sections,
     parse_position,
@@ -588,7 +589,7 @@ class _Converge:
             decision=decision,
             why=why,
             workLedger=ledger_summary(self.ledger),
-            frozenScope=frozen_scope(self.ledger, section_text(host, "scope")),
+            frozenScope=frozen_scope(self.ledger, *host_scope(host)),
             ownership=section_text(host, "ownership")
             or "not stated in the host position (no '## Ownership' heading)",
             verification=section_text(host, "verification")
@@ -630,6 +631,7 @@ class _Converge:
                         rounds=rounds,
                         recordPath=str(record_md),
                         at=utc_now(),
+                        hostExclusions=host_scope(self.inputs.host_position or "")[1],
                     )
                 }
             ),

@@ -30,11 +30,19 @@ from typing import Any
 
 import anyio
 
-from review_loop.adapters.base import RequiredFlag, describe_missing, login_state
+from review_loop.adapters.base import (
+    LoginState,
+    RequiredFlag,
+    describe_missing,
+    login_from,
+    login_state,
+)
 from review_loop.adapters.registry import OFFLINE, product_names
 from review_loop.prefs.model import Prefs
 
-LOGIN_DEADLINE_S = 20.0
+LOGIN_DEADLINE_S = 60.0
+"""How long a login command may take. A person waits here anyway, and a Node CLI's start
+on a loaded machine is slow (``opencode auth list``: 17 s at load 13 on 2 cores)."""
 
 
 def _flag_document(flag: RequiredFlag) -> dict[str, Any]:
@@ -52,13 +60,21 @@ def _read_only_mode(adapter: object, capabilities: Any, flags: tuple[RequiredFla
     return "its own read-only flags" if flags else "no flag required by its adapter"
 
 
-async def _login(adapter: object, command: tuple[str, ...], cwd: Path, env: Any) -> dict[str, str]:
-    """The CLI's own account of its login (``unknown`` when it has no such command)."""
+async def _login(
+    adapter: object, command: tuple[str, ...], cwd: Path, env: Any, capabilities: Any
+) -> dict[str, str]:
+    """The CLI's own account of its login: its ``login_args`` command, else its reading of
+    the environment it would get and of its ``login_files`` (``unknown`` without either)."""
     from review_loop.agents.models import Invocation
     from review_loop.orchestrator.process.run import run_process
 
     args_of = getattr(adapter, "login_args", None)
     args = args_of() if callable(args_of) else None
+    if not args and callable(getattr(adapter, "login_files", None)):
+        state = await anyio.to_thread.run_sync(
+            _login_read, adapter, command, cwd, env, capabilities
+        )
+        return {"state": state.state, "detail": state.detail}
     if not args:
         state = login_state(adapter, "", None)
         return {"state": state.state, "detail": state.detail}
@@ -66,9 +82,28 @@ async def _login(adapter: object, command: tuple[str, ...], cwd: Path, env: Any)
     done = await run_process(probe, deadline=LOGIN_DEADLINE_S, grace=1.0)
     output = (done.stdout + b"\n" + done.stderr).decode("utf-8", "replace")
     if done.timed_out:
-        return {"state": "unknown", "detail": f"`{' '.join(args)}` did not answer in time"}
+        return {
+            "state": "unknown",
+            "detail": f"`{' '.join(args)}` did not answer in {LOGIN_DEADLINE_S:.0f} s: "
+            "ask doctor again when the machine is less busy",
+        }
     state = login_state(adapter, output, done.returncode)
     return {"state": state.state, "detail": state.detail}
+
+
+def _login_read(
+    adapter: Any, command: tuple[str, ...], cwd: Path, env: Any, capabilities: Any
+) -> LoginState:
+    """``login_from`` on the environment a reviewer of this product gets (the allow-list's
+    answer for this caller) and the text of its ``login_files`` in the user's home."""
+    from review_loop.agents.models import Invocation
+    from review_loop.orchestrator.process.environment import child_environment
+    from review_loop.orchestrator.sandbox.user_config import user_file_texts
+
+    seen = child_environment(Invocation(argv=command, cwd=cwd, pass_env=env), {})
+    home = Path(os.environ.get("HOME") or Path.home())
+    texts = user_file_texts(adapter.login_files(seen, home))
+    return login_from(adapter, seen, texts, capabilities)
 
 
 async def _product(
@@ -112,7 +147,7 @@ async def _product(
     if row["offline"]:
         row["login"] = {"state": "not-needed", "detail": "an offline stand-in: no account"}
     else:
-        row["login"] = await _login(adapter, peer.command, cwd, env)
+        row["login"] = await _login(adapter, peer.command, cwd, env, capabilities)
     row["flags"] = {
         "required": [_flag_document(flag) for flag in checked.required],
         "missing": [_flag_document(flag) for flag in checked.missing],
@@ -185,6 +220,9 @@ async def diagnose(*, prefs: Prefs, repo: Path | None) -> dict[str, Any]:
         "message": (
             f"usable reviewers: {', '.join(usable)}"
             if usable
-            else "no reviewer can be asked here: install one, or see each product's 'why'"
+            else (
+                "no reviewer can be asked here: install one, or see each product's 'why'; "
+                "meanwhile `review-loop demo` (and --peer simulated) works offline"
+            )
         ),
     }

@@ -203,3 +203,41 @@ def discover(
     governed = {p for named in links.values() for p in named}
     ungoverned = [p for p in targets if p not in governed]
     return Governance(overlays, nodes, links, owned, ungoverned)
+
+
+GAP_UNIT_PREFIX = "implementation:governance:coverage-gap:"
+
+
+def host_document(
+    governance: Governance, *, base: str, head: str, inventory: Sequence[str], kinds: Sequence[str]
+) -> dict[str, object]:
+    """What ``review-loop scope governance`` prints: stage 3's governing context for a host
+    driving the journal by hand (seed 002, "discover governing nodes ... through the
+    product-tree evidence links and declared audit ownership").
+
+    Fields: ``base``/``head`` (full ids); ``paths`` (the changed paths, and the live ones of
+    an advisory selector); ``overlays`` (``[{path, text}]``, from the base); ``overlaysByKind``
+    (each selected kind's overlay paths, the general one first); ``nodes``
+    (``[{path, names, owns, text}]``: the paths the node's text names, the paths its
+    ``audits:`` front matter owns, from the head); ``ungoverned`` (paths no node governs);
+    ``coverageGaps`` (the optional ``coverage-gap`` unit id each ungoverned path gets, the
+    seed's "preserve missing governance as coverage evidence").
+    """
+    nodes = []
+    for path in sorted(governance.links):
+        owned = sorted(governance.owned.get(path, []))
+        named = sorted(p for p in governance.links[path] if p not in owned)
+        nodes.append({"path": path, "names": named, "owns": owned, "text": governance.nodes[path]})
+    return {
+        "ok": True,
+        "base": base,
+        "head": head,
+        "paths": list(inventory),
+        "overlays": [{"path": p, "text": t} for p, t in sorted(governance.overlays.items())],
+        "overlaysByKind": {kind: governance.overlays_for(kind) for kind in kinds},
+        "nodes": nodes,
+        "ungoverned": governance.ungoverned,
+        "coverageGaps": [
+            {"unitId": f"{GAP_UNIT_PREFIX}{p}", "subject": p} for p in governance.ungoverned
+        ],
+    }

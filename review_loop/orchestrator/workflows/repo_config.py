@@ -38,6 +38,7 @@ MAX_BYTES: Final = 1 << 20  # a configuration file, not a data set
 _REGULAR: Final = ("100644", "100755")
 # Nothing the repository's git configuration names may run for these reads.
 _HARDENED: Final = ("-c", "core.fsmonitor=", "-c", "core.hooksPath=/dev/null")
+HARDENED: Final = _HARDENED  # git options that run nothing the repository configures
 
 
 class RepoConfigError(ReviewLoopError):

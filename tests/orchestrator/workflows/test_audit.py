@@ -34,9 +34,16 @@ def remote(tmp_path: Path) -> Remote:
 
 
 def reply(
-    status: str = "completed", audited: list[str] | None = None, **extra: Any
+    status: str = "completed",
+    audited: list[str] | None = None,
+    *,
+    receipts: bool | int = True,
+    **extra: Any,
 ) -> dict[str, Any]:
-    return {"mode": "ok", "text": json.dumps({"status": status, "audited": audited or [], **extra})}
+    """A concern's reply; it reads each audited path and gives its read receipt (the
+    fake reviewer reads its cwd: ``receipts=N`` stops each read after N lines)."""
+    text = json.dumps({"status": status, "audited": audited or [], **extra})
+    return {"mode": "ok", "text": text, "read_receipts": receipts}
 
 
 def finding(path: str, line: int, rule: str, **extra: Any) -> dict[str, Any]:
