@@ -19,6 +19,7 @@ from review_loop.adapters.base import (
     detail_of,
     generic_failure,
     json_lines,
+    json_object,
     shell_join,
 )
 from review_loop.agents.constants import ENV_NAME_PATTERN
@@ -137,11 +138,7 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
     if 0 <= start < end and (start, end) != (0, len(stripped) - 1):
         candidates.append(stripped[start : end + 1])
     for candidate in candidates:
-        try:
-            value = json.loads(candidate)
-        except (ValueError, RecursionError):  # RecursionError: nested too deep
-            continue
-        if isinstance(value, dict):
+        if (value := json_object(candidate)) is not None:
             return value
     return None
 
