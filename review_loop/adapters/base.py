@@ -416,17 +416,21 @@ def decode_utf8(data: bytes) -> str | None:
         return None
 
 
+def json_object(text: str) -> dict[str, Any] | None:
+    """``text`` as one JSON object; ``None`` for anything else (not JSON, another JSON
+    value, or nested too deep for the parser)."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):  # RecursionError: nested too deep
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def json_lines(text: str) -> Iterator[dict[str, Any]]:
     """Yield each line of ``text`` that is a JSON object; skip everything else."""
     for line in text.splitlines():
         line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            value = json.loads(line)
-        except (ValueError, RecursionError):  # RecursionError: nested too deep
-            continue
-        if isinstance(value, dict):
+        if line.startswith("{") and (value := json_object(line)) is not None:
             yield value
 
 

@@ -39,6 +39,7 @@ from review_loop.adapters._common import (
     not_submitted,
     parse_json_object,
     prompt_argument,
+    readable_stdout,
     require_command,
     resume_pair,
     same_path,
@@ -371,11 +372,9 @@ def _interpret_build(invocation: Invocation, completed: Completed, stderr: str) 
 
     known_id = invocation.session_id
     not_found = invocation.session_id is not None and bool(_SESSION_NOT_FOUND.search(stderr))
-    if completed.stdout_truncated:
-        return unknown("output too large", detail_of(completed), session_id=known_id)
-    stdout = decode_utf8(completed.stdout)
-    if stdout is None:
-        return unknown("parse failed", "stdout is not UTF-8", session_id=known_id)
+    stdout = readable_stdout(completed, known_id)
+    if not isinstance(stdout, str):
+        return stdout
     data = parse_json_object(stdout)
     if data is None:
         if not_found and completed.returncode != 0:

@@ -45,6 +45,7 @@ from review_loop.adapters._common import (
     require_command,
     resume_pair,
     same_path,
+    stdout_or_failure,
     title_of,
     unknown,
     usage_of,
@@ -63,7 +64,6 @@ from review_loop.adapters.openai_compatible import (
     SESSION_NOT_FOUND,
     api_error,
     startup_refusal,
-    stdout_or_failure,
 )
 from review_loop.adapters.refusals import refuse_too_old
 from review_loop.agents.constants import ENV_NAME_PATTERN
