@@ -83,6 +83,8 @@ BUILD: Final = "grok-build"
 """Variant: xAI Grok Build, read-only sandbox and sessions."""
 VIBE: Final = "vibe-0.0.34"
 """Variant: npm ``@vibe-kit/grok-cli`` 0.0.34, no read-only mode, no sessions."""
+VIBE_PACKAGE: Final = "@vibe-kit/grok-cli"
+"""The npm CLI's package name, as its ``package.json`` says."""
 UNKNOWN: Final = "unknown"
 """Variant: help text we do not recognise; handled like :data:`VIBE`."""
 
@@ -175,6 +177,23 @@ class GrokAdapter:
             return Capabilities(variant=BUILD, version=version_in(text))
         variant = VIBE if "--max-tool-rounds" in text else UNKNOWN
         return Capabilities(variant=variant, read_only=False, resumable=False, isolate_in_copy=True)
+
+    def package_file(self, executable: Path) -> Path | None:
+        """The npm CLI's ``package.json``: its ``grok`` is ``<package>/dist/index.js``.
+
+        Only the package tells the npm CLI's release: its ``--help`` names none and its
+        ``--version`` prints ``1.0.1`` in 0.0.34 (a constant of its source, not the
+        package's version). Grok Build's native executable has no such file: ``None``."""
+        if (executable.parent.name, executable.name) != ("dist", "index.js"):
+            return None
+        return executable.parent.parent / "package.json"
+
+    def package_version(self, text: str) -> str | None:
+        """``version`` of a ``package.json`` whose ``name`` is :data:`VIBE_PACKAGE`."""
+        package = parse_json_object(text) or {}
+        if package.get("name") != VIBE_PACKAGE:
+            return None
+        return version_in(as_str(package.get("version")))
 
     def required_flags(self, capabilities: Capabilities) -> tuple[RequiredFlag, ...]:
         """Grok Build: :data:`SANDBOX_FLAGS`, as ``grok --help`` lists them. The npm CLI
