@@ -32,7 +32,7 @@ def test_help_lists_the_commands() -> None:
     assert code == 0
     for name in ("preflight", "converge", "blind-review", "ledger"):
         assert name in doc["commands"]
-    assert any(u.startswith("review-loop converge --repo R --plan FILE") for u in doc["usage"])
+    assert any(u.startswith("review-loop converge [--repo DIR] --plan FILE") for u in doc["usage"])
     assert any(u.startswith("review-loop ledger result") for u in doc["usage"])
 
 

@@ -164,4 +164,4 @@ def test_help_lists_the_command() -> None:
     )
     assert result.returncode == 0
     usage = json.loads(result.stdout)["usage"]
-    assert "review-loop evidence --repo R [--base REF] [--paths a,b]" in usage
+    assert "review-loop evidence [--repo DIR] [--base REF] [--paths a,b]" in usage

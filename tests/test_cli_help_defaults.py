@@ -73,8 +73,8 @@ def test_packet_is_required_where_the_help_says_so(
 def test_consult_peer_default_names_no_peer_unless_the_host_is_skipped(
     repo: Path, env: dict[str, str]
 ) -> None:
-    default = documented("consult", "--peer P")
-    assert default.startswith("none") and "--host H --skip-host" in default
+    default = documented("consult", "--reviewer P")
+    assert default.startswith("none") and "give --host H for the first two" in default
     code, doc, _ = _cli("consult", "--repo", str(repo), "--question", "hi", env=env)
     assert code == 1 and "--host H --skip-host" in doc["error"], doc
     # with --host and --skip-host: the prefs order without the host
@@ -98,7 +98,7 @@ def test_run_defaults_rounds_scope_and_the_packet_is_a_file(
     assert code == 0, stderr
     packet = Path(doc["packetPath"])
     # --repo: the git top level of the cwd (run from a subdirectory)
-    assert documented("run", "--repo R") == "the git top level of the cwd"
+    assert documented("run", "--repo DIR") == "the git top level of the cwd"
     assert packet.is_relative_to(repo / ".review-handoff" / "active")
     # --packet: the file 'run' printed as packetPath (.review-handoff/active/<branch>/<name>.md)
     assert packet.is_file() and packet.suffix == ".md" and packet.parent.parent.name == "active"
@@ -227,7 +227,7 @@ def test_consult_resume_and_fallback_defaults(repo: Path, env: dict[str, str]) -
 def test_repo_default_is_the_git_top_level_of_the_cwd(
     command: str, repo: Path, env: dict[str, str]
 ) -> None:
-    assert documented(command, "--repo R") == "the git top level of the cwd"
+    assert documented(command, "--repo DIR") == "the git top level of the cwd"
     (repo / "deep" / "er").mkdir(parents=True)
     code, from_below, _ = _cli(command, env=env, cwd=repo / "deep" / "er")
     code_top, at_top, _ = _cli(command, "--repo", str(repo), env=env)

@@ -313,6 +313,9 @@ class ConvergenceSummary(_Model):
     rounds: int
     recordPath: str
     at: str
+    # the exclusions the host's ``## Scope`` stated, so the Task Completion Result shows
+    # them as the record does (seed 004: "Scope / exclusions")
+    hostExclusions: list[str] = Field(default_factory=list)
 
 
 class PreflightSummary(_Model):
@@ -669,16 +672,23 @@ def frozen_scope(ledger: Ledger, host_words: str, host_excluded: Sequence[str] =
     exclude a plan item: only the user or valid documentation does, seed 004)."""
     pending_items = ledger.by_status(LedgerStatus.PENDING)
     pending = ", ".join(f"{i.id} {i.title}".strip() for i in pending_items)
-    excluded = ", ".join(i.id for i in ledger.by_status(LedgerStatus.EXCLUDED))
     scope = pending or "no PENDING item"
     if host_words:
         scope += f" — host: {host_words}"
-    text = f"{scope}; exclusions: {excluded or 'none'}"
+    return f"{scope}; exclusions: {exclusions_text(ledger, host_excluded)}"
+
+
+def exclusions_text(ledger: Ledger, host_excluded: Sequence[str] = ()) -> str:
+    """The exclusions as the record and the Task Completion Result write them: the
+    ledger's EXCLUDED items, then apart the host's (a PENDING item the host names is said
+    to stay PENDING)."""
+    excluded = ", ".join(i.id for i in ledger.by_status(LedgerStatus.EXCLUDED))
+    text = excluded or "none"
     if host_excluded:
         text += f" (ledger); host excludes: {'; '.join(host_excluded)}"
         named = [
             i.id
-            for i in pending_items
+            for i in ledger.by_status(LedgerStatus.PENDING)
             if any(re.search(rf"\b{re.escape(i.id)}\b", e) for e in host_excluded)
         ]
         if named:
@@ -947,7 +957,8 @@ def _provenance_line(ledger: Ledger) -> str:
 def render_completion(inputs: CompletionInputs, result: Result, reasons: Iterable[str]) -> str:
     """The seed's "Task Completion Result" block."""
     ledger, current = inputs.ledger, inputs.evidence
-    excluded = ", ".join(i.id for i in ledger.by_status(LedgerStatus.EXCLUDED)) or "none"
+    host_excluded = ledger.convergence.hostExclusions if ledger.convergence else ()
+    excluded = exclusions_text(ledger, host_excluded)
     scope = ", ".join(i.id for i in ledger.items if i.status not in (LedgerStatus.EXCLUDED,))
     done = ", ".join(i.id for i in ledger.by_status(LedgerStatus.VERIFIED_DONE))
     decision = ledger.convergence.decision if ledger.convergence else "not recorded"

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 USAGE = [
-    "review-loop audit <HEAD|branch|base...head|worktree:selector> [DIR | --repo DIR] "
+    "review-loop audit <HEAD|branch|base...head|worktree:selector> [--repo DIR | DIR] "
     "--driver FILE|self [--concerns FILE] [--deterministic-verification FILE] "
     "[--timeout SECONDS]",
 ]

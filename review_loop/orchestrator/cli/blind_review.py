@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 USAGE = [
-    "review-loop blind-review --repo R [--base REF] [--paths a,b] [--reviewer claude] "
+    "review-loop blind-review [--repo DIR] [--base REF] [--paths a,b] [--reviewer claude] "
     "[--run NAME] [--timeout SECONDS] [--continue]",
 ]
 OUTPUT = "json"

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Mapping
 from typing import Any
 
-USAGE = ["review-loop close [--repo R] --packet P --reason accept-concerns"]
+USAGE = ["review-loop close [--repo DIR] --packet P --reason accept-concerns"]
 OUTPUT = "json"
 IGNORES_UNKNOWN = True  # as the original: a word it does not know is ignored (and said)
 

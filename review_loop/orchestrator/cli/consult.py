@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from review_loop.prefs.model import Prefs
 
 USAGE = [
-    "review-loop consult --repo R --peer P [--peer P2 ...] [--fallback F|auto] "
+    "review-loop consult [--repo DIR] --reviewer P [--reviewer P2 ...] [--fallback F|auto] "
     "(--question-file Q | --question T) [--peer-command NAME] [--host H --skip-host] "
     "[--timeout SECONDS] [--resume SESSION_ID]",
 ]

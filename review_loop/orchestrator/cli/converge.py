@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 USAGE = [
-    "review-loop converge --repo R --plan FILE [--host-position FILE] [--host H] "
-    "[--peer P [--peer P2]] [--peer-command NAME] [--fallback F|auto] [--run NAME] "
+    "review-loop converge [--repo DIR] --plan FILE [--host-position FILE] [--host H] "
+    "[--reviewer P [--reviewer P2]] [--peer-command NAME] [--fallback F|auto] [--run NAME] "
     "[--timeout SECONDS] [--blind-reviewer claude] [--skill-dir DIR ...] "
     "[--require-skill NAME ...]",
 ]

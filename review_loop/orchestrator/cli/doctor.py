@@ -5,7 +5,7 @@ One JSON document on stdout (:func:`review_loop.orchestrator.workflows.doctor.di
 when stderr (or stdout) is a terminal, a readable table on stderr too, so a person sees it
 at a glance — also with the document sent to a file or a pipe — and a program still reads
 the document. Exit 0 when at least one reviewer is usable, 2 when
-none is (``ok: false``). Works outside a git checkout (then no repository skill counts).
+none is (``ok: false``). Works outside a git checkout (then the cwd's skill directories count).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-USAGE = ["review-loop doctor [--repo R | --cwd D]"]
+USAGE = ["review-loop doctor [--repo DIR | --cwd D]"]
 OUTPUT = "json"
 
 

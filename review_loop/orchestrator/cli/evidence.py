@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Mapping
 from typing import Any
 
-USAGE = ["review-loop evidence --repo R [--base REF] [--paths a,b]"]
+USAGE = ["review-loop evidence [--repo DIR] [--base REF] [--paths a,b]"]
 OUTPUT = "json"
 
 

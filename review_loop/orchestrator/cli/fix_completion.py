@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Mapping
 from typing import Any
 
-USAGE = ["review-loop fix-completion [--repo R] --packet P (--body-file F | --body TEXT)"]
+USAGE = ["review-loop fix-completion [--repo DIR] --packet P (--body-file F | --body TEXT)"]
 OUTPUT = "json"
 IGNORES_UNKNOWN = True  # as the original: a word it does not know is ignored (and said)
 

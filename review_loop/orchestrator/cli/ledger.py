@@ -30,7 +30,7 @@ from typing import Any
 
 ACTIONS = ("show", "set", "gate", "meta", "result")
 USAGE = [
-    "review-loop ledger show [--repo R] [--run NAME]",
+    "review-loop ledger show [--repo DIR] [--run NAME]",
     "review-loop ledger set --id ID --status VERIFIED_DONE|PENDING|OBSOLETE|EXCLUDED|"
     "HUMAN_DECISION [--title T] [--evidence E] [--run NAME]",
     "review-loop ledger gate --gate verification|architecture-hardening|goal-gate "

@@ -15,7 +15,7 @@ from typing import Any
 
 USAGE = [
     "review-loop lessons [list]",
-    "review-loop lessons write --slug S --cue C --lesson L --evidence E [--repo R --run NAME]",
+    "review-loop lessons write --slug S --cue C --lesson L --evidence E [--repo DIR --run NAME]",
 ]
 OUTPUT = "json"
 

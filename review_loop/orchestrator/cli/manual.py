@@ -43,7 +43,7 @@ class Page:
 
 
 _REPO = Flag(
-    "--repo R",
+    "--repo DIR",
     "the git checkout to work on (aliases -C, --repo-root); --cwd D, the original's option: "
     "the checkout that contains D",
     "the git top level of the cwd",
@@ -55,11 +55,11 @@ _TIMEOUT = Flag(
     "prefs timeoutMs (20 minutes), or REVIEW_LOOP_TIMEOUT_MS",
 )
 _PEER = Flag(
-    "--peer P",
+    "--reviewer P",
     "a reviewer: a product (codex, claude, gemini, grok, opencode, qwen; simulated: an "
     "offline stand-in) "
     "or a prefs alias; "
-    "repeatable or comma-separated (aliases --reviewer, --executor)",
+    "repeatable or comma-separated (aliases --peer, --executor)",
     "the prefs order, without the host",
 )
 _PEER_COMMAND = Flag(
@@ -82,7 +82,11 @@ _FALLBACK = Flag(
     "a standard peer uses; repeatable",
     "no fallback",
 )
-_RUN_NAME = Flag("--run NAME", "the name of the convergence run to create or continue", "a new run")
+_RUN_NAME = Flag(
+    "--run NAME",
+    "the name of the convergence run to create or continue",
+    "the current branch's run (named by the branch slug)",
+)
 _BASE = Flag("--base REF", "the commit the changes are compared with", "HEAD")
 _PATHS = Flag("--paths a,b", "limit the diff to these paths (alias --path)", "every changed path")
 _PACKET_MEANING = (
@@ -96,7 +100,8 @@ _PACKET_REQUIRED = Flag("--packet PATH", f"required: {_PACKET_MEANING}")
 _CONSULT_PEER = Flag(
     _PEER.spelling,
     _PEER.meaning,
-    "none: name one, or give --host H --skip-host to ask the prefs order without the host",
+    "none: name one, or give --host H for the first two of the prefs order (without the "
+    "host when skipHost is true: --skip-host, or prefs skipHost)",
 )
 
 PAGES: dict[str, Page] = {
@@ -115,21 +120,23 @@ PAGES: dict[str, Page] = {
             _HOST,
             Flag(
                 "--skip-host [true|false]",
-                "with --host and no --peer: pick the peers from the prefs order, leaving out "
+                "with --host and no --reviewer: pick the peers from the prefs order, leaving out "
                 "the host",
                 "prefs skipHost",
             ),
             _TIMEOUT,
             Flag(
                 "--resume SESSION_ID",
-                "continue this peer session (as printed in sessionId); needs exactly one --peer",
+                "continue this peer session (as printed in sessionId); needs exactly one "
+                "--reviewer",
                 "a new session",
             ),
         ),
         (
-            "review-loop consult --repo . --peer codex --question 'Is the fix in calc.py right?'",
-            "review-loop consult --peer codex --peer claude --question-file q.md --timeout 600",
-            "review-loop consult --peer simulated --question 'Try me without any API key'",
+            "review-loop consult --repo . --reviewer codex "
+            "--question 'Is the fix in calc.py right?'",
+            "review-loop consult --reviewer codex,claude --question-file q.md --timeout 600",
+            "review-loop consult --reviewer simulated --question 'Try me without any API key'",
         ),
     ),
     "sessions": Page(
@@ -180,8 +187,8 @@ PAGES: dict[str, Page] = {
             Flag("--base REF", "the commit the diff is taken against (alias --base-ref)", "HEAD"),
             Flag("--max-iterations N", "how many executor rounds at most", "1"),
             Flag(
-                "--executor P",
-                "the product that judges (aliases --reviewer, --peer)",
+                "--reviewer P",
+                "the product that judges (aliases --executor, --peer)",
                 "the first product in prefs order",
             ),
             Flag("--scenarios-file S", "extra scenarios to check, one file"),
@@ -190,7 +197,7 @@ PAGES: dict[str, Page] = {
         (
             "review-loop verify-diff --repo .    (auto-derive the framing from the diff)",
             "review-loop verify-diff --description 'off by one' --fix-direction 'use <=' "
-            "--target calc.py --executor simulated",
+            "--target calc.py --reviewer simulated",
         ),
         "Give all three of --description, --fix-direction and --target, or none of them.",
     ),
@@ -202,7 +209,8 @@ PAGES: dict[str, Page] = {
             Flag(
                 "--reviewer P",
                 "the reviewing product (aliases --peer, --executor, --product-reviewer)",
-                "the first product of the prefs order that is not the host",
+                "the first product of the prefs order that is not the host (claude when --host "
+                "is not given): codex under the default order",
             ),
             _HOST,
             Flag(
@@ -306,7 +314,7 @@ PAGES: dict[str, Page] = {
         (
             "review-loop converge --plan plan.md --host-position mine.md --host claude",
             "review-loop converge --plan plan.md --host-position mine.md "
-            "--peer codex --peer gemini",
+            "--reviewer codex --reviewer gemini",
         ),
     ),
     "blind-review": Page(
@@ -384,7 +392,9 @@ PAGES: dict[str, Page] = {
         "errors on stderr).",
         (
             Flag(
-                "-C ROOT, --directory ROOT", "run as if started in ROOT (alias --repo)", "the cwd"
+                "--repo ROOT",
+                "run as if started in ROOT (aliases -C, --directory)",
+                "the git top level of the cwd",
             ),
             Flag(
                 "REST",
@@ -412,7 +422,7 @@ PAGES: dict[str, Page] = {
         "Resolve an audit scope selector to a base..head identity.",
         (
             Flag("resolve SELECTOR", "HEAD, a branch, or base...head"),
-            Flag("--repo DIR", "the checkout (alias -C)", "the cwd"),
+            Flag("--repo DIR", "the checkout (alias -C)", "the git top level of the cwd"),
             Flag("--audit-input FILE", "the audit input to materialise"),
             Flag("--scratch-dir DIR", "where to materialise it"),
             Flag("--output FILE", "where to write the result"),
@@ -425,8 +435,18 @@ PAGES: dict[str, Page] = {
         "The audit-implementation workflow: concern agents review a scope; findings are filed.",
         (
             Flag("SELECTOR", "HEAD, a branch, base...head or worktree:selector"),
-            Flag("DIR", "the checkout (or --repo DIR; aliases -C, --repo-root)", "the cwd"),
-            Flag("--concerns FILE", "the concern agents' configuration", "the built-in set"),
+            Flag(
+                "--repo DIR",
+                "the checkout; the positional DIR, the original's form, is the same (aliases "
+                "-C, --repo-root)",
+                "the git top level of the cwd",
+            ),
+            Flag(
+                "--concerns FILE",
+                "the concern agents' configuration, beside the user's",
+                "the concerns configured in $REVIEW_LOOP_HOME/audit-concerns.json and "
+                "$REVIEW_LOOP_AUDIT_CONCERNS; a selected concern none configures is missing-skill",
+            ),
             Flag(
                 "--driver FILE|self",
                 "the run-driver identity (six producer fields); self: review-loop's own",
@@ -477,10 +497,10 @@ PAGES: dict[str, Page] = {
         "stderr or stdout is a terminal.",
         (
             Flag(
-                "--repo R",
+                "--repo DIR",
                 "the checkout whose own skill locations count (aliases -C, --repo-root); "
                 "--cwd D: the checkout that contains D",
-                "the git top level of the cwd, or none outside a checkout",
+                "the git top level of the cwd; outside a checkout, the cwd",
             ),
         ),
         ("review-loop doctor", "review-loop doctor | jq '.products[] | {name, usable, why}'"),
@@ -514,7 +534,7 @@ PAGES: dict[str, Page] = {
 _FOOTER = """\
 Output: one JSON document on stdout; progress on stderr. Exit codes: 0 success,
 2 the result says ok:false, 1 usage error or crash.
-No API key? --peer/--reviewer/--executor simulated answers consult, run and verify-diff
+No API key? --reviewer simulated (or --peer, --executor) answers consult, run and verify-diff
 offline (review-loop's own stand-in reviewer; its answers say they are simulated);
 review-loop demo runs the whole review loop with it. review-loop doctor: your reviewers.
 State: REVIEW_LOOP_HOME (default $XDG_CONFIG_HOME/review-loop)."""

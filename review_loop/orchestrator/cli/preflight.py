@@ -15,7 +15,8 @@ if TYPE_CHECKING:  # the CLI imports the prefs models only when it runs
     from review_loop.prefs import Prefs
 
 USAGE = [
-    "review-loop preflight --repo R [--host H] [--peer P [--peer P2]] [--peer-command NAME] "
+    "review-loop preflight [--repo DIR] [--host H] [--reviewer P [--reviewer P2]] "
+    "[--peer-command NAME] "
     "[--blind-reviewer claude] [--run NAME] [--timeout SECONDS] [--no-git-writes] "
     "[--skill-dir DIR ...] [--require-skill grill-with-docs ...]",
 ]

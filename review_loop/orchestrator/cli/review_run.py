@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 USAGE = [
-    "review-loop run [--repo R] [--reviewer P] [--host H] "
+    "review-loop run [--repo DIR] [--reviewer P] [--host H] "
     "[--completion review|pass] [--base REF] [--rounds N|+N] [--continue] [--scope SLUG] "
     "[--packet PATH] [--paths a,b] [--intake] [--timeout SECONDS]",
 ]

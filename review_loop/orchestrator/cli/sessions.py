@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Mapping
 from typing import Any
 
-USAGE = ["review-loop sessions --repo R [--product P]"]
+USAGE = ["review-loop sessions [--repo DIR] [--product P]"]
 OUTPUT = "json"
 IGNORES_UNKNOWN = True  # as the original: a word it does not know is ignored (and said)
 

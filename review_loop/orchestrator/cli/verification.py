@@ -18,20 +18,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 USAGE = [
-    "review-loop verification run start [-C <root>] --verification-type audit|review|test "
+    "review-loop verification run start [--repo <root>] --verification-type audit|review|test "
     "--scope-type changeset|file --scope <base>..<head>|<file> --input stdin|<file>",
-    "review-loop verification run input [-C <root>] --verification-type <t> --scope-type <s> "
+    "review-loop verification run input [--repo <root>] --verification-type <t> --scope-type <s> "
     "--scope <scope> --run <token>",
-    "review-loop verification run scope add [-C <root>] --verification-type <t> "
+    "review-loop verification run scope add [--repo <root>] --verification-type <t> "
     "--scope-type <s> --scope <scope> --run <token> --payload stdin|<file> "
     "--idempotency-key <key>",
-    "review-loop verification run finding add [-C <root>] --verification-type <t> "
+    "review-loop verification run finding add [--repo <root>] --verification-type <t> "
     "--scope-type <s> --scope <scope> --run <token> --payload stdin|<file> "
     "--idempotency-key <key>",
-    "review-loop verification run finish [-C <root>] --verification-type <t> --scope-type <s> "
+    "review-loop verification run finish [--repo <root>] --verification-type <t> --scope-type <s> "
     "--scope <scope> --run <token> --terminal-status <status> "
     "[--terminal-metadata stdin|<file>]",
-    "review-loop verification run status|render [-C <root>] --verification-type <t> "
+    "review-loop verification run status|render [--repo <root>] --verification-type <t> "
     "--scope-type <s> --scope <scope> --run <token>",
 ]
 OUTPUT = "line"

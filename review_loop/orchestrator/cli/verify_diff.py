@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 USAGE = [
-    "review-loop verify-diff [--repo R] --description D --fix-direction F --target PATH "
-    "[--base REF] [--max-iterations N] [--executor P] [--scenarios-file S] [--timeout SECONDS]",
-    "review-loop verify-diff [--repo R] [--base REF] [--max-iterations N] [--executor P] "
+    "review-loop verify-diff [--repo DIR] --description D --fix-direction F --target PATH "
+    "[--base REF] [--max-iterations N] [--reviewer P] [--scenarios-file S] [--timeout SECONDS]",
+    "review-loop verify-diff [--repo DIR] [--base REF] [--max-iterations N] [--reviewer P] "
     "[--timeout SECONDS]   (auto-derive: no framing fields)",
 ]
 OUTPUT = "json"

@@ -631,6 +631,7 @@ class _Converge:
                         rounds=rounds,
                         recordPath=str(record_md),
                         at=utc_now(),
+                        hostExclusions=host_scope(self.inputs.host_position or "")[1],
                     )
                 }
             ),
