@@ -10,6 +10,10 @@ each is covered), with a state directory and a superproject ``.env`` above the r
    covers a codex reviewer gets (the wrapper's start, the mounts, the user namespace);
 2. one whole ``Dispatcher.consult`` of that CLI, with the sandbox vs the same consult
    with the sandbox step replaced by the identity (everything else equal).
+
+The two sides of each alternate run by run (the order flipping each round); the ratio is
+the median of the per-round ratios. The namespace probe runs once per process (in the
+warm-up), so the consult figures are the per-session cost.
 """
 
 from __future__ import annotations
@@ -37,6 +41,11 @@ from review_loop.prefs import Prefs  # noqa: E402
 
 FAKE_CODEX = """\
 import json, sys
+# --version and exec --help answer the flag probe (orchestrator/sandbox/flags.py)
+if sys.argv[1:] == ["--version"]:
+    sys.exit(print("codex-cli 0.171.0"))
+if sys.argv[1:3] == ["exec", "--help"]:
+    sys.exit(print("  -s  x\\n  -c  x\\n  --ignore-rules  x"))
 sys.stdin.read()
 print(json.dumps({"type": "thread.started", "thread_id": "0199a213-81c0-7800-8aa1-bbab2a035a53"}))
 item = {"id": "i", "type": "agent_message", "text": "ok"}
@@ -72,15 +81,23 @@ def world(root: Path) -> tuple[Path, Path]:
     return repo, root / "codex.py"
 
 
-async def timed(runs: int, once: Callable[[], Awaitable[object]]) -> float:
-    """Median seconds of ``once`` over ``runs`` (after one warm-up)."""
-    await once()
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        await once()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+async def paired(
+    runs: int, base: Callable[[], Awaitable[object]], boxed: Callable[[], Awaitable[object]]
+) -> tuple[float, float, float]:
+    """Median seconds of ``base`` and of ``boxed`` over ``runs`` rounds (after one warm-up
+    each), and the median of the per-round ratios: the two alternate, the order flipping
+    each round, so both see the same load on a shared machine."""
+    await base()
+    await boxed()
+    samples: tuple[list[float], list[float]] = ([], [])
+    for index in range(runs):
+        order = ((0, base), (1, boxed)) if index % 2 == 0 else ((1, boxed), (0, base))
+        for slot, once in order:
+            start = time.perf_counter()
+            await once()
+            samples[slot].append(time.perf_counter() - start)
+    ratios = [b / a for a, b in zip(*samples, strict=True)]
+    return statistics.median(samples[0]), statistics.median(samples[1]), statistics.median(ratios)
 
 
 async def main(runs: int) -> None:
@@ -97,11 +114,10 @@ async def main(runs: int) -> None:
             done = await run_process(invocation, deadline=30, grace=1)
             assert done.returncode == 0, done.stderr
 
-        bare = await timed(runs, lambda: spawn(argv))
-        boxed = await timed(runs, lambda: spawn(wrapped))
+        bare, boxed, ratio = await paired(runs, lambda: spawn(argv), lambda: spawn(wrapped))
         print(f"process: {len(plan.hide)} paths hidden, {len(covered)} of them present")
         print(f"  bare CLI {bare * 1000:.1f} ms, in the sandbox {boxed * 1000:.1f} ms")
-        print(f"  cost {(boxed - bare) * 1000:.1f} ms per session, ratio {boxed / bare:.2f}")
+        print(f"  cost {(boxed - bare) * 1000:.1f} ms per session, ratio {ratio:.2f}")
 
         prefs = Prefs.validate(
             {"peerCommands": {"fake": {"product": "codex", "command": list(argv)}}}
@@ -113,21 +129,23 @@ async def main(runs: int) -> None:
                 delivery = await d.consult(request)
             assert delivery.reply is not None, delivery
 
-        protected = await timed(runs, consult)
         real_protect = sandbox.protect
 
         async def identity(invocation: Invocation, *_: object, **__: object) -> Invocation:
             return invocation
 
-        sandbox.protect = identity  # type: ignore[assignment]
-        try:
-            unprotected = await timed(runs, consult)
-        finally:
-            sandbox.protect = real_protect
+        async def consult_unprotected() -> None:
+            sandbox.protect = identity  # type: ignore[assignment]
+            try:
+                await consult()
+            finally:
+                sandbox.protect = real_protect
+
+        unprotected, protected, ratio = await paired(runs, consult_unprotected, consult)
         print(f"consult: without the sandbox {unprotected * 1000:.1f} ms, with it "
               f"{protected * 1000:.1f} ms")  # fmt: skip
         print(f"  cost {(protected - unprotected) * 1000:.1f} ms per session, "
-              f"ratio {protected / unprotected:.2f}")  # fmt: skip
+              f"ratio {ratio:.2f}")  # fmt: skip
 
 
 if __name__ == "__main__":

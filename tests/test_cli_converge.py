@@ -122,18 +122,9 @@ def test_converge_and_preflight_as_processes(repo: Path, tmp_path: Path, fakes: 
     assert code == 0 and pre["status"] == "ready"
     assert [c["product"] for c in pre["checks"]] == ["claude", "codex", "claude"]
     fakes.script(any_=[{"mode": "ok", "text": "position\n\n" + AGREE}])
-    code, doc, stderr = run_cli(
-        "converge",
-        "--repo",
-        str(repo),
-        "--plan",
-        str(plan),
-        "--host-position",
-        str(host),
-        "--host",
-        "grok",
-        fakes=fakes,
-    )
+    converge = ["converge", "--repo", str(repo), "--plan", str(plan)]
+    converge += ["--host-position", str(host), "--host", "grok"]
+    code, doc, stderr = run_cli(*converge, fakes=fakes)
     assert code == 0, stderr
     assert doc["status"] == "converged" and doc["rounds"] == 1
     assert (doc["peers"]["A"]["product"], doc["peers"]["B"]["product"]) == ("claude", "codex")
@@ -143,18 +134,7 @@ def test_converge_and_preflight_as_processes(repo: Path, tmp_path: Path, fakes: 
     assert seqs == list(range(1, len(seqs) + 1))  # preflight and converge share one journal
     # the same run again: nothing is asked twice
     before = len(fakes.calls())
-    code, again, _ = run_cli(
-        "converge",
-        "--repo",
-        str(repo),
-        "--plan",
-        str(plan),
-        "--host-position",
-        str(host),
-        "--host",
-        "grok",
-        fakes=fakes,
-    )
+    code, again, _ = run_cli(*converge, fakes=fakes)
     assert code == 0 and again["asked"] == 0 and again["reused"] == 4
     assert len(fakes.calls()) == before
     code, shown, _ = run_cli("ledger", "--repo", str(repo), fakes=fakes)

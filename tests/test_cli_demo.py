@@ -73,6 +73,14 @@ def test_contract_a_step_that_breaks_the_loop_fails_the_demo_naming_it() -> None
     assert demo._failure(run, 1, {}) == "step `run` exited 1: no document"
 
 
+def test_contract_a_recorded_fix_reads_as_awaiting_re_review_not_as_open() -> None:
+    # fix-completion's document: F1 still in openBlocking (only the re-review resolves it)
+    recorded = {"status": "fix_recorded", "lastAnchor": "fix_completion", "openBlocking": ["F1"]}
+    assert demo._outcome(0, recorded) == "exit 0, status fix_recorded, F1 fixed, awaiting re-review"
+    blocked = {"status": "blocked", "lastAnchor": "fix_handoff", "openBlocking": ["F1", "F3"]}
+    assert demo._outcome(0, blocked) == "exit 0, status blocked, open blocking F1,F3"
+
+
 def test_contract_the_sessions_printed_carry_no_resume_command() -> None:
     keys = {"resume": "x", "resumeInShell": "cd /d && x", "resumeReadOnly": {}}
     listed = {"ok": True, "sessions": [{"sessionId": "s1", **keys}]}
@@ -126,6 +134,9 @@ def test_process_the_demo_prints_one_document_and_removes_its_directory(
     # a person sees each command as typed and what came of it
     assert "\n$ review-loop run --repo repo --reviewer simulated" in done.stderr
     assert "-> exit 0, status blocked, verdict BLOCKED, open blocking F1" in done.stderr
+    # after fix-completion F1 is still open (the re-review resolves it): said as it is
+    assert "-> exit 0, status fix_recorded, F1 fixed, awaiting re-review\n" in done.stderr
+    assert "status fix_recorded, open blocking" not in done.stderr
     assert "(no model was asked)" in done.stderr
     assert list(scratch.iterdir()) == []
 

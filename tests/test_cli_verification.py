@@ -97,6 +97,13 @@ def locator(repo: Repo, token: str, scope: str | None = None) -> list[str]:
     ]
 
 
+def start(run_cli: Any, kind: str, scope_type: str, scope: str, source: str, **kw: Any) -> Result:
+    """``verification run start`` of a ``kind`` run over ``scope``, its input from ``source``."""
+    args = ["--verification-type", kind, "--scope-type", scope_type, "--scope", scope]
+    result: Result = run_cli("start", *args, "--input", source, **kw)
+    return result
+
+
 def write(path: Path, document: Any) -> str:
     path.write_text(json.dumps(document) if not isinstance(document, str) else document)
     return str(path)
@@ -105,17 +112,7 @@ def write(path: Path, document: Any) -> str:
 @pytest.fixture
 def started(run_cli: Any, repo: Repo, tmp_path: Path) -> dict[str, Any]:
     source = write(tmp_path / "start.json", {"changed_paths": ["keep.py", "new.py", "src/a.py"]})
-    result = run_cli(
-        "start",
-        "--verification-type",
-        "audit",
-        "--scope-type",
-        "changeset",
-        "--scope",
-        repo.scope,
-        "--input",
-        source,
-    )
+    result = start(run_cli, "audit", "changeset", repo.scope, source)
     assert result.code == 0, result.err
     document: dict[str, Any] = result.doc
     return document
@@ -136,17 +133,7 @@ def add(
 
 def test_start_reports_the_run_locator(run_cli: Any, repo: Repo, tmp_path: Path) -> None:
     source = write(tmp_path / "in.json", {"selector": "HEAD"})
-    result = run_cli(
-        "start",
-        "--verification-type",
-        "audit",
-        "--scope-type",
-        "changeset",
-        "--scope",
-        repo.scope,
-        "--input",
-        source,
-    )
+    result = start(run_cli, "audit", "changeset", repo.scope, source)
     assert result.code == 0, result.err
     doc = result.doc
     assert list(doc) == ["runToken", "contextDigest", "resolvedScope", "input", "locator"]
@@ -175,18 +162,7 @@ def test_start_reports_the_run_locator(run_cli: Any, repo: Repo, tmp_path: Path)
 
 def test_start_from_stdin_and_input_replays_it(run_cli: Any, repo: Repo) -> None:
     text = '{"changed_paths": ["new.py"], "note": "exact text\\n"}'
-    result = run_cli(
-        "start",
-        "--verification-type",
-        "audit",
-        "--scope-type",
-        "changeset",
-        "--scope",
-        repo.scope,
-        "--input",
-        "stdin",
-        stdin=text,
-    )
+    result = start(run_cli, "audit", "changeset", repo.scope, "stdin", stdin=text)
     token = result.doc["runToken"]
     replay = run_cli("input", *locator(repo, token))
     assert replay.code == 0
@@ -198,17 +174,7 @@ def test_start_from_stdin_and_input_replays_it(run_cli: Any, repo: Repo) -> None
 
 
 def test_file_scope_start(run_cli: Any, repo: Repo, tmp_path: Path) -> None:
-    result = run_cli(
-        "start",
-        "--verification-type",
-        "audit",
-        "--scope-type",
-        "file",
-        "--scope",
-        "./src//a.py",
-        "--input",
-        write(tmp_path / "i.json", "{}"),
-    )
+    result = start(run_cli, "audit", "file", "./src//a.py", write(tmp_path / "i.json", "{}"))
     assert result.doc["resolvedScope"] == ["src/a.py"]
     assert result.doc["locator"]["scopeIdentity"] == "src/a.py"
 
@@ -657,17 +623,7 @@ def test_five_processes_racing_one_key_record_one_event(
 
 
 def test_test_runs_record_modules_and_failures(run_cli: Any, repo: Repo, tmp_path: Path) -> None:
-    started = run_cli(
-        "start",
-        "--verification-type",
-        "test",
-        "--scope-type",
-        "file",
-        "--scope",
-        "src/a.py",
-        "--input",
-        write(tmp_path / "i.json", "{}"),
-    )
+    started = start(run_cli, "test", "file", "src/a.py", write(tmp_path / "i.json", "{}"))
     token = started.doc["runToken"]
     where = [
         "--verification-type",
@@ -697,17 +653,7 @@ def test_test_runs_record_modules_and_failures(run_cli: Any, repo: Repo, tmp_pat
 
 
 def test_review_runs_take_terminal_metadata(run_cli: Any, repo: Repo, tmp_path: Path) -> None:
-    started = run_cli(
-        "start",
-        "--verification-type",
-        "review",
-        "--scope-type",
-        "changeset",
-        "--scope",
-        repo.scope,
-        "--input",
-        write(tmp_path / "i.json", "{}"),
-    )
+    started = start(run_cli, "review", "changeset", repo.scope, write(tmp_path / "i.json", "{}"))
     token = started.doc["runToken"]
     where = [
         "--verification-type",

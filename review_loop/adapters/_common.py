@@ -9,17 +9,25 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from review_loop.adapters.base import DETAIL_LIMIT, detail_of, json_lines, shell_join
+from review_loop.adapters.base import (
+    DETAIL_LIMIT,
+    decode_utf8,
+    detail_of,
+    generic_failure,
+    json_lines,
+    json_object,
+    shell_join,
+)
 from review_loop.agents.constants import ENV_NAME_PATTERN
 from review_loop.agents.errors import AdapterRefusalError
 from review_loop.agents.models import DeliveryState, ReadOnlyResume, ResumeCommands
 
 if TYPE_CHECKING:  # the run vocabulary is imported where a run is read (agents/models.py)
-    from review_loop.agents.models import Completed, Failure, Usage
+    from review_loop.agents.models import Completed, Failure, Invocation, Usage
 
 # -- request checks --------------------------------------------------------------------------
 
@@ -130,11 +138,7 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
     if 0 <= start < end and (start, end) != (0, len(stripped) - 1):
         candidates.append(stripped[start : end + 1])
     for candidate in candidates:
-        try:
-            value = json.loads(candidate)
-        except (ValueError, RecursionError):  # RecursionError: nested too deep
-            continue
-        if isinstance(value, dict):
+        if (value := json_object(candidate)) is not None:
             return value
     return None
 
@@ -274,6 +278,41 @@ def no_answer(completed: Completed, stdout: str, *, session_id: str | None = Non
     if not stdout.strip():
         return unknown("empty output", detail_of(completed), session_id=session_id)
     return unknown("parse failed", detail_of(completed), session_id=session_id)
+
+
+# -- a run's stdout --------------------------------------------------------------------------
+
+StartupRefusal = Callable[[str, str, "int | None"], "Failure | None"]
+"""``(stderr, stdout, returncode)`` → the CLI's refusal at start-up, or ``None``."""
+
+
+def stdout_or_failure(
+    invocation: Invocation, completed: Completed, startup: StartupRefusal | None = None
+) -> str | Failure:
+    """The run's stdout as text, or the failure that ends its reading before any JSON is
+    looked at: :func:`~review_loop.adapters.base.generic_failure`, then
+    :func:`readable_stdout`, then what ``startup`` (when given) proves the CLI refused
+    before sending anything (``NOT_SUBMITTED``)."""
+    failure = generic_failure(completed)
+    if failure is not None:
+        return failure
+    stdout = readable_stdout(completed, invocation.session_id)
+    if startup is None or not isinstance(stdout, str):
+        return stdout
+    refusal = startup(text_of(completed.stderr), stdout, completed.returncode)
+    return stdout if refusal is None else refusal
+
+
+def readable_stdout(completed: Completed, session_id: str | None) -> str | Failure:
+    """The run's stdout as text, or ``DELIVERY_UNKNOWN`` (with ``session_id``, the id known
+    before launch) for output past the cap (``output too large``) or bytes that are not
+    UTF-8 (``parse failed``): a reply is never read from a cut or mis-decoded stream."""
+    if completed.stdout_truncated:
+        return unknown("output too large", detail_of(completed), session_id=session_id)
+    stdout = decode_utf8(completed.stdout)
+    if stdout is None:
+        return unknown("parse failed", "stdout is not UTF-8", session_id=session_id)
+    return stdout
 
 
 # -- session files ---------------------------------------------------------------------------

@@ -113,6 +113,13 @@ class Adapter(Protocol):
     that lingers after answering and read its answer (:func:`answered`), instead of
     waiting for the deadline. Pure, optional (:func:`output_complete`): without it a
     lingering CLI is waited for, as before.
+
+    For a CLI whose ``probe_args`` output names no version (or a wrong one), an adapter
+    may define ``package_file(executable) -> Path | None``, the file of its installed
+    package that holds the version, from the executable's real path (links resolved; path
+    arithmetic only), and ``package_version(text) -> str | None``, the version read from
+    that file's text, ``None`` when the text is not its package's (:func:`package_file`,
+    :func:`package_version`). ``doctor`` reads the file when the probe told no version.
     """
 
     # Read-only properties, so frozen dataclasses and plain attributes both satisfy them.
@@ -329,6 +336,34 @@ def login_from(
     return state if isinstance(state, LoginState) else UNKNOWN_LOGIN
 
 
+def package_file(adapter: object, executable: Path) -> Path | None:
+    """The adapter's ``package_file``: the file of the CLI's installed package that holds
+    its version, given the executable's real path (links resolved); ``None`` when it has
+    none or fails to tell. For a CLI whose own ``--version`` does not say which release is
+    installed."""
+    where = getattr(adapter, "package_file", None)
+    if not callable(where):
+        return None
+    try:
+        found = where(executable)
+    except Exception:
+        return None
+    return found if isinstance(found, Path) else None
+
+
+def package_version(adapter: object, text: str) -> str | None:
+    """The adapter's ``package_version`` reading of its :func:`package_file`'s text;
+    ``None`` when it has none, or the text is not its package's."""
+    read = getattr(adapter, "package_version", None)
+    if not callable(read):
+        return None
+    try:
+        version = read(text)
+    except Exception:
+        return None
+    return version if isinstance(version, str) and version else None
+
+
 def output_complete(adapter: object, invocation: Invocation, completed: Completed) -> bool:
     """The adapter's ``output_complete`` answer; ``False`` for an adapter without one, or
     one that fails to tell (an adapter's bug must not end a session early, nor at all)."""
@@ -416,17 +451,21 @@ def decode_utf8(data: bytes) -> str | None:
         return None
 
 
+def json_object(text: str) -> dict[str, Any] | None:
+    """``text`` as one JSON object; ``None`` for anything else (not JSON, another JSON
+    value, or nested too deep for the parser)."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):  # RecursionError: nested too deep
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def json_lines(text: str) -> Iterator[dict[str, Any]]:
     """Yield each line of ``text`` that is a JSON object; skip everything else."""
     for line in text.splitlines():
         line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            value = json.loads(line)
-        except (ValueError, RecursionError):  # RecursionError: nested too deep
-            continue
-        if isinstance(value, dict):
+        if line.startswith("{") and (value := json_object(line)) is not None:
             yield value
 
 

@@ -39,6 +39,7 @@ from review_loop.adapters._common import (
     require_command,
     resume_pair,
     same_path,
+    stdout_or_failure,
     string_field,
     text_of,
     title_of,
@@ -54,7 +55,6 @@ from review_loop.adapters.base import (
     decode_utf8,
     detail_of,
     flag_requirements,
-    generic_failure,
 )
 from review_loop.adapters.refusals import refusal_in, refuse_too_old, refused
 from review_loop.agents.models import EnvPassthrough, ResumeCommands, StoredSession
@@ -301,15 +301,10 @@ class ClaudeAdapter:
 
     def interpret(self, invocation: Invocation, completed: Completed) -> Outcome:
         """Read the JSON result; classify refusals, API errors and unreadable output."""
-        failure = generic_failure(completed)
-        if failure is not None:
-            return failure
+        stdout = stdout_or_failure(invocation, completed)
+        if not isinstance(stdout, str):
+            return stdout
         known_id = invocation.session_id
-        if completed.stdout_truncated:
-            return unknown("output too large", detail_of(completed), session_id=known_id)
-        stdout = decode_utf8(completed.stdout)
-        if stdout is None:
-            return unknown("parse failed", "stdout is not UTF-8", session_id=known_id)
         data = parse_json_object(stdout)
         if data is None or not _is_result(data):
             if completed.returncode != 0:

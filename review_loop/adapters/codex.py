@@ -48,6 +48,7 @@ from review_loop.adapters.base import (
     flag_requirements,
     generic_failure,
     json_lines,
+    json_object,
 )
 from review_loop.adapters.refusals import refusal_in, refuse_too_old, refused
 from review_loop.agents.constants import ENV_NAME_PATTERN
@@ -432,11 +433,8 @@ class CodexAdapter:
         first = raw.split("\n", 1)[0]
         session_id: str | None = None
         cwd: str | None = None
-        try:
-            meta: object = json.loads(first)
-        except (ValueError, RecursionError):  # RecursionError: nested too deep
-            meta = None
-        if isinstance(meta, dict):
+        meta = json_object(first)
+        if meta is not None:
             if meta.get("type") != "session_meta":
                 return None
             payload = as_dict(meta.get("payload"))

@@ -36,6 +36,7 @@ from review_loop.adapters._common import (
     parse_json_object,
     preassigned_uuid,
     prompt_bytes,
+    readable_stdout,
     require_command,
     resume_pair,
     same_path,
@@ -463,11 +464,9 @@ class GeminiAdapter:
             refusal = _refusal(stderr, error, completed.returncode)
             if refusal is not None:
                 return refusal
-        if completed.stdout_truncated:
-            return unknown("output too large", detail_of(completed), session_id=known_id)
-        stdout = decode_utf8(completed.stdout)
-        if stdout is None:
-            return unknown("parse failed", "stdout is not UTF-8", session_id=known_id)
+        stdout = readable_stdout(completed, known_id)
+        if not isinstance(stdout, str):
+            return stdout
         data = parse_json_object(stdout)
         if data is not None and isinstance(data.get("error"), dict):
             error = as_dict(data.get("error"))

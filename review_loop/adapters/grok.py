@@ -39,6 +39,7 @@ from review_loop.adapters._common import (
     not_submitted,
     parse_json_object,
     prompt_argument,
+    readable_stdout,
     require_command,
     resume_pair,
     same_path,
@@ -82,6 +83,8 @@ BUILD: Final = "grok-build"
 """Variant: xAI Grok Build, read-only sandbox and sessions."""
 VIBE: Final = "vibe-0.0.34"
 """Variant: npm ``@vibe-kit/grok-cli`` 0.0.34, no read-only mode, no sessions."""
+VIBE_PACKAGE: Final = "@vibe-kit/grok-cli"
+"""The npm CLI's package name, as its ``package.json`` says."""
 UNKNOWN: Final = "unknown"
 """Variant: help text we do not recognise; handled like :data:`VIBE`."""
 
@@ -174,6 +177,23 @@ class GrokAdapter:
             return Capabilities(variant=BUILD, version=version_in(text))
         variant = VIBE if "--max-tool-rounds" in text else UNKNOWN
         return Capabilities(variant=variant, read_only=False, resumable=False, isolate_in_copy=True)
+
+    def package_file(self, executable: Path) -> Path | None:
+        """The npm CLI's ``package.json``: its ``grok`` is ``<package>/dist/index.js``.
+
+        Only the package tells the npm CLI's release: its ``--help`` names none and its
+        ``--version`` prints ``1.0.1`` in 0.0.34 (a constant of its source, not the
+        package's version). Grok Build's native executable has no such file: ``None``."""
+        if (executable.parent.name, executable.name) != ("dist", "index.js"):
+            return None
+        return executable.parent.parent / "package.json"
+
+    def package_version(self, text: str) -> str | None:
+        """``version`` of a ``package.json`` whose ``name`` is :data:`VIBE_PACKAGE`."""
+        package = parse_json_object(text) or {}
+        if package.get("name") != VIBE_PACKAGE:
+            return None
+        return version_in(as_str(package.get("version")))
 
     def required_flags(self, capabilities: Capabilities) -> tuple[RequiredFlag, ...]:
         """Grok Build: :data:`SANDBOX_FLAGS`, as ``grok --help`` lists them. The npm CLI
@@ -371,11 +391,9 @@ def _interpret_build(invocation: Invocation, completed: Completed, stderr: str) 
 
     known_id = invocation.session_id
     not_found = invocation.session_id is not None and bool(_SESSION_NOT_FOUND.search(stderr))
-    if completed.stdout_truncated:
-        return unknown("output too large", detail_of(completed), session_id=known_id)
-    stdout = decode_utf8(completed.stdout)
-    if stdout is None:
-        return unknown("parse failed", "stdout is not UTF-8", session_id=known_id)
+    stdout = readable_stdout(completed, known_id)
+    if not isinstance(stdout, str):
+        return stdout
     data = parse_json_object(stdout)
     if data is None:
         if not_found and completed.returncode != 0:

@@ -43,6 +43,7 @@ from review_loop.adapters._common import (
     no_answer,
     prompt_bytes,
     require_command,
+    stdout_or_failure,
     unknown,
     version_in,
 )
@@ -60,7 +61,6 @@ from review_loop.adapters.openai_compatible import (
     SESSION_NOT_FOUND,
     api_error,
     startup_refusal,
-    stdout_or_failure,
 )
 from review_loop.adapters.refusals import refuse_too_old
 from review_loop.agents.constants import ENV_NAME_PATTERN

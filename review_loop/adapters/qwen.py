@@ -45,6 +45,7 @@ from review_loop.adapters._common import (
     require_command,
     resume_pair,
     same_path,
+    stdout_or_failure,
     title_of,
     unknown,
     usage_of,
@@ -63,7 +64,6 @@ from review_loop.adapters.openai_compatible import (
     SESSION_NOT_FOUND,
     api_error,
     startup_refusal,
-    stdout_or_failure,
 )
 from review_loop.adapters.refusals import refuse_too_old
 from review_loop.agents.constants import ENV_NAME_PATTERN
@@ -117,6 +117,33 @@ HIDDEN_PATHS: Final = (".qwen", ".env", ".mcp.json")
 CLI by ``tests/e2e/test_hostile_new_clis.py``."""
 ANCESTOR_FILES: Final = (".qwen/.env", ".env")
 """Loaded from the first directory above the working directory that has one."""
+
+RETRY_DEFAULTS: Final = Path(__file__).with_name("qwen_defaults.json")
+"""Qwen Code's own setting that bounds a refused request, passed as its system defaults
+(``QWEN_CODE_SYSTEM_DEFAULTS_PATH``, the lowest settings tier: the user's own settings and
+the administrator's system settings still win; ``QWEN_CODE_SYSTEM_SETTINGS_PATH`` would
+replace the administrator's file, so it is not used).
+
+0.24 retries a 429 (a rate limit and OpenAI's ``insufficient_quota`` alike) seven times
+inside one attempt, 1.5 s doubling to 30 s (a constant of the CLI, about 80 s), and then
+starts the whole attempt again ``model.generationConfig.maxRetries`` times (10 by default)
+after ``retryInitialDelayMs`` (60 s) doubling to 5 minutes: past the 20-minute default
+deadline, so the refusal ended as ``timeout``. ``maxRetries: 0`` ends it after the seven
+tries with its name. A transient 5xx is retried by the same inner loop, which that setting
+does not touch (it counts only rate-limit restarts), so it still recovers.
+
+The file carries qwen's settings ``$version`` (4): qwen rewrites a settings file whose
+version is missing or older, and this one must stay as shipped. Proven against the real
+CLI by ``tests/e2e/test_refusals_new_clis_real.py`` (the file unchanged after a run)."""
+
+ENV: Final = {"QWEN_CODE_SYSTEM_DEFAULTS_PATH": str(RETRY_DEFAULTS)}
+UNSET_ENV: Final = ("QWEN_CODE_UNATTENDED_RETRY",)
+"""Never passed, though the ``QWEN_`` prefix would: set to ``true``/``1`` it makes qwen retry
+a 429 without a count (backing off to 5 minutes, for up to 6 hours), so a rate limit or an
+exhausted quota is never named and ``--fallback`` never answers; every such run ends at
+the deadline. It is a switch for qwen's own unattended jobs, read from the environment the
+user's shell gives every qwen; a user who wants more retries under review-loop says so in
+``~/.qwen/settings.json`` (``model.generationConfig.maxRetries``, which still wins)."""
 
 ENV_PASSTHROUGH: Final = EnvPassthrough(
     names=("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "DASHSCOPE_API_KEY"),
@@ -304,6 +331,8 @@ class QwenAdapter:
             argv += ["--session-id", session_id]
         return Invocation(
             argv=tuple(argv),
+            env=dict(ENV),
+            unset_env=UNSET_ENV,
             stdin=prompt_bytes(PRODUCT, request.prompt),
             cwd=request.cwd,
             session_id=session_id,

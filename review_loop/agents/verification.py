@@ -317,6 +317,22 @@ def _record(value: Any) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def _object(value: Any, field: str) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else the rejection naming ``field``."""
+    record = _record(value)
+    if record is None:
+        raise field_rejection(field)
+    return record
+
+
+def _payload_object(payload: Any) -> dict[str, Any]:
+    """The payload when it is a JSON object, else the rejection of that requirement."""
+    record = _record(payload)
+    if record is None:
+        raise requirement_rejection(REQ_PAYLOAD_IS_OBJECT)
+    return record
+
+
 def _required_string(record: Mapping[str, Any], field: str, *path: str) -> str:
     value = record.get(field)
     if isinstance(value, str) and value:
@@ -351,16 +367,12 @@ def _optional_positive_int(record: Mapping[str, Any], field: str) -> int | None:
 
 
 def _producer(value: Any, field: str) -> dict[str, str]:
-    record = _record(value)
-    if record is None:
-        raise field_rejection(field)
+    record = _object(value, field)
     return {name: _required_string(record, name, field) for name in PRODUCER_FIELDS}
 
 
 def _provenance(value: Any, field: str) -> dict[str, str]:
-    record = _record(value)
-    if record is None:
-        raise field_rejection(field)
+    record = _object(value, field)
     result = {
         "agentOwningPluginVersion": _required_string(record, "agentOwningPluginVersion", field),
         "skillOwningPluginVersion": _required_string(record, "skillOwningPluginVersion", field),
@@ -380,9 +392,7 @@ def validate_audit_scope(payload: Any) -> dict[str, Any]:
     Raises:
         PayloadRejectedError: names the first field or requirement that failed.
     """
-    record = _record(payload)
-    if record is None:
-        raise requirement_rejection(REQ_PAYLOAD_IS_OBJECT)
+    record = _payload_object(payload)
     unit_id = _required_string(record, "unitId")
     subject = _required_string(record, "subject")
     audit_class = record.get("auditClass")
@@ -401,9 +411,7 @@ def validate_audit_scope(payload: Any) -> dict[str, Any]:
         raise field_rejection("coverageStatus")
     if audit_kind == "coverage-gap" and status in ("audited", "not-applicable"):
         raise requirement_rejection(REQ_GAP_IS_UNCOVERED)
-    prior = _record(record.get("priorContext"))
-    if prior is None:
-        raise field_rejection("priorContext")
+    prior = _object(record.get("priorContext"), "priorContext")
     prior_context = {
         "changedFilePartition": _required_string(prior, "changedFilePartition", "priorContext"),
         "concernPartition": _required_string(prior, "concernPartition", "priorContext"),
@@ -448,9 +456,7 @@ def validate_audit_finding(payload: Any) -> dict[str, Any]:
     Raises:
         PayloadRejectedError: names the first field or requirement that failed.
     """
-    record = _record(payload)
-    if record is None:
-        raise requirement_rejection(REQ_PAYLOAD_IS_OBJECT)
+    record = _payload_object(payload)
     unit_id = _required_string(record, "unitId")
     rule = _required_string(record, "rule")
     location = _required_string(record, "location")
@@ -460,9 +466,7 @@ def validate_audit_finding(payload: Any) -> dict[str, Any]:
         raise field_rejection("severity")
     producer = _producer(record.get("producerIdentity"), "producerIdentity")
     provenance = _provenance(record.get("producerProvenance"), "producerProvenance")
-    evidence = _record(record.get("evidence"))
-    if evidence is None:
-        raise field_rejection("evidence")
+    evidence = _object(record.get("evidence"), "evidence")
     observed = _required_string(evidence, "observed", "evidence")
     expected = _required_string(evidence, "expected", "evidence")
     return {
@@ -497,9 +501,7 @@ def _review_anchor(record: Mapping[str, Any], result: dict[str, Any]) -> None:
 
 def validate_review_scope(payload: Any) -> dict[str, Any]:
     """Validate a review scope unit (an anchored path with a coverage state)."""
-    record = _record(payload)
-    if record is None:
-        raise requirement_rejection(REQ_PAYLOAD_IS_OBJECT)
+    record = _payload_object(payload)
     path = _required_string(record, "path")
     commit = _required_string(record, "commit")
     side = record.get("side")
@@ -515,9 +517,7 @@ def validate_review_scope(payload: Any) -> dict[str, Any]:
 
 def validate_review_finding(payload: Any) -> dict[str, Any]:
     """Validate a review finding: an anchored review comment plus its disposition."""
-    record = _record(payload)
-    if record is None:
-        raise requirement_rejection(REQ_PAYLOAD_IS_OBJECT)
+    record = _payload_object(payload)
     required = {
         name: _required_string(record, name)
         for name in ("path", "originalCommit", "diffHunk", "body")
@@ -525,9 +525,7 @@ def validate_review_finding(payload: Any) -> dict[str, Any]:
     side = record.get("side")
     if side not in ("LEFT", "RIGHT"):
         raise field_rejection("side")
-    finding = _record(record.get("finding"))
-    if finding is None:
-        raise field_rejection("finding")
+    finding = _object(record.get("finding"), "finding")
     if finding.get("disposition") not in ("BLOCKING", "DEBT"):
         raise field_rejection("finding", "disposition")
     summary = _required_string(finding, "summary", "finding")
@@ -548,9 +546,7 @@ def validate_review_finding(payload: Any) -> dict[str, Any]:
 
 def validate_review_terminal_metadata(payload: Any) -> dict[str, Any]:
     """Validate review terminal metadata (the submitted review)."""
-    record = _record(payload)
-    if record is None:
-        raise requirement_rejection(REQ_PAYLOAD_IS_OBJECT)
+    record = _payload_object(payload)
     actor = _required_string(record, "actor")
     body = record.get("body")
     if not isinstance(body, str):
@@ -578,17 +574,13 @@ def validate_review_terminal_metadata(payload: Any) -> dict[str, Any]:
 
 def validate_test_scope(payload: Any) -> dict[str, Any]:
     """Validate a test scope unit: one inspected test module."""
-    record = _record(payload)
-    if record is None:
-        raise requirement_rejection(REQ_PAYLOAD_IS_OBJECT)
+    record = _payload_object(payload)
     return {"moduleId": _required_string(record, "moduleId")}
 
 
 def validate_test_finding(payload: Any) -> dict[str, Any]:
     """Validate a test finding: one failing test case with its error messages."""
-    record = _record(payload)
-    if record is None:
-        raise requirement_rejection(REQ_PAYLOAD_IS_OBJECT)
+    record = _payload_object(payload)
     module_id = _required_string(record, "moduleId")
     test_name = _required_string(record, "testName")
     errors = record.get("errors")

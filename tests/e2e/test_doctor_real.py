@@ -3,7 +3,8 @@
 
 Each pinned CLI is found, its version read, and every flag its adapter requires is listed
 by its real help page (claude ``--help``, codex ``exec --help``, gemini ``--help``; the npm
-grok has no read-only mode and is run in a copy). Claude's login is read from ``claude auth
+grok has no read-only mode and is run in a copy; its version is its package's, the one
+thing that tells it). Claude's login is read from ``claude auth
 status`` (an API key in its environment: logged in); codex's from ``codex login status``.
 """
 
@@ -41,6 +42,8 @@ def test_doctor_reads_every_real_cli_version_flags_and_login(
         assert rows[product]["version"], rows[product]
         assert rows[product]["flags"]["required"], rows[product]
     assert rows["grok"]["variant"] == "vibe-0.0.34" and rows["grok"]["flags"]["required"] == []
+    # the npm grok's help names no version and its --version says 1.0.1: its package tells
+    assert rows["grok"]["version"] == "0.0.34", rows["grok"]
     assert rows["claude"]["login"]["state"] == "logged-in", rows["claude"]
     assert rows["codex"]["login"]["state"] in ("logged-in", "logged-out"), rows["codex"]
     assert rows["gemini"]["login"]["state"] == "logged-out"  # no GEMINI_API_KEY, no settings

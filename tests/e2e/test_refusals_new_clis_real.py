@@ -12,20 +12,23 @@ CLI does, measured here:
   prints one ``error`` event with the status and the provider's message and exits 1; a 402
   or 404 is not retried. With no ``step_start`` before the error no response began, so
   nothing was processed: ``NOT_SUBMITTED``, and ``--fallback`` answers.
-- qwen retries a 429 seven times inside one attempt (fixed, about 80 s), then again after
-  ``retryInitialDelayMs`` (60 s) for ``model.generationConfig.maxRetries`` attempts (10 by
-  default, up to 5 minutes apart: past any deadline). Review-loop writes no qwen settings,
-  so a user who wants a refusal rather than the deadline sets ``maxRetries`` to 0, as these
-  tests do in the user's own settings; a 404 is not retried. Its result quotes ``[API
-  Error: <status> <message>]``; with no tool result and no other assistant content before
-  it, nothing was processed: ``NOT_SUBMITTED``.
+- qwen retries a 429 seven times inside one attempt (fixed, about 80 s), then would start
+  the attempt again after ``retryInitialDelayMs`` (60 s) for
+  ``model.generationConfig.maxRetries`` attempts (10 by default, up to 5 minutes apart: past
+  the deadline). Review-loop's own system defaults for qwen (``qwen_defaults.json``, the
+  lowest settings tier) set ``maxRetries`` to 0, so with the user's settings as they are
+  (the test HOME sets no retry) a 429 ends after the seven tries with its name; a 404 is
+  not retried. ``QWEN_CODE_UNATTENDED_RETRY`` in the caller's environment (unlimited 429
+  retries) does not reach qwen. Its result quotes ``[API Error: <status> <message>]``; with
+  no tool result and no other assistant content before it, nothing was processed:
+  ``NOT_SUBMITTED``.
 
 The same refusal after a tool round stays ``DELIVERY_UNKNOWN`` for both.
 """
 
 from __future__ import annotations
 
-import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -52,7 +55,7 @@ CASES = [
     ("opencode", "model", "openai", "model_unavailable", NOT_SUBMITTED),  # 404 model_not_found
     ("opencode", "quota", "openrouter", "quota_exhausted", NOT_SUBMITTED),  # 402 {"code": 402}
     ("opencode", "model", "vllm", "model_unavailable", NOT_SUBMITTED),  # "Not Found: The model…"
-    ("qwen", "rate_limit", "openai", "rate_limited", NOT_SUBMITTED),  # 429, 7 tries (maxRetries 0)
+    ("qwen", "rate_limit", "openai", "rate_limited", NOT_SUBMITTED),  # 429, 7 tries, no restart
     ("qwen", "quota", "openai", "quota_exhausted", NOT_SUBMITTED),  # insufficient_quota: the same
     ("qwen", "model", "openai", "model_unavailable", NOT_SUBMITTED),  # 404 model_not_found
     ("qwen", "quota", "openrouter", "quota_exhausted", NOT_SUBMITTED),  # 402, not retried
@@ -63,13 +66,14 @@ CASES = [
 """(product, the provider's refusal, whose body, the named reason, the delivery)."""
 
 
-def bound_qwen_retries(peer: Peer) -> None:
-    """The user's own qwen settings: no rate-limit retry after qwen's seven tries (the
-    test HOME's default is one, 60 s later)."""
-    path = peer.home / ".qwen" / "settings.json"
-    settings = json.loads(path.read_text())
-    settings["model"]["generationConfig"]["maxRetries"] = 0
-    path.write_text(json.dumps(settings))
+QWEN_TRIES = 7
+"""qwen 0.24's fixed tries of one request on a 429 (``DEFAULT_RETRY_OPTIONS.maxAttempts``);
+OpenAI's rate limit and ``insufficient_quota`` are both 429s, the other refusals are tried
+once."""
+QWEN_DEADLINE = "160"
+"""Seconds: the seven tries end in about 80 s; one more attempt (60 s later, 80 s more)
+does not fit, so unbounded retries end as ``timeout`` here, before ``RUN_TIMEOUT``."""
+QWEN_DEFAULTS = Path(__file__).parents[2] / "review_loop" / "adapters" / "qwen_defaults.json"
 
 
 @pytest.mark.parametrize(
@@ -86,17 +90,28 @@ def test_a_refusal_of_the_first_request_is_named_and_not_submitted(
     peer_for: PeerFor,  # noqa: F811
 ) -> None:
     peer = peer_for(product)
+    settings = (peer.home / ".qwen" / "settings.json").read_bytes() if product == "qwen" else b""
+    shipped = QWEN_DEFAULTS.read_bytes()
+    extra: tuple[str, ...] = ()
     if product == "qwen":
-        bound_qwen_retries(peer)
+        extra = ("--timeout", QWEN_DEADLINE)
+        # qwen's own switch for retrying a 429 without a count, set in the caller's shell
+        peer.env["QWEN_CODE_UNATTENDED_RETRY"] = "true"
     peer.api.default = Reply.refuse(kind, shape=shape)
 
-    ran, doc = peer.consult("anything")
+    ran, doc = peer.consult("anything", *extra)
 
     assert ran.returncode == 2, ran.describe()
     assert (doc["ok"], doc["delivery"], doc["code"]) == (False, state, reason), doc
     assert len(doc["attempts"]) == 1, doc["attempts"]  # a refusal is not re-sent as it was
     turns = peer.api.turns()
     assert turns and all(t.reply == f"refusal {kind}" for t in turns), [t.reply for t in turns]
+    if product == "qwen":
+        # one attempt, never started again: the seven tries of a 429, one try of the rest
+        assert len(turns) == (QWEN_TRIES if shape == "openai" and kind != "model" else 1), turns
+        # the user's settings and review-loop's defaults, both as they were
+        assert (peer.home / ".qwen" / "settings.json").read_bytes() == settings
+        assert QWEN_DEFAULTS.read_bytes() == shipped
     assert_nothing_left(peer)
     assert_only_handoff_added(peer.repo)
 

@@ -1011,7 +1011,7 @@ def prepare_home(product: str, api: FakeModelAPI | str, home: Path) -> Path:
         qwen_dir.mkdir(exist_ok=True)
         settings = {
             "security": {"auth": {"selectedType": "openai", "baseUrl": f"{base}/v1"}},
-            "model": {"name": "fake-model", "generationConfig": {"maxRetries": 1}},
+            "model": {"name": "fake-model"},  # qwen's own retry settings: its defaults
             "privacy": {"usageStatisticsEnabled": False},
             "$version": 4,
         }

@@ -272,15 +272,24 @@ def _failure(step: Step, code: int, document: Mapping[str, Any]) -> str | None:
     return None
 
 
+FIX_RECORDED_ANCHOR = "fix_completion"
+"""``lastAnchor`` of a packet whose fix was recorded and not yet re-reviewed."""
+
+
 def _outcome(code: int, document: Mapping[str, Any]) -> str:
     """What a step came to, in a line."""
     words = [f"exit {code}"]
     for key in ("status", "verdict"):
         if isinstance(document.get(key), str):
             words.append(f"{key} {document[key]}")
+    # After fix-completion a blocking finding stays open until the re-review resolves it;
+    # "open blocking F1" there reads as a failure, so say what the packet says: a fix is
+    # recorded for it and the re-review is next.
+    fixed = document.get("lastAnchor") == FIX_RECORDED_ANCHOR
     for key, label in (("openBlocking", "blocking"), ("openConcerns", "concerns")):
         if document.get(key):
-            words.append(f"open {label} {','.join(map(str, document[key]))}")
+            ids = ",".join(map(str, document[key]))
+            words.append(f"{ids} fixed, awaiting re-review" if fixed else f"open {label} {ids}")
     if isinstance(document.get("count"), int):
         words.append(f"{document['count']} session(s)")
     return ", ".join(words)

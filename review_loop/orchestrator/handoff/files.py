@@ -19,9 +19,8 @@ import json
 import os
 import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -502,16 +501,7 @@ def atomic_write_bytes(
             _refuse_if_link(dir_fd, name, path, path)
         tmp = f".{name}.{os.urandom(6).hex()}.tmp"
         fd = _open_in(dir_fd, tmp, path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            try:
-                _write_all(fd, data, path, sync=durable)
-            finally:
-                os.close(fd)
-            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        except BaseException:
-            with suppress(OSError):
-                os.unlink(tmp, dir_fd=dir_fd)
-            raise
+        replace_by_temp(dir_fd, name, tmp, fd, lambda fd: _write_all(fd, data, path, sync=durable))
         if durable:
             os.fsync(dir_fd)
 
@@ -657,16 +647,38 @@ def _scan(dir_fd: int, shown: Path) -> None:
                 os.close(child)
 
 
+def replace_by_temp(dir_fd: int, name: str, tmp: str, fd: int, fill: Callable[[int], None]) -> None:
+    """Fill the new temporary file ``fd`` (named ``tmp`` in ``dir_fd``), close it and
+    rename it over ``name``: nothing half-written, and a link at ``name`` is replaced,
+    never written through. On any failure ``tmp`` is removed and ``name`` is untouched.
+    The caller syncs the directory when the rename must survive a machine crash."""
+    try:
+        try:
+            fill(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """``write`` until every byte is written."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def _write_all(fd: int, data: bytes, path: Path, *, sync: bool) -> None:
     """Write all of ``data`` (then fsync when ``sync``); a failure names ``path``.
 
     ``os.write`` alone says only "[Errno 28] No space left on device", which leaves the
     user to guess which file of a full disk it was.
     """
-    view = memoryview(data)
     try:
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, data)
         if sync:
             os.fsync(fd)
     except OSError as error:
@@ -683,6 +695,10 @@ def iso_utc(ns: int) -> str:
 
     The milliseconds are truncated, as ``datetime.isoformat(timespec="milliseconds")`` does.
     """
+    # Imported here: the journal's directory handles import this module for its file
+    # primitives, and ``datetime`` would be most of what that costs a journal command.
+    from datetime import UTC, datetime
+
     seconds, rest = divmod(ns, 1_000_000_000)
     moment = datetime.fromtimestamp(seconds, UTC).replace(microsecond=rest // 1000)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")

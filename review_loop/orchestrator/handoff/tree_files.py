@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from review_loop.agents.errors import ReviewLoopError
+from review_loop.orchestrator.handoff.files import replace_by_temp, write_all
 
 MAX_TREE_FILE_BYTES = 4 << 20
 """The default bound on one file read from the tree (4 MiB: far above any skill or prompt
@@ -322,20 +323,13 @@ def write_tree_file(
         tmp = f".{name}.{os.urandom(6).hex()}.tmp"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         fd = os.open(tmp, flags, 0o600, dir_fd=dir_fd)
-        try:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fchmod(fd, mode)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        except BaseException:
-            with suppress(OSError):
-                os.unlink(tmp, dir_fd=dir_fd)
-            raise
+
+        def fill(fd: int) -> None:
+            write_all(fd, data)
+            os.fchmod(fd, mode)
+            os.fsync(fd)
+
+        replace_by_temp(dir_fd, name, tmp, fd, fill)
 
 
 def remove_tree_file(

@@ -15,7 +15,10 @@ then off the session's path). The supervisor
    once, having started nothing, on end-of-file there (its owner closed the pipe, or
    died), when its owner is gone, or on SIGTERM/SIGINT/SIGHUP;
 3. starts the CLI with the session's stdin, stdout and stderr, then lets go of its own
-   copies of stdin and stdout (the pipes belong to the CLI and what it starts);
+   copies of stdin and stdout (the pipes belong to the CLI and what it starts); a CLI
+   launched by the reviewer sandbox (``unshare ... <python> -I -S wrapper.py``) is started
+   in a fork of this warm interpreter, without a second interpreter's start
+   (:func:`forked_start`);
 4. waits until the CLI exits, it is told to stop (SIGTERM, SIGINT, SIGHUP) or its owner —
    the review-loop process that started it — dies (``kill -9``);
 5. then ends every descendant it has: SIGTERM, up to ``grace`` seconds, SIGKILL, reaping
@@ -514,9 +517,163 @@ def _idle(owner: int, control: int) -> Session | None:
         os.close(control)  # never inherited by the CLI
 
 
+# --- a launched script, run in a fork of this warm interpreter -----------------------
+
+NAMESPACE_LAUNCHER = "unshare"
+"""The launcher :func:`forked_start` recognises: util-linux ``unshare``, which makes
+namespaces and execs its command, changing nothing else (with :data:`LAUNCHER_WORDS`)."""
+LAUNCHER_WORDS = frozenset({"--mount", "--user", "--map-root-user", "--propagation", "private"})
+"""The only ``unshare`` options a forked start accepts: each makes a user or mount
+namespace or sets its propagation, all of which a process gets by joining them."""
+JOINED = ("user", "mnt")
+"""The namespaces joined, user first (it grants the rights to join its mount namespace)."""
+_SCRIPT_FLAGS = ("-I", "-S")
+
+
+class ForkedStart:
+    """``launcher... <this interpreter> -I -S script.py args...``, taken apart."""
+
+    __slots__ = ("args", "launcher", "script")
+
+    def __init__(self, launcher: list[str], script: str, args: list[str]) -> None:
+        self.launcher = launcher
+        self.script = script
+        self.args = args
+
+
+def forked_start(argv: Sequence[str]) -> ForkedStart | None:
+    """The parts of ``argv`` when this supervisor can run it in a fork of itself, else ``None``.
+
+    That is ``<unshare> [LAUNCHER_WORDS...] <sys.executable> -I -S <script.py> args...``:
+    the namespace launcher, then this very interpreter, isolated as this supervisor is, on
+    a standard-library-only script (an absolute path) that defines ``main(args) -> int``.
+    Run that way, the interpreter's start (tens of milliseconds, on every session's path)
+    is skipped: the fork joins the namespaces the launcher made and calls the script's
+    ``main`` (:func:`_run_forked`). Anything else is spawned as it is.
+    """
+    if sys.executable not in argv:
+        return None
+    index = list(argv).index(sys.executable)
+    launcher, rest = list(argv[:index]), list(argv[index + 1 :])
+    if (
+        not launcher
+        or os.path.basename(launcher[0]) != NAMESPACE_LAUNCHER
+        or not set(launcher[1:]) <= LAUNCHER_WORDS
+        or tuple(rest[:2]) != _SCRIPT_FLAGS
+        or len(rest) < 3
+        or not os.path.isabs(rest[2])
+        or not rest[2].endswith(".py")
+        or not os.path.basename(rest[2])[:-3].isidentifier()
+    ):
+        return None
+    return ForkedStart(launcher, rest[2], rest[3:])
+
+
+def _libc_setns(fd: int, what: str) -> None:
+    import ctypes  # imported while idle already (_become_subreaper)
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.setns(fd, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"setns({what}): {os.strerror(ctypes.get_errno())}")
+
+
+def _find(name: str, env: dict[str, str]) -> str:
+    for directory in env.get("PATH", os.defpath).split(os.pathsep):
+        path = os.path.join(directory or ".", name)
+        if os.path.isabs(path) and os.access(path, os.X_OK) and os.path.isfile(path):
+            return path
+    raise OSError(f"{name} is not on PATH")
+
+
+def _launch_holder(start: ForkedStart, env: dict[str, str]) -> tuple[int, int, int]:
+    """Run the launcher on ``cat``: ``(pid, its stdin, its stdout)``. ``cat`` holds the
+    namespaces the launcher made until its stdin closes; its echo of one byte says it runs,
+    so the launcher has made them (its errors go to the session's stderr, as before)."""
+    to_holder, from_holder = os.pipe(), os.pipe()
+    actions = [
+        (os.POSIX_SPAWN_DUP2, to_holder[0], 0),
+        (os.POSIX_SPAWN_DUP2, from_holder[1], 1),
+    ]
+    argv = [*start.launcher, _find("cat", env)]
+    try:
+        pid = os.posix_spawn(
+            argv[0], argv, env, file_actions=actions, setsigmask=(), setsigdef=_DEFAULTED_IN_CLI
+        )
+    finally:
+        os.close(to_holder[0])
+        os.close(from_holder[1])
+    return pid, to_holder[1], from_holder[0]
+
+
+def _join_launched_namespaces(start: ForkedStart, env: dict[str, str]) -> None:
+    """Enter the namespaces the launcher makes, as its command would run in them.
+
+    A launcher that fails (no namespace can be made here) ends this process as the
+    launcher ended: its exit code, its message already on stderr.
+    """
+    pid, feed, echo = _launch_holder(start, env)
+    try:
+        with suppress(BrokenPipeError):
+            os.write(feed, b"\n")
+        ready = os.read(echo, 1) == b"\n"
+        joined = (
+            [os.open(f"/proc/{pid}/ns/{name}", os.O_RDONLY) for name in JOINED] if ready else []
+        )
+    finally:
+        os.close(feed)
+        os.close(echo)
+        _, status = os.waitpid(pid, 0)
+    if not ready:
+        os._exit(_exit_as(status))  # as the launcher ended: its code, or its signal
+    for kind, fd in zip(JOINED, joined, strict=True):
+        if os.fstat(fd).st_ino != os.stat(f"/proc/self/ns/{kind}").st_ino:
+            _libc_setns(fd, kind)
+        elif kind == "mnt":  # a launcher that made none: never mount in ours
+            raise OSError("the launcher made no mount namespace")
+        os.close(fd)
+
+
+def _run_forked(session: Session, start: ForkedStart) -> None:
+    """In the fork: join the launcher's namespaces, then run the script's ``main`` in this
+    interpreter, as ``<python> -I -S script`` would have run (the CLI's environment, stdin,
+    working directory, signal dispositions). Never returns; nothing runs if a step fails."""
+    try:
+        if not session.stdin:
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.close(null)
+        os.environ.clear()  # the script sees, and execs with, the CLI's environment
+        os.environ.update(session.env)
+        _join_launched_namespaces(start, session.env)  # SIGPIPE still ignored: a launcher
+        for sig in _DEFAULTED_IN_CLI:  # that exits at once must not kill us mid-write
+            signal.signal(sig, signal.SIG_DFL)
+        os.chdir(session.cwd)  # looked up again: joining a mount namespace moved us to its /
+        sys.path.append(os.path.dirname(start.script))  # after the standard library
+        name = os.path.basename(start.script)[:-3]
+        if name in sys.modules:
+            raise OSError(f"{name} is a module of the supervisor")
+        module = __import__(name)
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        code = int(module.main(list(start.args)))
+        sys.stderr.flush()
+    except BaseException as error:  # nothing may run past a failed step
+        _say(f"cannot run: {error}")
+        code = SPAWN_FAILED_EXIT
+    os._exit(code)
+
+
 def _start_cli(supervisor: Supervisor, session: Session) -> None:
-    """chdir to the session's directory and ``posix_spawn`` the CLI (raises ``OSError``)."""
+    """chdir to the session's directory and start the CLI (raises ``OSError``): in a fork
+    of this process for a launched script (:func:`forked_start`), else by ``posix_spawn``."""
     os.chdir(session.cwd)
+    start = forked_start(session.argv)
+    if start is not None:
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _run_forked(session, start)
+        supervisor.cli = pid
+        return
     actions = [] if session.stdin else [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
     supervisor.cli = os.posix_spawn(
         session.argv[0],

@@ -2,7 +2,8 @@
 
 For every registered product (and every prefs alias), from the installed CLI itself:
 
-- the executable found on PATH (its path), and its version (the adapter's probe);
+- the executable found on PATH (its path), and its version (the adapter's probe; for a
+  CLI whose probe tells none, its installed package's file, the adapter's ``package_file``);
 - its login state, where the CLI can tell without a model call (the adapter's
   ``login_args``; ``unknown`` otherwise);
 - whether this version lists every flag that keeps it read-only or locked down, probed from
@@ -36,6 +37,8 @@ from review_loop.adapters.base import (
     describe_missing,
     login_from,
     login_state,
+    package_file,
+    package_version,
 )
 from review_loop.adapters.registry import OFFLINE, product_names
 from review_loop.prefs.model import Prefs
@@ -141,7 +144,9 @@ async def _product(
             row["versionProbe"] = f"`{' '.join(probe_args)}`: {probed.failure}"
     capabilities = adapter.capabilities(output)
     checked = await check_flags(adapter, peer.command, capabilities, cwd=cwd, pass_env=env)
-    row["version"] = capabilities.version
+    row["version"] = capabilities.version or await anyio.to_thread.run_sync(
+        _package_version, adapter, executable
+    )
     row["variant"] = capabilities.variant
     row["readOnly"] = _read_only_mode(adapter, capabilities, checked.required)
     if row["offline"]:
@@ -162,6 +167,25 @@ async def _product(
     elif not sandbox.exempt(adapter) and not protection["reviewerSandbox"]["usable"]:
         why = protection["reviewerSandbox"]["why"]
     return {**row, "usable": why is None, "why": why}
+
+
+PACKAGE_FILE_LIMIT = 1 << 20
+"""Bytes of a CLI's package file read at most: a ``package.json`` is a few kilobytes."""
+
+
+def _package_version(adapter: object, executable: str) -> str | None:
+    """The version in the installed CLI's package file (the adapter's ``package_file``,
+    from the executable's real path), for a CLI whose probe told none; ``None`` when the
+    adapter names no file or it cannot be read."""
+    where = package_file(adapter, Path(os.path.realpath(executable)))
+    if where is None:
+        return None
+    try:
+        with where.open("rb") as file:
+            data = file.read(PACKAGE_FILE_LIMIT)
+    except OSError:
+        return None
+    return package_version(adapter, data.decode("utf-8", "replace"))
 
 
 async def _protection(prefs: Prefs) -> dict[str, Any]:

@@ -495,17 +495,9 @@ async def _explicit_loop(
         prompt = vd.executor_prompt(tree.shown(target, before) or "", diff, scenarios)
         where = run.root / f"iter-{iteration}"
         reply = await run.ask(prompt, where, f"iteration {iteration}")
-        if reply is None:
-            return stop(iteration, tally.result("skipped", "dispatch error"))
-        verdict = vd.parse_verdict(reply)
-        if isinstance(verdict, str):
-            return stop(iteration, tally.result("skipped", verdict))
-        tally.record(verdict)
-        action = vd.decide(verdict, iteration, previous)
-        if action == "converged":
-            return stop(iteration, tally.result("converged"))
-        if action == "divergent":
-            return stop(iteration, tally.result("skipped", "divergent gaps"))
+        verdict = _judged(reply, tally, iteration, previous)
+        if isinstance(verdict, vd.Result):
+            return stop(iteration, verdict)
         applied = await _thread(_apply_to_target, tree, target, verdict.suggested_edits)
         tally.applied_edits_count += applied
         if applied:
@@ -520,6 +512,30 @@ async def _explicit_loop(
         board.complete(iteration, f"{applied} edit(s) applied")
         previous = verdict
     return tally.result("unresolved")
+
+
+def _judged(
+    reply: str | None,
+    tally: vd.Tally,
+    iteration: int,
+    previous: vd.Verdict | None,
+    *,
+    auto: bool = False,
+) -> vd.Verdict | vd.Result:
+    """The iteration's verdict to apply (recorded in ``tally``), or the result that ends the
+    loop here: no reply, no valid verdict, converged, or divergent gaps (Step 3 (b))."""
+    if reply is None:
+        return tally.result("skipped", "dispatch error")
+    verdict = vd.parse_verdict(reply, auto=auto)
+    if isinstance(verdict, str):
+        return tally.result("skipped", verdict)
+    tally.record(verdict)
+    action = vd.decide(verdict, iteration, previous)
+    if action == "converged":
+        return tally.result("converged")
+    if action == "divergent":
+        return tally.result("skipped", "divergent gaps")
+    return verdict
 
 
 def _apply_to_target(tree: Tree, target: str, edits: Sequence[vd.Edit]) -> int:
@@ -604,17 +620,9 @@ async def _skill_loop(run: _Run, group: vd.SkillGroup, board: vd.IterationBoard)
         prompt = vd.auto_executor_prompt(group.name, diff, shown)
         where = run.root / f"skill-{_safe_name(group.name)}" / f"iter-{iteration}"
         reply = await run.ask(prompt, where, f"{group.name} iter {iteration}")
-        if reply is None:
-            return stop(iteration, tally.result("skipped", "dispatch error"))
-        verdict = vd.parse_verdict(reply, auto=True)
-        if isinstance(verdict, str):
-            return stop(iteration, tally.result("skipped", verdict))
-        tally.record(verdict)
-        action = vd.decide(verdict, iteration, previous)
-        if action == "converged":
-            return stop(iteration, tally.result("converged"))
-        if action == "divergent":
-            return stop(iteration, tally.result("skipped", "divergent gaps"))
+        verdict = _judged(reply, tally, iteration, previous, auto=True)
+        if isinstance(verdict, vd.Result):
+            return stop(iteration, verdict)
         applied, edited, before, out_of_scope = await _thread(
             _apply_in_skill, tree, set(files), verdict.suggested_edits
         )

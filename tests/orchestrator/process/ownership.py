@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import psutil
@@ -140,6 +140,40 @@ def kill_owner_mid_session(
         owner.kill()  # SIGKILL: nothing runs in the owner
         owner.wait()
     return record, marker
+
+
+KILLED_OWNER_SCRIPT = """
+import anyio, sys
+from pathlib import Path
+from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
+from review_loop.prefs import Prefs
+async def main():
+    async with open_dispatcher(repo=Path(sys.argv[1]), prefs=Prefs(), reap=False) as d:
+        await d.consult(PeerRequest(peer=sys.argv[3], prompt="x", record_dir=Path(sys.argv[2])))
+anyio.run(main)
+"""
+
+
+def kill_owner_once(
+    repo: Path, peer: str, env: Mapping[str, str], check: Callable[[], None]
+) -> None:
+    """Run an owner (a dispatcher consulting ``peer``, no reap at its start) in ``env``
+    until its session is recorded running and ``check()`` passes, SIGKILL it, and prove
+    its session ended with it. What it left behind is the caller's to look at."""
+    record_dir = repo / ".review-handoff" / "runtime" / "t" / "owned"
+    argv = [sys.executable, "-c", KILLED_OWNER_SCRIPT, str(repo), str(record_dir), peer]
+    env = {**env, "REVIEW_LOOP_ENV_PASSTHROUGH": PASSTHROUGH, "PYTHONPATH": str(ROOT)}
+    owner = subprocess.Popen(argv, env=env)
+    marker = ""
+    try:
+        marker = str(running_record(record_dir)["marker"])
+        check()
+    finally:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+    # the supervisor ends the session once its owner is gone
+    assert wait_until(lambda: not with_marker(marker)), "the session outlived its owner"
+    kill_all(with_marker(marker))
 
 
 def open_fds() -> list[str]:

@@ -10,9 +10,7 @@ passes the cap, a full disk ends nothing, and the space is freed.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -228,18 +226,6 @@ async def test_process_a_big_answer_onto_a_full_temp_disk_arrives_whole(
     assert not done.stdout_truncated and b"z" * 20_000_000 in done.stdout
 
 
-OWNER = """
-import anyio, sys
-from pathlib import Path
-from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
-from review_loop.prefs import Prefs
-async def main():
-    async with open_dispatcher(repo=Path(sys.argv[1]), prefs=Prefs(), reap=False) as d:
-        await d.consult(PeerRequest(peer="codex", prompt="x", record_dir=Path(sys.argv[2])))
-anyio.run(main)
-"""
-
-
 @pytest.mark.anyio
 async def test_process_the_spill_of_a_killed_owner_is_removed_by_the_next_dispatcher(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -249,32 +235,19 @@ async def test_process_the_spill_of_a_killed_owner_is_removed_by_the_next_dispat
     from review_loop.orchestrator.dispatcher import open_dispatcher
     from review_loop.prefs import Prefs
     from tests.gitrepo import committed_repo
-    from tests.orchestrator.process import ownership
-    from tests.orchestrator.process.ownership import kill_all, wait_until, with_marker
+    from tests.orchestrator.process.ownership import kill_owner_once, wait_until
 
     repo = committed_repo(tmp_path / "repo", {"a.txt": "hello\n"})
     temp = tmp_path / "tmp"
     temp.mkdir()
     fakes = FakeCLIs(tmp_path / "fakes")
     fakes.script(codex=[{"mode": "flood"}])
-    env = {
-        **os.environ,
-        **fakes.env(),
-        "TMPDIR": str(temp),
-        "REVIEW_LOOP_ENV_PASSTHROUGH": ownership.PASSTHROUGH,
-        "PYTHONPATH": str(ownership.ROOT),
-    }
-    record_dir = repo / ".review-handoff" / "runtime" / "t" / "owned"
-    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(repo), str(record_dir)], env=env)
-    marker = ""
-    try:
-        marker = str(ownership.running_record(record_dir)["marker"])
+    env = {**os.environ, **fakes.env(), "TMPDIR": str(temp)}
+
+    def spilled() -> None:
         assert wait_until(lambda: bool(_spills(temp))), "the flood never spilled"
-    finally:
-        owner.send_signal(signal.SIGKILL)
-        owner.wait()
-    assert wait_until(lambda: not with_marker(marker)), "the session outlived its owner"
-    kill_all(with_marker(marker))
+
+    kill_owner_once(repo, "codex", env, spilled)
     (left,) = _spills(temp)  # the killed owner's spill is still there ...
     alive = BoundedCapture(1, 1, temp)
     alive.feed(b"xyz")  # ... beside this process's own, whose owner runs

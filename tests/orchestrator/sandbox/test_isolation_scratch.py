@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -24,19 +23,7 @@ from review_loop.orchestrator.sandbox import isolation
 from review_loop.prefs import Prefs
 from tests.fakes import FakeCLIs
 from tests.gitrepo import committed_repo
-from tests.orchestrator.process import ownership
-from tests.orchestrator.process.ownership import kill_all, wait_until, with_marker
-
-OWNER = """
-import anyio, sys
-from pathlib import Path
-from review_loop.orchestrator.dispatcher import PeerRequest, open_dispatcher
-from review_loop.prefs import Prefs
-async def main():
-    async with open_dispatcher(repo=Path(sys.argv[1]), prefs=Prefs(), reap=False) as d:
-        await d.consult(PeerRequest(peer="grok", prompt="x", record_dir=Path(sys.argv[2])))
-anyio.run(main)
-"""
+from tests.orchestrator.process.ownership import kill_owner_once
 
 
 @pytest.mark.anyio
@@ -50,27 +37,12 @@ async def test_the_scratch_of_a_killed_owner_is_removed_by_the_next_dispatcher(
     temp.mkdir()
     fakes = FakeCLIs(tmp_path / "fakes")
     fakes.script(grok=[{"mode": "hang"}])
-    env = {
-        **os.environ,
-        **fakes.env(),
-        "FAKE_GROK_VARIANT": "vibe",
-        "TMPDIR": str(temp),
-        "REVIEW_LOOP_ENV_PASSTHROUGH": ownership.PASSTHROUGH,
-        "PYTHONPATH": str(ownership.ROOT),
-    }
-    record_dir = repo / ".review-handoff" / "runtime" / "t" / "owned"
-    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(repo), str(record_dir)], env=env)
-    marker = ""
-    try:
-        record = ownership.running_record(record_dir)
-        marker = str(record["marker"])
+    env = {**os.environ, **fakes.env(), "FAKE_GROK_VARIANT": "vibe", "TMPDIR": str(temp)}
+
+    def scratch_made() -> None:
         assert [p.name for p in temp.iterdir() if p.name.startswith("review-loop-isolated-")]
-    finally:
-        owner.send_signal(signal.SIGKILL)
-        owner.wait()
-    # the supervisor ends the session once its owner is gone
-    assert wait_until(lambda: not with_marker(marker)), "the session outlived its owner"
-    kill_all(with_marker(marker))
+
+    kill_owner_once(repo, "grok", env, scratch_made)
     alive = tempfile.mkdtemp(prefix=isolation.scratch_prefix(), dir=temp)  # ours: running
     left = sorted(p.name for p in temp.iterdir())
     assert len(left) == 2  # the killed owner's scratch is still there ...

@@ -114,28 +114,23 @@ def test_contract_the_adapters_project_paths_are_hidden_in_the_working_directory
 def test_contract_a_products_own_dotenv_in_home_stays_its_own() -> None:
     # HOME is above a repository under it: ~/.gemini/.env is gemini's own configuration
     home_repo = HOME / "src" / "repo"
-    exposure = sandbox.hidden_for(
-        "gemini",
-        owned=owned(),
-        ancestor_files=walked(),
-        home=HOME,
-        env={},
-        state=STATE,
-        repo=home_repo,
-        cwd=home_repo,
-    )
+
+    def hidden_for(product: str) -> sandbox.Exposure:
+        return sandbox.hidden_for(
+            product,
+            owned=owned(),
+            ancestor_files=walked(),
+            home=HOME,
+            env={},
+            state=STATE,
+            repo=home_repo,
+            cwd=home_repo,
+        )
+
+    exposure = hidden_for("gemini")
     assert HOME / ".gemini" / ".env" not in exposure.hide
     assert HOME / ".env" in exposure.hide
-    codex = sandbox.hidden_for(
-        "codex",
-        owned=owned(),
-        ancestor_files=walked(),
-        home=HOME,
-        env={},
-        state=STATE,
-        repo=home_repo,
-        cwd=home_repo,
-    )
+    codex = hidden_for("codex")
     assert HOME / ".gemini" in codex.hide
 
 
