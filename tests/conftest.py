@@ -8,7 +8,9 @@ the group, so after the test we can find any survivor by that token alone and fa
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -96,6 +98,35 @@ def user_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
     monkeypatch.setenv("REVIEW_LOOP_SKILL_DIRS", str(skills))
     monkeypatch.delenv("REVIEW_LOOP_TIMEOUT_MS", raising=False)
     return home
+
+
+@pytest.fixture(autouse=True)
+def review_loop_logging_restored() -> Iterator[None]:
+    """Give every test the ``review_loop`` logger, structlog and ``logging.disable`` as the
+    test before it found them: logging state is process-global, so a test that changes it
+    (``to_stderr``, a level, ``structlog.configure``) would otherwise decide what a later
+    test in the same worker sees, and a test's outcome would depend on the order.
+
+    Restoring ends with ``setLevel``, which also empties every logger's ``isEnabledFor``
+    cache: an event logged while INFO was off caches "off", and a level set later by plain
+    assignment (``logger.level = ...``) would not be seen by that cache.
+    """
+    logger = logging.getLogger("review_loop")
+    saved = (list(logger.handlers), logger.level, logger.propagate, logger.disabled)
+    disabled_below = logging.root.manager.disable
+    structlog = sys.modules.get("structlog")
+    structlog_was_configured = structlog is not None and structlog.is_configured()
+    cli_stderr = getattr(sys.modules.get("review_loop.orchestrator.log"), "_cli_stderr", False)
+    yield
+    logger.handlers[:], _, logger.propagate, logger.disabled = saved
+    logging.disable(disabled_below)
+    logger.setLevel(saved[1])
+    log = sys.modules.get("review_loop.orchestrator.log")
+    if log is not None:
+        log._cli_stderr = cli_stderr  # to_stderr() is the command line's, not a leftover
+    structlog = sys.modules.get("structlog")
+    if structlog is not None and structlog.is_configured() and not structlog_was_configured:
+        structlog.reset_defaults()
 
 
 @pytest.fixture

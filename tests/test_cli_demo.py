@@ -32,7 +32,7 @@ from typing import Any
 import psutil
 import pytest
 
-from review_loop.orchestrator.cli import demo
+from review_loop.orchestrator.cli import demo_loop as demo
 from review_loop.simulated_replies import parse_replies
 
 ROOT = Path(__file__).resolve().parents[1]

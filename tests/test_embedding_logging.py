@@ -122,7 +122,10 @@ def test_contract_a_field_named_like_a_record_attribute_is_kept_aside() -> None:
     handler.emit = records.append  # type: ignore[method-assign]
     logger = logging.getLogger("review_loop")
     logger.addHandler(handler)
-    level, logger.level = logger.level, logging.INFO
+    level = logger.level
+    # setLevel, never ``logger.level = ``: only setLevel clears the logger's isEnabledFor
+    # cache, which an earlier event (INFO not enabled then) may have filled with False.
+    logger.setLevel(logging.INFO)
     try:
         log.log_event("probe", name="x", process=3, message="m", peer="p")
     finally:
@@ -146,7 +149,8 @@ def test_contract_the_command_lines_handler_prints_one_json_object_per_event() -
     finally:
         sys.stderr = real
         log._cli_stderr = False
-        logger.handlers[:], logger.level, logger.propagate = saved
+        logger.handlers[:], logger.propagate = saved[0], saved[2]
+        logger.setLevel(saved[1])  # clears the isEnabledFor cache to_stderr's level filled
     (line,) = stream.getvalue().splitlines()
     document = json.loads(line)
     assert document["event"] == "retry" and document["peer"] == "codex"

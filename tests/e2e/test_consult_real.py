@@ -202,17 +202,34 @@ def test_consult_lists_and_resumes_the_session(
     assert_only_handoff_added(repo)
 
 
-@pytest.mark.parametrize("product", ["claude", "codex"])  # gemini: see below
+WIDE_RESUME_WINDOW = """
+import sys
+from review_loop.orchestrator import dispatcher
+dispatcher.RESUME_NOT_FOUND_WINDOW_MS = 600_000
+sys.argv = ["review-loop", *sys.argv[1:]]
+from review_loop.orchestrator.cli import main
+main()
+"""
+"""``review-loop`` with the 5 s "session not found" window widened: a real CLI's start alone
+takes longer than 5 s on a loaded machine (claude's did), and the window's two sides are the
+dispatcher's policy tests (a refusal at once degrades; a late one keeps the resume)."""
+
+
+@pytest.mark.parametrize("product", ["claude", "codex"])
 def test_resuming_an_unknown_session_starts_a_new_one(product: str, peer_for: PeerFor) -> None:
     # The CLI's own "not found" refusal (claude: "No conversation found with session ID",
-    # codex: "no rollout found for thread id") comes back within the dispatcher's 5 s window,
-    # so it starts a new session and says so. Gemini is left out: it alone needs 5-10 s to
-    # start on a loaded machine, which makes the window a coin toss.
+    # codex: "no rollout found for thread id") is recognised: the command starts a new
+    # session and says so. How fast the real CLI refuses is the machine's load, not ours:
+    # the window is widened here (WIDE_RESUME_WINDOW).
     peer = peer_for(product)
     peer.api.script(f"fresh answer from {product}")
     unknown = "0f0e0d0c-0b0a-4908-8706-050403020100"
 
-    ran, doc = peer.consult("anything", "--resume", unknown)
+    argv = [sys.executable, "-c", WIDE_RESUME_WINDOW, "consult", "--repo", str(peer.repo)]
+    argv += ["--peer", product, "--question", "anything", "--resume", unknown]
+    ran = run(argv, env=peer.env, cwd=peer.repo, timeout=RUN_TIMEOUT)
+    doc = ran.json()
+    assert isinstance(doc, dict), ran.describe()
 
     assert ran.returncode == 0, ran.describe()
     assert (doc["ok"], doc["text"]) == (True, f"fresh answer from {product}"), doc
@@ -261,15 +278,16 @@ def test_http_401_is_auth_failed(product: str, peer_for: PeerFor) -> None:
 
 
 HANG_TIMEOUT_S = {"gemini": 30}
-"""``--timeout`` per CLI, default 3 s; gemini alone needs 5-10 s (loaded machine) just to
-start and send its request, and the point is a timeout while the request hangs."""
+"""``--timeout`` per CLI, default 15 s; the point is a timeout while the request hangs, so the
+CLI must have started and sent its request before it: gemini needs 5-10 s for that on a
+loaded machine, claude and grok missed 3 s there."""
 
 
 @pytest.mark.parametrize("product", EVERY_CLI)
 def test_hang_times_out_as_delivery_unknown(product: str, peer_for: PeerFor) -> None:
     peer = peer_for(product)
     peer.api.default = Reply.hang()
-    timeout = HANG_TIMEOUT_S.get(product, 3)
+    timeout = HANG_TIMEOUT_S.get(product, 15)
     started = time.monotonic()
 
     ran, doc = peer.consult("anything", "--timeout", str(timeout))

@@ -22,6 +22,8 @@ from tests.faults.harness import write_prefs
 
 CliBin = Callable[[str], Path]
 TOOL = "mcp__review-loop__consult"
+HOST_RUN_S = 300.0
+"""A hang-catching bound on one host run (several interpreters start in it), not a speed."""
 
 
 def test_claude_calls_consult_over_mcp_and_gets_the_reviewers_answer(
@@ -54,16 +56,23 @@ def test_claude_calls_consult_over_mcp_and_gets_the_reviewers_answer(
         "repo": str(git_repo),
         "question": "Is the README right?",
         "peers": ["codex"],
-        "wait_seconds": 60,
+        "wait_seconds": 120,  # the server's most: the reviewer's answer, not a job to poll
     }
     model_api.script(Reply.tool_then(TOOL, arguments, then=None))
     argv = [cli_bin("claude"), "-p", "--output-format", "json"]
     argv += ["--mcp-config", str(config), "--strict-mcp-config", "--allowedTools", TOOL]
     # Wait for the server's tools before the first model turn, and give a loaded machine
     # time to start it (claude gives a server 5 s to connect by default).
-    wait = {"MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": "60000"}
+    # Nor may claude's wait for the tool's result end first (MCP_TOOL_TIMEOUT).
+    wait = {
+        "MCP_CONNECTION_NONBLOCKING": "0",
+        "MCP_CONNECT_TIMEOUT_MS": "60000",
+        "MCP_TOOL_TIMEOUT": "300000",
+    }
     env = cli_env("claude", model_api, cli_home, extra=wait)
-    ran = run(argv, env=env, cwd=git_repo, stdin="review")
+    # Our bound on the whole run: claude's start, the server's, the consult job (its own
+    # interpreter, the reviewer) and a second model turn; 60 s was missed on a loaded machine.
+    ran = run(argv, env=env, cwd=git_repo, stdin="review", timeout=HOST_RUN_S)
 
     assert ran.returncode == 0, ran.describe()
     result = ran.json()["result"]

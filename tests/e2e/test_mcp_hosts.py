@@ -32,6 +32,12 @@ from tests.faults.harness import wait_until, write_prefs
 CliBin = Callable[[str], Path]
 ANSWER = "the fake codex says: ship it"
 SERVER = [sys.executable, "-m", "review_loop", "mcp"]
+HOST_RUN_S = 300.0
+"""A hang-catching bound on one host run (the host's start, the server's, the consult job in
+its own interpreter, two model turns), not a speed: 60 s was missed on a loaded machine."""
+WAIT_S = 110
+"""The consult tool's ``wait_seconds`` (the server allows 120): the reviewer's answer comes
+back in the tool's result, not a job left to poll, however slow the machine."""
 # What the server needs of this test's environment (a user's server needs none of it):
 # the fake reviewers first on PATH, their script and log, review-loop's state directory
 # and the test's process tag.
@@ -77,15 +83,16 @@ def test_codex_calls_consult_over_mcp_and_gets_the_reviewers_answer(
     assert added.returncode == 0, added.describe()
     # codex offers an MCP server's tools as the namespace mcp__<server> (- becomes _)
     call = Reply.tool_then(
-        "consult", {**_arguments(git_repo), "wait_seconds": 45}, namespace="mcp__review_loop"
+        "consult", {**_arguments(git_repo), "wait_seconds": WAIT_S}, namespace="mcp__review_loop"
     )
     model_api.script(call)
     # required: codex exec waits for the server's tools before its first model turn
     required = ["-c", "mcp_servers.review-loop.required=true"]
     required += ["-c", "mcp_servers.review-loop.startup_timeout_sec=60"]  # a loaded machine
-    ran = run(
-        [codex, "exec", *required, "Is the README right? Ask a reviewer."], env=env, cwd=git_repo
-    )
+    # codex's own wait for a tool's result (60 s by default) outlasts the server's wait
+    required += ["-c", f"mcp_servers.review-loop.tool_timeout_sec={WAIT_S + 60}"]
+    ask = [codex, "exec", *required, "Is the README right? Ask a reviewer."]
+    ran = run(ask, env=env, cwd=git_repo, timeout=HOST_RUN_S)
 
     assert ran.returncode == 0, ran.describe()
     assert ANSWER in ran.stdout, ran.describe()
@@ -110,10 +117,12 @@ def test_gemini_calls_consult_over_mcp_and_gets_the_reviewers_answer(
     add = [gemini, "mcp", "add", "-s", "user", "--trust", *with_env, "review-loop", *SERVER]
     added = run(add, env=env, cwd=tmp_path)
     assert added.returncode == 0, added.describe()
-    call = Reply.tool_then("mcp_review-loop_consult", {**_arguments(git_repo), "wait_seconds": 45})
+    call = Reply.tool_then(
+        "mcp_review-loop_consult", {**_arguments(git_repo), "wait_seconds": WAIT_S}
+    )
     model_api.script(call)
     argv = [gemini, "-p", "Is the README right? Ask a reviewer.", "-o", "json"]
-    ran = run(argv, env=env, cwd=git_repo)
+    ran = run(argv, env=env, cwd=git_repo, timeout=HOST_RUN_S)
 
     assert ran.returncode == 0, ran.describe()
     assert ANSWER in ran.json()["response"], ran.describe()
@@ -159,8 +168,12 @@ def test_npm_grok_offers_its_model_no_mcp_tool_headless_so_it_is_no_host(
         start_new_session=True,
     )
     try:
-        wait_until("grok's model turn", lambda: model_api.turns("chat") or proc.poll() is not None)
-        wait_until("grok launching the server", launched.exists)
+        # hang-catching bounds, not speeds: a node CLI's start takes seconds on a loaded machine
+        def turned() -> object:
+            return model_api.turns("chat") or proc.poll() is not None
+
+        wait_until("grok's model turn", turned, timeout=HOST_RUN_S)
+        wait_until("grok launching the server", launched.exists, timeout=HOST_RUN_S)
         still_running = proc.poll() is None
     finally:
         kill_group(proc.pid)

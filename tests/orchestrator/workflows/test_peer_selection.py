@@ -154,6 +154,12 @@ def test_contract_peer_command_without_alias_launches_the_only_peer() -> None:
 
 # -- process: the seed's per-peer recipe ----------------------------------------------------
 
+FALLBACK_TIMEOUT_S = "5"
+"""``--timeout`` where the fallback must answer: one request's deadline is every attempt's,
+so the swapped-in fake must start and answer within it too. 1 s was missed on a loaded
+machine (the fallback then timed out as well, and the next product answered); the hanging
+peer's deadline expiring is all these tests need of it."""
+
 
 @pytest.mark.parametrize("host", [["--host", "claude"], []], ids=["host-claude", "no-host"])
 def test_process_auto_fallback_never_answers_with_the_other_peer(
@@ -163,7 +169,7 @@ def test_process_auto_fallback_never_answers_with_the_other_peer(
     fakes.script(codex=[{"mode": "hang"}], any_=[{"mode": "ok", "text": "swapped in"}])
     code, doc = rl(
         "consult", "--repo", str(repo), "--peer", "codex", "--fallback", "auto",
-        "--question", "Q", "--timeout", "1", *host, fakes=fakes, timeout_ms="1000",
+        "--question", "Q", "--timeout", FALLBACK_TIMEOUT_S, *host, fakes=fakes,
     )  # fmt: skip
     assert code == 0, doc
     assert doc["product"] == "gemini"
