@@ -20,7 +20,12 @@ import pytest
 
 from review_loop.agents.models import Invocation
 from review_loop.orchestrator.process import subreaper
-from review_loop.orchestrator.process.run import Supervisors, open_supervisors, run_process
+from review_loop.orchestrator.process.run import (
+    Started,
+    Supervisors,
+    open_supervisors,
+    run_process,
+)
 from review_loop.orchestrator.sandbox import isolation
 from review_loop.orchestrator.sandbox import reviewer as sandbox
 
@@ -76,3 +81,31 @@ async def test_the_check_is_no_session_for_the_pools_refill(
         assert done.returncode == 0
         await supervisors.refill()  # as after the session: the pool's first session
         assert supervisors.spare_pid is None  # one session (a consult's): no spare for nothing
+
+
+async def test_a_confined_runs_check_goes_through_the_runners_pool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from review_loop.adapters import get_adapter
+    from review_loop.orchestrator.runner import Confinement, open_process_runner
+
+    replaced: list[int] = []
+    real = Supervisors.replace
+
+    async def counted(self: Supervisors, started: Started | None = None) -> None:
+        replaced.append(1)
+        await real(self, started)
+
+    monkeypatch.setattr(Supervisors, "replace", counted)
+    confine = Confinement(
+        adapter=get_adapter("claude"),
+        repo=tmp_path,
+        whole_filesystem=False,
+        allow_unprotected=False,
+    )
+    async with open_process_runner() as runner:
+        done = await runner.run(
+            Invocation(argv=("true",), cwd=tmp_path), deadline=20, grace=1, confine=confine
+        )
+    assert done.returncode == 0
+    assert replaced == [1]  # the check ran on the pool's spare, and replaced it once
