@@ -168,7 +168,7 @@ class ProcessRunner:
                 invocation, deadline=deadline, grace=grace, stop_files=stop_files,
                 on_started=on_started, complete=complete, spill_dir=spill_dir,
             )  # fmt: skip
-        launchable = await _launchable(invocation, confine)
+        launchable = await _launchable(invocation, confine, self.supervisors)
         async with _isolated(launchable, confine) as runnable:
             completed = await run_process(
                 runnable, deadline=deadline, grace=grace, stop_files=stop_files,
@@ -193,13 +193,16 @@ async def open_process_runner() -> AsyncIterator[ProcessRunner]:
         yield ProcessRunner(supervisors)
 
 
-async def _launchable(invocation: Invocation, confine: Confinement) -> Invocation:
+async def _launchable(
+    invocation: Invocation, confine: Confinement, supervisors: Supervisors | None
+) -> Invocation:
     """The invocation as it will be spawned, or :class:`LaunchRefusedError`.
 
     Owns the isolation and masking decisions: a wrapped CLI is first proven present; a
     throw-away copy needs a read-only mount namespace, else the CLI is refused rather
     than run able to write the repository; project files to hide are masked in place
-    unless the copy already leaves them out.
+    unless the copy already leaves them out. The sandbox's once-per-process checks run on
+    ``supervisors`` (its warm spare, replaced at once for the session).
     """
     adapter = confine.adapter
     if not sandbox.exempt(adapter):
@@ -209,7 +212,7 @@ async def _launchable(invocation: Invocation, confine: Confinement) -> Invocatio
         if executable is None:
             raise LaunchRefusedError("spawn failed", f"executable not found: {invocation.argv[0]}")
         invocation = dataclasses.replace(invocation, argv=(executable, *invocation.argv[1:]))
-    if invocation.isolate_in_copy and not await namespace_available():
+    if invocation.isolate_in_copy and not await namespace_available(supervisors):
         raise LaunchRefusedError(
             "refused",
             f"{adapter.name} has no read-only mode here and no read-only mount namespace "
@@ -217,7 +220,11 @@ async def _launchable(invocation: Invocation, confine: Confinement) -> Invocatio
             "able to write to the repository",
         )
     protected = await sandbox.protect(  # what it must not read, out of sight
-        invocation, adapter, repo=confine.repo, allow_unprotected=confine.allow_unprotected
+        invocation,
+        adapter,
+        repo=confine.repo,
+        allow_unprotected=confine.allow_unprotected,
+        supervisors=supervisors,
     )
     if isinstance(protected, str):
         raise LaunchRefusedError("refused", protected)

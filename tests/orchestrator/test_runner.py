@@ -23,6 +23,7 @@ from review_loop.orchestrator.runner import (
     Started,
     open_process_runner,
 )
+from review_loop.orchestrator.sandbox import reviewer as sandbox
 
 pytestmark = pytest.mark.anyio
 
@@ -60,6 +61,9 @@ async def test_a_confined_run_starts_under_the_warm_spare(tmp_path: Path) -> Non
 
     async with open_process_runner() as runner:
         assert runner.supervisors is not None
+        # The once-per-process sandbox check runs on the first spare and starts the next
+        # (test_probe_on_spare.py): the session's spare is the one ready after it.
+        await sandbox.unavailable(runner.supervisors)
         spare = runner.supervisors.spare_pid
         done = await runner.run(
             Invocation(argv=PRINT_CWD, cwd=tmp_path),

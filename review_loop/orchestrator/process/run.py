@@ -538,6 +538,14 @@ class Supervisors:
         spare, self._spare = self._spare, None
         return spare
 
+    async def replace(self, _started: Started | None = None) -> None:
+        """Start a spare now in place of the one just taken for a run that is no session
+        (the sandbox's once-per-process check before the first session; an ``on_started``
+        of it): the session after it then finds a spare whose interpreter started while
+        the check ran, and the check does not count as a session for :meth:`refill`."""
+        self._sessions = max(0, self._sessions - 1)
+        await self.prestart()
+
     async def refill(self) -> None:
         """After a session: start the next spare, once this pool has run a second session.
 

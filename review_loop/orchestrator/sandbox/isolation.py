@@ -27,12 +27,16 @@ from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from review_loop.agents.models import Invocation
 from review_loop.orchestrator.process import procfs
 from review_loop.orchestrator.process.capture import OUTPUT_PREFIX
 from review_loop.orchestrator.sandbox.reviewer import WRAPPER, protected_paths, wrapped_argv
 from review_loop.orchestrator.sandbox.wrapper import ISOLATION_FAILED_EXIT, MARKER
+
+if TYPE_CHECKING:
+    from review_loop.orchestrator.process.run import Supervisors
 
 __all__ = [
     "ISOLATION_FAILED_EXIT",
@@ -82,12 +86,13 @@ _PROBE = (
 )
 
 
-async def namespace_available() -> bool:
+async def namespace_available(supervisors: Supervisors | None = None) -> bool:
     """Whether the whole-file-system isolation works here (checked once per process).
 
     The probe runs the real setup (:func:`sandbox_argv`) around a shell that must be able
     to write into its scratch directory, must fail to write next to it, and must hold no
-    capability.
+    capability. ``supervisors``: it runs on the warm spare, and a new spare is started for
+    the session at once (as :func:`.reviewer.unavailable`).
     """
     global _available
     if _available is None:
@@ -99,7 +104,13 @@ async def namespace_available() -> bool:
             outside.mkdir()
             ok, bad = writable / "probe", outside / "probe"
             argv = sandbox_argv([writable], ["sh", "-c", _PROBE, "sh", str(ok), str(bad)])
-            done = await run_process(Invocation(argv=argv, cwd=writable), deadline=20, grace=1)
+            done = await run_process(
+                Invocation(argv=argv, cwd=writable),
+                deadline=20,
+                grace=1,
+                supervisors=supervisors,
+                on_started=supervisors.replace if supervisors is not None else None,
+            )
             _available = done.returncode == 0 and ok.exists() and not bad.exists()
     return _available
 

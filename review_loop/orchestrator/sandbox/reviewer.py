@@ -37,13 +37,16 @@ import os
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from review_loop.adapters import Adapter, get_adapter
 from review_loop.adapters.registry import BUILTINS
 from review_loop.agents.models import Invocation
 from review_loop.orchestrator.sandbox.masking import checked_paths, unmasked_or_refused
 from review_loop.orchestrator.sandbox.wrapper import ISOLATION_FAILED_EXIT, MARKER
+
+if TYPE_CHECKING:
+    from review_loop.orchestrator.process.run import Supervisors
 
 __all__ = [
     "ALLOW_COMMAND",
@@ -204,20 +207,21 @@ _PROBE = '! [ -e "$1" ] && ! [ -s "$2" ] && ! umount "$3" 2>/dev/null && ! [ -e 
 the directory cannot be taken off (the wrapper leaves the CLI no right to)."""
 
 
-async def unavailable() -> str | None:
+async def unavailable(supervisors: Supervisors | None = None) -> str | None:
     """Why reviewers cannot be protected here, or ``None`` when they can.
 
     Checked once per process (per ``unshare`` on PATH) by the real setup: a file and a
     directory are hidden from a shell, which must find neither, nor be able to unmount the
-    cover.
+    cover. ``supervisors``: the check runs on the warm spare (no supervisor's start on the
+    first session's path) and a new spare is started for the session at once.
     """
     found = _unshare_found()
     if found not in _probed:
-        _probed[found] = await _probe() if found else "unshare is not on PATH"
+        _probed[found] = await _probe(supervisors) if found else "unshare is not on PATH"
     return _probed[found]
 
 
-async def _probe() -> str | None:
+async def _probe(supervisors: Supervisors | None) -> str | None:
     from review_loop.orchestrator.process.run import run_process
 
     tmp = Path(tempfile.mkdtemp(prefix="review-loop-sandbox-check-"))
@@ -230,7 +234,11 @@ async def _probe() -> str | None:
         probe = ["sh", "-c", _PROBE, "sh", str(secret_dir / "key"), str(secret_file)]
         probe.append(str(secret_dir))
         done = await run_process(
-            Invocation(argv=wrapped_argv(options, probe), cwd=tmp), deadline=20, grace=1
+            Invocation(argv=wrapped_argv(options, probe), cwd=tmp),
+            deadline=20,
+            grace=1,
+            supervisors=supervisors,
+            on_started=supervisors.replace if supervisors is not None else None,
         )
     finally:
         for made in (secret_dir / "key", secret_file):
@@ -258,17 +266,23 @@ def unprotected(adapter: Adapter) -> str | None:
 
 
 async def protect(
-    invocation: Invocation, adapter: Adapter, *, repo: Path, allow_unprotected: bool
+    invocation: Invocation,
+    adapter: Adapter,
+    *,
+    repo: Path,
+    allow_unprotected: bool,
+    supervisors: Supervisors | None = None,
 ) -> Invocation | str:
     """``invocation`` run with what it must not see covered, or why it must not run.
 
     An invocation that runs in a throw-away copy is returned as it is: its namespace is
     made with the copy (``runner._isolated``), which hides the same paths
-    (:func:`hide_options`). ``argv[0]`` must already be an absolute path.
+    (:func:`hide_options`). ``argv[0]`` must already be an absolute path. ``supervisors``:
+    where :func:`unavailable` runs its check.
     """
     if exempt(adapter) or invocation.isolate_in_copy:
         return invocation
-    why = await unavailable()
+    why = await unavailable(supervisors)
     if why is None:
         plan = exposure(adapter, repo=repo, cwd=invocation.cwd, project=invocation.hidden_paths)
         options = hide_options(plan)
