@@ -26,7 +26,7 @@ from tests.test_cli import git_repo
 
 # The commands that work on no repository: preferences, a launcher file, the MCP server
 # (its tools take ``repo``), and the agents' help document.
-NO_REPOSITORY = {"prefs", "shim", "mcp", "help"}
+NO_REPOSITORY = {"prefs", "shim", "mcp", "help", "demo"}  # demo makes its own repository
 # What each command needs besides the repository to parse.
 REQUIRED: dict[str, list[str]] = {"scope": ["resolve", "HEAD"], "audit": ["HEAD"]}
 REVIEWER_COMMANDS = ["consult", "run", "verify-diff", "converge", "preflight", "blind-review"]

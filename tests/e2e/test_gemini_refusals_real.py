@@ -18,10 +18,14 @@ the last case), so each stays ``DELIVERY_UNKNOWN``.
 
 from __future__ import annotations
 
+import os
+import stat
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from review_loop.adapters.gemini import RETRY_DEFAULTS
 from tests.e2e.helpers import Ran
 from tests.e2e.test_consult_real import (
     Peer,
@@ -48,6 +52,23 @@ def consult(peer: Peer, question: str) -> tuple[Ran, dict[str, Any]]:
     assert isinstance(doc, dict), ran.describe()
     return ran, doc
 
+
+def _skipped_by_gemini(path: Path) -> str | None:
+    """Why gemini 0.61 would skip ``path`` as its system defaults, or ``None``.
+
+    Its own rule for system files (``isFileAndDirectorySecureSync``): the file and every
+    directory above it owned by root and writable by neither group nor others. A clone
+    under ``/tmp`` (mode 1777), or any install a non-root user owns, fails it.
+    """
+    for each in [path, *path.parents]:
+        info = os.stat(each)
+        if info.st_uid != 0 or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return f"gemini skips its system defaults at {path}: {each} is not root-only"
+    return None
+
+
+SKIPPED = _skipped_by_gemini(RETRY_DEFAULTS)
+pytestmark = pytest.mark.skipif(SKIPPED is not None, reason=SKIPPED or "")
 
 CASES = [
     # (refusal, named reason, requests): a 429 is retried once (general.maxAttempts 2);

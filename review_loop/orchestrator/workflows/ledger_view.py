@@ -209,6 +209,7 @@ _CONVERGENCE = _object(
     ("rounds", _int),
     ("recordPath", _text),
     ("at", _text),
+    ("hostExclusions", _list(_text)),
 )
 _CHECKOUT = _object(
     ("root", _text),
