@@ -14,6 +14,7 @@ Drives the real command line in-process against fake peers.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from review_loop.agents.converge import Ledger, LedgerItem, frozen_scope, host_scope
 from tests.fakes import FakeCLIs
@@ -29,9 +30,11 @@ HOST = (
 )
 
 
-def test_the_hosts_scope_exclusions_are_in_the_convergence_record(
+def converge_with_host_exclusions(
     repo: Path, fakes: FakeCLIs, files: tuple[Path, Path]
-) -> None:
+) -> dict[str, Any]:
+    """T1, T2 PENDING and T3 EXCLUDED in the ledger, :data:`HOST` as the host's position,
+    one converged round; the converge document."""
     plan, host = files
     host.write_text(HOST)
     for item, status in (("T1", "PENDING"), ("T2", "PENDING"), ("T3", "EXCLUDED")):
@@ -42,6 +45,13 @@ def test_the_hosts_scope_exclusions_are_in_the_convergence_record(
     code, doc = rl(repo, "converge", "--run", "x", "--plan", str(plan), "--host-position",
                    str(host), "--host", "claude", "--timeout", "5")  # fmt: skip
     assert code == 0, doc
+    return doc
+
+
+def test_the_hosts_scope_exclusions_are_in_the_convergence_record(
+    repo: Path, fakes: FakeCLIs, files: tuple[Path, Path]
+) -> None:
+    doc = converge_with_host_exclusions(repo, fakes, files)
     line = next(x for x in doc["recordText"].splitlines() if x.startswith("- Frozen scope"))
     assert line == (
         "- Frozen scope / exclusions: T1, T2 — host: T1 guard input.; exclusions: T3 "

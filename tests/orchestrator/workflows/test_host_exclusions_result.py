@@ -15,8 +15,8 @@ from pathlib import Path
 
 from review_loop.agents.converge import Ledger, LedgerItem, exclusions_text
 from tests.fakes import FakeCLIs
-from tests.orchestrator.workflows.test_converge import fakes, files, position, repo, rl
-from tests.orchestrator.workflows.test_host_exclusions import HOST
+from tests.orchestrator.workflows.test_converge import fakes, files, repo, rl
+from tests.orchestrator.workflows.test_host_exclusions import converge_with_host_exclusions
 
 __all__ = ["fakes", "files", "repo"]
 
@@ -28,16 +28,7 @@ def _scope_line(text: str) -> str:
 def test_the_hosts_scope_exclusions_are_in_the_task_completion_result(
     repo: Path, fakes: FakeCLIs, files: tuple[Path, Path]
 ) -> None:
-    plan, host = files
-    host.write_text(HOST)
-    for item, status in (("T1", "PENDING"), ("T2", "PENDING"), ("T3", "EXCLUDED")):
-        cited = ["--evidence", "the user, in the task"] if status == "EXCLUDED" else []
-        code, _ = rl(repo, "ledger", "set", "--run", "x", "--id", item, "--status", status, *cited)
-        assert code == 0
-    fakes.script(codex=[position("codex")], grok=[position("grok")])
-    code, doc = rl(repo, "converge", "--run", "x", "--plan", str(plan), "--host-position",
-                   str(host), "--host", "claude", "--timeout", "5")  # fmt: skip
-    assert code == 0, doc
+    doc = converge_with_host_exclusions(repo, fakes, files)
     _, result = rl(repo, "ledger", "result", "--run", "x")
     assert _scope_line(result["block"]) == (
         "- Scope / exclusions: T1, T2 / T3 (ledger); host excludes: the CLI module; T2; "
