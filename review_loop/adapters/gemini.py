@@ -106,6 +106,14 @@ RETRY_DEFAULTS: Final = Path(__file__).with_name("gemini_defaults.json")
 and the administrator's system settings still win; a user's own defaults file at that
 variable is replaced).
 
+Gemini reads a system file only when it and every directory above it are owned by root
+and writable by no one else, and skips it otherwise with no more than a warning: a
+user's own install, or a clone under ``/tmp``, fails that, and without a namespace so
+does ``/`` itself (the overflow uid in a user namespace). So it is a root file
+(``Invocation.root_files``): the sandbox places a read-only copy in a root of the
+reviewer's own and points the variable at it; only a run without the sandbox reads this
+path itself (trusted only if the install is root's).
+
 Without them 0.61 never gives up on a refusal. A 429 rate limit is retried with backoff
 ten times per model (5 s doubling to 30 s, or the provider's retry delay), then again on
 the fallback model; and in plan mode every model fallback is silent, so a daily quota or
@@ -123,10 +131,13 @@ minute, until the deadline). Its own controls end that:
 Proven against the real CLI by ``tests/e2e/test_gemini_refusals_real.py``: each refusal
 ends in at most two requests, with its named reason."""
 
+SYSTEM_DEFAULTS_VARIABLE: Final = "GEMINI_CLI_SYSTEM_DEFAULTS_PATH"
 ENV: Final = {
     "GEMINI_CLI_TRUST_WORKSPACE": "true",
-    "GEMINI_CLI_SYSTEM_DEFAULTS_PATH": str(RETRY_DEFAULTS),
+    SYSTEM_DEFAULTS_VARIABLE: str(RETRY_DEFAULTS),
 }
+ROOT_FILES: Final = ((SYSTEM_DEFAULTS_VARIABLE, str(RETRY_DEFAULTS)),)
+""":data:`RETRY_DEFAULTS`, placed where gemini trusts it (``Invocation.root_files``)."""
 ENV_PASSTHROUGH: Final = EnvPassthrough(
     names=(
         "GOOGLE_API_KEY",
@@ -447,6 +458,7 @@ class GeminiAdapter:
             cwd=request.cwd,
             session_id=session_id,
             hidden_paths=HIDDEN_PATHS,
+            root_files=ROOT_FILES,
         )
 
     def interpret(self, invocation: Invocation, completed: Completed) -> Outcome:

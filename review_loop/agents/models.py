@@ -210,6 +210,12 @@ class Invocation:
             tools may do (opencode caches a project id in ``.git/``): the repository and
             its git directories are mounted read-only in the reviewer's namespace, and
             where no namespace can be made the run is refused.
+        root_files: ``(variable, file)`` pairs: a file the CLI trusts only where it and
+            every directory above it are owned by root and writable by no one else
+            (gemini's system settings), named to the CLI by ``variable``, which ``env``
+            sets to ``file`` itself. In the reviewer's namespace a copy is placed in a
+            root directory of its own (owned by its root, read-only) and ``variable`` names
+            the copy, so the CLI trusts it whoever owns the install.
     """
 
     argv: tuple[str, ...]
@@ -223,6 +229,7 @@ class Invocation:
     isolate_in_copy: bool = False
     home_files: tuple[str, ...] = ()
     read_only_repository: bool = False
+    root_files: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

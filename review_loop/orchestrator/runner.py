@@ -261,18 +261,19 @@ async def _isolated(invocation: Invocation, confine: Confinement) -> AsyncIterat
             str(scratch.copy) if word == str(invocation.cwd) else word for word in invocation.argv
         )
         plan = sandbox.exposure(confine.adapter, repo=repo, cwd=scratch.copy, project=())
-        hide = sandbox.hide_options(plan)
+        placing, env = sandbox.root_files(invocation)  # a file only a root-owned path passes
+        hide = [*sandbox.hide_options(plan), *placing]
         if whole_filesystem:
             yield dataclasses.replace(
                 invocation,
                 cwd=scratch.copy,
                 argv=sandbox_argv([root], argv, hide),
-                env={**invocation.env, **scratch.env()},
+                env={**env, **scratch.env()},
             )
         else:
             protected = await protected_paths(repo)
             yield dataclasses.replace(
-                invocation, cwd=scratch.copy, argv=read_only_argv(protected, argv, hide)
+                invocation, cwd=scratch.copy, argv=read_only_argv(protected, argv, hide), env=env
             )
     finally:
         with anyio.CancelScope(shield=True):

@@ -43,7 +43,11 @@ from review_loop.adapters import Adapter, get_adapter
 from review_loop.adapters.registry import BUILTINS
 from review_loop.agents.models import Invocation
 from review_loop.orchestrator.sandbox.masking import checked_paths, unmasked_or_refused
-from review_loop.orchestrator.sandbox.wrapper import ISOLATION_FAILED_EXIT, MARKER
+from review_loop.orchestrator.sandbox.wrapper import (
+    ISOLATION_FAILED_EXIT,
+    MARKER,
+    root_file_path,
+)
 
 if TYPE_CHECKING:
     from review_loop.orchestrator.process.run import Supervisors
@@ -178,6 +182,14 @@ def hide_options(plan: Exposure) -> list[str]:
     return options + [word for path in plan.keep for word in ("--keep", str(path))]
 
 
+def root_files(invocation: Invocation) -> tuple[list[str], dict[str, str]]:
+    """The wrapper's ``--root-file`` options for ``invocation.root_files``, and its
+    ``env`` with each variable naming the copy placed in the reviewer's own root."""
+    options = [word for _, file in invocation.root_files for word in ("--root-file", file)]
+    placed = {variable: root_file_path(file) for variable, file in invocation.root_files}
+    return options, {**invocation.env, **placed}
+
+
 def _unshare() -> list[str]:
     if os.geteuid() == 0:
         return ["unshare", "--mount", "--propagation", "private"]
@@ -288,7 +300,9 @@ async def protect(
         options = hide_options(plan)
         if invocation.read_only_repository:
             options += await _read_only_options(repo)
-        return dataclasses.replace(invocation, argv=wrapped_argv(options, invocation.argv))
+        placing, env = root_files(invocation)
+        argv = wrapped_argv([*options, *placing], invocation.argv)
+        return dataclasses.replace(invocation, argv=argv, env=env)
     if invocation.read_only_repository:
         # Its CLI writes into the repository by itself: only a namespace can stop that.
         return (

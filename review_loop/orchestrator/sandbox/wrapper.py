@@ -26,6 +26,11 @@ Run by :mod:`review_loop.orchestrator.sandbox.isolation` as
     otherwise the CLI runs in a user namespace of its own, made after the covers
     (:func:`enter_own_user_namespace`), in which every cover is a locked mount.
 ``--keep PATH`` (repeatable) — a path that no cover may hide (the CLI's own files).
+``--root-file PATH`` (repeatable) — a file the CLI trusts only where the file and every
+    directory above it are owned by root and writable by no one else (gemini's system
+    settings): a copy is placed at :func:`root_file_path` in a root directory of this
+    namespace's own (:func:`own_root`), after every other mount, so that ``/`` itself is
+    owned by this namespace's root even where the real one appears as the overflow uid.
 
 Any step that fails prints one ``review-loop-isolate: ...`` line on stderr and exits
 :data:`ISOLATION_FAILED_EXIT` before the CLI is started: never run half-isolated.
@@ -61,7 +66,10 @@ _MS_NODEV = 4
 _MS_NOEXEC = 8
 _MS_REMOUNT = 32
 _MS_BIND = 4096
-_OPTIONS = ("--writable", "--read-only", "--hide", "--keep")
+_OPTIONS = ("--writable", "--read-only", "--hide", "--keep", "--root-file")
+ROOT_FILES_DIR = "/.review-loop"
+"""Where :func:`own_root` places the ``--root-file`` copies (a name the real ``/`` lacks)."""
+_MS_REC = 16384
 
 
 class IsolationError(Exception):
@@ -226,7 +234,12 @@ def read_only_except(writable: list[str]) -> None:
 
 
 def _syscall_mount(
-    source: str, target: str, fstype: str | None, flags: int, data: str | None
+    source: str | None,
+    target: str,
+    fstype: str | None,
+    flags: int,
+    data: str | None,
+    doing: str = "hide",
 ) -> None:
     """mount(2) itself: one cover costs a system call, not a ``mount`` process."""
     import ctypes  # here: the orchestrator imports this module for its constants only
@@ -235,7 +248,7 @@ def _syscall_mount(
     encoded = [None if v is None else os.fsencode(v) for v in (source, target, fstype, data)]
     if libc.mount(encoded[0], encoded[1], encoded[2], ctypes.c_ulong(flags), encoded[3]) != 0:
         error = ctypes.get_errno()
-        raise IsolationError(f"cannot hide {target}: {os.strerror(error)}")
+        raise IsolationError(f"cannot {doing} {target}: {os.strerror(error)}")
 
 
 def _cover(path: str) -> None:
@@ -284,6 +297,69 @@ def hide(paths: list[str], *, keep: list[str], through: list[str]) -> list[str]:
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
+
+
+def root_file_path(source: str) -> str:
+    """Where ``--root-file source`` is placed in the CLI's root (by its file name)."""
+    return f"{ROOT_FILES_DIR}/{os.path.basename(source)}"
+
+
+def own_root(sources: list[str]) -> None:
+    """Make this process's root a tmpfs of this namespace's own, holding every entry of
+    the old ``/`` (recursive binds: covers and read-only mounts come along, so every path
+    the CLI sees is unchanged) and a read-only copy of each of ``sources`` at
+    :func:`root_file_path`.
+
+    WHY: a CLI that trusts a file only under directories owned by uid 0 (gemini's system
+    settings) finds none without root, where the real ``/`` appears as the overflow uid.
+    The tmpfs is stacked on ``/`` itself, so no directory is created outside: lookups
+    from this process's root still start beneath it, and ``..`` from the root steps into
+    the mount stacked there, which ``chroot`` then makes the root.
+    """
+    import stat
+
+    copies = {}
+    for source in sources:
+        with open(source, "rb") as handle:
+            copies[root_file_path(source)] = handle.read()
+    if len(copies) != len(sources):
+        raise IsolationError("two --root-file paths share a file name")
+    entries = os.listdir("/")
+    if os.path.basename(ROOT_FILES_DIR) in entries:
+        raise IsolationError(f"{ROOT_FILES_DIR} exists: the root files have no place")
+    cwd = os.getcwd()
+    _syscall_mount("review-loop-root", "/", "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755",
+                   doing="stack a root on")  # fmt: skip
+    stacked = "/.."
+    if os.stat(stacked).st_dev == os.stat("/").st_dev or os.listdir(stacked):
+        # never create anything in the real root: this kernel did not climb into the mount
+        raise IsolationError("the tmpfs stacked on / cannot be reached by '..' here")
+    for name in entries:
+        old, new = f"/{name}", f"{stacked}/{name}"
+        info = os.lstat(old)
+        if stat.S_ISLNK(info.st_mode):
+            os.symlink(os.readlink(old), new)
+            continue
+        if stat.S_ISDIR(info.st_mode):
+            os.mkdir(new)
+        else:
+            os.close(os.open(new, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o600))
+        _syscall_mount(old, new, None, _MS_BIND | _MS_REC, None, doing="bind into the root")
+    os.mkdir(stacked + ROOT_FILES_DIR, 0o755)
+    os.chmod(stacked + ROOT_FILES_DIR, 0o755)  # whatever the umask
+    for path, data in copies.items():
+        descriptor = os.open(stacked + path, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o444)
+        with open(descriptor, "wb") as handle:
+            handle.write(data)
+            os.fchmod(handle.fileno(), 0o444)
+    os.chdir(stacked)
+    os.chroot(".")
+    flags = _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV
+    _syscall_mount(None, "/", None, flags, None, doing="make read-only the root")
+    os.chdir(cwd)
+    missing = [path for path in copies if not os.path.isfile(path)]
+    if missing or os.stat("/").st_uid != os.geteuid():
+        raise IsolationError(f"the root of its own does not hold {missing or copies}")
 
 
 def _map_id_of_self(kind: str) -> None:
@@ -371,9 +447,13 @@ def main(args: list[str]) -> int:
             hide(hidden, keep=given["--keep"], through=[*writable, *read_only, os.getcwd()])
         if writable:
             read_only_except([os.path.realpath(p) for p in writable])
+        if given["--root-file"]:  # last: its binds copy every cover and read-only mount
+            own_root(given["--root-file"])
         if writable:
             drop_privileges()
-        elif hidden or read_only:  # locked mounts: no cover taken off, no bind made writable
+        elif (
+            hidden or read_only or given["--root-file"]
+        ):  # locked mounts: no cover taken off, no bind made writable
             enter_own_user_namespace()
         # The working directory was looked up before the new mounts: look it up again, or
         # a writable copy would be reached through the (now read-only) mount beneath it.
