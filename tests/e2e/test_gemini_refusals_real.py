@@ -7,6 +7,10 @@ plan mode falls back between the two models of its ``auto`` chain without end on
 quota or a 404 (thousands of requests a minute), so each met the deadline as ``timeout``.
 The system defaults review-loop gives it (``gemini_defaults.json``: ``general.maxAttempts``
 2, no model chain) bound it; the adapter names the refusal from gemini's own error class.
+Gemini trusts a system file only under directories root owns and no one else may write,
+which a clone under ``/tmp`` or a user's own install is not: the sandbox places a copy in
+a root of the reviewer's own (``Invocation.root_files``), so these cases run wherever the
+checkout lies (``test_gemini_root_file_real.py`` runs gemini as ``nobody``).
 
 The deadline is ten minutes, far past the test's own limit on the run (:data:`RUN_LIMIT`,
 inside pytest's): were the bound gone, the run would not end in time, its process group
@@ -18,14 +22,10 @@ the last case), so each stays ``DELIVERY_UNKNOWN``.
 
 from __future__ import annotations
 
-import os
-import stat
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from review_loop.adapters.gemini import RETRY_DEFAULTS
 from tests.e2e.helpers import Ran
 from tests.e2e.test_consult_real import (
     Peer,
@@ -52,23 +52,6 @@ def consult(peer: Peer, question: str) -> tuple[Ran, dict[str, Any]]:
     assert isinstance(doc, dict), ran.describe()
     return ran, doc
 
-
-def _skipped_by_gemini(path: Path) -> str | None:
-    """Why gemini 0.61 would skip ``path`` as its system defaults, or ``None``.
-
-    Its own rule for system files (``isFileAndDirectorySecureSync``): the file and every
-    directory above it owned by root and writable by neither group nor others. A clone
-    under ``/tmp`` (mode 1777), or any install a non-root user owns, fails it.
-    """
-    for each in [path, *path.parents]:
-        info = os.stat(each)
-        if info.st_uid != 0 or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            return f"gemini skips its system defaults at {path}: {each} is not root-only"
-    return None
-
-
-SKIPPED = _skipped_by_gemini(RETRY_DEFAULTS)
-pytestmark = pytest.mark.skipif(SKIPPED is not None, reason=SKIPPED or "")
 
 CASES = [
     # (refusal, named reason, requests): a 429 is retried once (general.maxAttempts 2);
