@@ -205,6 +205,35 @@ def test_process_a_signal_ends_the_step_prints_interrupted_and_removes_the_direc
     assert list(scratch.iterdir()) == []
 
 
+def test_process_a_killed_demos_directory_is_removed_by_the_next_consult(tmp_path: Path) -> None:
+    """SIGKILL leaves the demo no moment to clean up: its directory, named for its pid and
+    start time, is swept by the next review-loop that opens a dispatcher."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    proc = subprocess.Popen(
+        [str(VENV_BIN / "review-loop"), "demo"], env=_env(scratch), cwd=tmp_path,
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        _running_step(psutil.Process(proc.pid))
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the demo and its step, as `kill -9 -PGID`
+        proc.wait(timeout=WAIT_S)
+    [left] = scratch.iterdir()
+    assert left.name.startswith(f"review-loop-demo-{proc.pid}-")
+    elsewhere = tmp_path / "elsewhere"
+    subprocess.run(["git", "init", "-q", str(elsewhere)], check=True)
+    done = subprocess.run(
+        [str(VENV_BIN / "review-loop"), "consult", "--repo", str(elsewhere), "--peer",
+         "simulated", "--question", "?"],
+        env=_env(scratch), capture_output=True, text=True, timeout=WAIT_S,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert list(scratch.iterdir()) == []
+
+
 def _reviewer_of_the_run_step(process: psutil.Process) -> psutil.Process:
     step = _running_step(process)
     deadline = time.monotonic() + WAIT_S

@@ -9,8 +9,8 @@ temp git repo):
   session (the model sees the first turn again) and keeps the id; resuming an unknown id
   starts a new session, marked degraded;
 - a scripted HTTP 401 is ``auth_failed`` (``NOT_SUBMITTED`` where the run proves nothing was
-  processed) and a hang under ``--timeout`` is ``DELIVERY_UNKNOWN`` (exit 2), bounded in
-  time, with nothing left running and the session id kept;
+  processed) and a hang under ``--timeout`` is ``DELIVERY_UNKNOWN`` (exit 2), ended by its
+  deadline, with nothing left running and the session id kept;
 - a scripted tool call that tries to write a file leaves the repo untouched, also when the
   model first asks to leave the sandbox (codex) or plan mode (gemini);
 - the npm grok 0.0.34 (no read-only mode) answers from a throw-away copy of the repo; an
@@ -24,7 +24,6 @@ import contextlib
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -288,11 +287,9 @@ def test_hang_times_out_as_delivery_unknown(product: str, peer_for: PeerFor) -> 
     peer = peer_for(product)
     peer.api.default = Reply.hang()
     timeout = HANG_TIMEOUT_S.get(product, 15)
-    started = time.monotonic()
 
     ran, doc = peer.consult("anything", "--timeout", str(timeout))
 
-    took = time.monotonic() - started
     assert ran.returncode == 2, ran.describe()
     assert (doc["ok"], doc["status"], doc["delivery"], doc["code"]) == (
         False,
@@ -302,9 +299,11 @@ def test_hang_times_out_as_delivery_unknown(product: str, peer_for: PeerFor) -> 
     ), doc
     (attempt,) = doc["attempts"]
     assert attempt["timedOut"] is True, attempt
-    assert timeout * 1000 <= attempt["elapsedMs"] < (timeout + 6) * 1000, attempt  # + grace
-    # generous: interpreter start, the CLI probe (cached afterwards), TERM -> KILL grace
-    assert took < timeout + 45, took
+    # Not ended before its deadline. That the deadline ended it: the fake API never answers,
+    # so only the deadline can end the request, and a run it did not end is killed by this
+    # test's own bound (RUN_TIMEOUT) and fails. No upper bound in seconds: a loaded machine
+    # would decide it, not review-loop.
+    assert attempt["elapsedMs"] >= timeout * 1000, attempt
     assert [t.reply for t in peer.api.turns()] == ["hang"]  # it timed out mid-request
     if product in RESUMABLE:  # the session exists: its id is kept, to resume and find out
         sid = assert_uuid(doc["sessionId"])

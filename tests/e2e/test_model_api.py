@@ -462,9 +462,9 @@ def test_hang_ends_when_the_server_closes() -> None:
         caller = threading.Thread(target=call)
         caller.start()
         api.wait_for_requests(1, timeout=5)
-        started = time.monotonic()
-    assert time.monotonic() - started < 3
-    caller.join(timeout=5)
+    # Closed, not timed out: a request the server did not end would fail only after the
+    # client's own 20 s with a TimeoutError, which the call does not catch (no outcome).
+    caller.join(timeout=60)
     assert outcome
     assert outcome[0] is not None
 

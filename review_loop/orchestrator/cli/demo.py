@@ -21,7 +21,10 @@ and what came of it); ONE JSON document on stdout, holding each step's own docum
 false``, ``failedStep``), 128 + N when signal N stopped it. The state of every step lives in
 the temporary directory (``REVIEW_LOOP_HOME`` points there), so nothing of the user's is
 read or written, and the directory is removed on every exit — success, failure, crash,
-SIGINT, SIGTERM, SIGHUP — unless ``--keep`` asks to keep it. A signal ends the running step
+SIGINT, SIGTERM, SIGHUP — unless ``--keep`` asks to keep it. After a SIGKILL, which no
+process can clean up after, the next review-loop that opens a dispatcher removes it: the
+directory is named for the demo's pid and start time (``isolation.scratch_prefix``), as
+a reviewer's scratch copy is. A signal ends the running step
 first (TERM, then KILL after ``demo_loop.STEP_GRACE_S``), so no step writes into the
 directory while it is removed.
 """
@@ -54,12 +57,13 @@ def execute(args: argparse.Namespace) -> Mapping[str, Any]:
     from review_loop.orchestrator import explain
     from review_loop.orchestrator.cli import demo_loop
     from review_loop.orchestrator.cli.stops import run_cancellable
+    from review_loop.orchestrator.sandbox.isolation import DEMO_PREFIX, scratch_prefix
 
     # The steps write their own lines to this terminal: no live table is drawn over them.
     explain.set_progress_sink(None)
     demo: Path | None = None
     try:
-        demo = Path(tempfile.mkdtemp(prefix="review-loop-demo-")).resolve()
+        demo = Path(tempfile.mkdtemp(prefix=scratch_prefix(DEMO_PREFIX))).resolve()
 
         async def body(stop: Stop) -> Mapping[str, Any]:
             return await demo_loop.run_demo(demo, keep=args.keep, stop=stop)

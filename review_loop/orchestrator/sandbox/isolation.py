@@ -162,19 +162,22 @@ def _not_copied(directory: str, names: list[str]) -> set[str]:
 
 
 SCRATCH_PREFIX = "review-loop-isolated-"
+DEMO_PREFIX = "review-loop-demo-"
+"""``review-loop demo``'s throw-away directory (a repository and review-loop's state)."""
 
 
-def scratch_prefix() -> str:
+def scratch_prefix(kind: str = SCRATCH_PREFIX) -> str:
     """The name prefix of this process's scratch directories: its pid and start time.
 
     A review-loop killed with SIGKILL cannot remove its scratch directory (a copy of the
-    repository and of the CLI's credential files); the name lets the next one tell that
-    its owner is gone (:func:`remove_orphaned_scratch`).
+    repository and of the CLI's credential files, or the demo's whole directory); the name
+    lets the next one tell that its owner is gone (:func:`remove_orphaned_scratch`).
+    ``kind``: :data:`SCRATCH_PREFIX` or :data:`DEMO_PREFIX`.
     """
     started = procfs.start_time(os.getpid())
     if started is None:  # this process runs: only a /proc that cannot be read says otherwise
         raise OSError(f"cannot read the start time of this process ({os.getpid()})")
-    return f"{SCRATCH_PREFIX}{os.getpid()}-{int(started * 100)}-"
+    return f"{kind}{os.getpid()}-{int(started * 100)}-"
 
 
 def _owner_gone(name: str, prefix: str = SCRATCH_PREFIX) -> bool:
@@ -218,17 +221,14 @@ def _orphaned_in(base: Path) -> list[Path]:
         except OSError:
             continue
         # a scratch copy is a directory, a spill a regular file: never a link, always ours
-        prefix, kind = (
-            (OUTPUT_PREFIX, stat.S_ISREG)
-            if name.startswith(OUTPUT_PREFIX)
-            else (SCRATCH_PREFIX, stat.S_ISDIR)
-        )
+        prefix = next(each for each in _SWEPT if name.startswith(each))
+        kind = stat.S_ISREG if prefix == OUTPUT_PREFIX else stat.S_ISDIR
         if kind(info.st_mode) and info.st_uid == os.getuid() and _owner_gone(name, prefix):
             found.append(entry)
     return found
 
 
-_SWEPT = (SCRATCH_PREFIX, OUTPUT_PREFIX)
+_SWEPT = (SCRATCH_PREFIX, DEMO_PREFIX, OUTPUT_PREFIX)
 
 
 def temp_directories() -> list[Path]:
@@ -243,8 +243,8 @@ def remove_orphaned_scratch(temp: Path | None = None) -> list[Path]:
     returns them.
 
     Only real directories (never a link) owned by this user, named by
-    :func:`scratch_prefix` for a process that no longer runs, and regular files so named
-    by ``capture.output_prefix``, are removed.
+    :func:`scratch_prefix` (either kind) for a process that no longer runs, and regular
+    files so named by ``capture.output_prefix``, are removed.
     """
     removed = orphaned_scratch(temp)
     if removed:  # a sweep that finds nothing (almost every consult's) imports no shutil

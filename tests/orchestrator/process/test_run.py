@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import anyio
@@ -71,11 +70,11 @@ async def test_missing_executable_is_a_spawn_error(tmp_path: Path) -> None:
 
 async def test_hang_is_stopped_at_the_deadline(fakes: FakeCLIs, tmp_path: Path) -> None:
     fakes.script(claude=[{"mode": "hang"}])
-    started = time.monotonic()
+    # The fake never ends on its own: only the deadline ends it (pytest-timeout catches a
+    # run it does not end; no bound in seconds here, which a loaded machine would decide)
     done = await run_process(claude(tmp_path), deadline=1.0, grace=GRACE)
     assert done.timed_out
     assert done.returncode is not None and done.returncode < 0
-    assert time.monotonic() - started < 1.0 + GRACE + 5  # generous: catches hangs only
 
 
 async def test_stubborn_child_is_killed_after_grace(fakes: FakeCLIs, tmp_path: Path) -> None:
@@ -95,10 +94,9 @@ async def test_grandchild_in_the_group_does_not_survive(fakes: FakeCLIs, tmp_pat
 
 async def test_setsid_grandchild_holding_the_pipe_is_ended(fakes: FakeCLIs, tmp_path: Path) -> None:
     fakes.script(claude=[{"mode": "setsid-grandchild"}])
-    started = time.monotonic()
+    # the grandchild holds the pipe forever: without its end the run would never return
     done = await run_process(claude(tmp_path), deadline=1.5, grace=GRACE)
     assert done.timed_out
-    assert time.monotonic() - started < 1.5 + 3 * GRACE + 5
 
 
 async def test_stop_file_stops_the_child(fakes: FakeCLIs, tmp_path: Path) -> None:

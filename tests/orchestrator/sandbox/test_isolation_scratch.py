@@ -86,6 +86,23 @@ def test_contract_the_sweep_removes_only_real_directories_of_dead_owners(tmp_pat
     assert isolation.remove_orphaned_scratch(tmp_path / "missing") == []
 
 
+def test_contract_a_killed_demos_directory_is_swept_like_a_scratch_copy(tmp_path: Path) -> None:
+    """``review-loop demo`` names its directory for its pid and start time: the sweep
+    removes a dead demo's directory and leaves a running one's, and the directories of
+    older demos (a random name, no owner to prove gone) alone."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    orphan = tmp_path / f"{isolation.DEMO_PREFIX}{gone.pid}-100-abc"
+    (orphan / "repo").mkdir(parents=True)
+    older = tmp_path / f"{isolation.DEMO_PREFIX}k3j4h5"
+    older.mkdir()
+    running = Path(
+        tempfile.mkdtemp(prefix=isolation.scratch_prefix(isolation.DEMO_PREFIX), dir=tmp_path)
+    )
+    assert isolation.remove_orphaned_scratch(tmp_path) == [orphan]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([older.name, running.name])
+
+
 @pytest.mark.anyio
 async def test_an_orphaned_scratch_is_removed_when_the_reaper_has_nothing_to_do(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
