@@ -1,16 +1,19 @@
-"""Contract tests: a long-lived dispatcher holds bounded memory.
+"""Contract and process tests: a long-lived dispatcher holds bounded memory.
 
-1,000 consults of an instant fake CLI (a shell script, through the real process layer)
-each answering 100 KB, the caller keeping nothing: what the dispatcher keeps is measured
-structurally (every container it holds, counted; the answer text it holds, in bytes), not
-by RSS. It keeps the newest ``keep_outcomes`` deliveries and nothing that grows per call.
+1,000 consults each answering 100 KB, the caller keeping nothing: what the dispatcher keeps
+is measured structurally (every container it holds, counted; the answer text it holds, in
+bytes), not by RSS. It keeps the newest ``keep_outcomes`` deliveries and nothing that grows
+per call. The contract test runs them over the fake runner (``tests/fakes/runner.py``), in
+this process, in the inner loop; the process test runs the same 1,000 through the real
+process layer, an instant shell CLI answering each (2,000 processes: the process tier).
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 import pytest
@@ -22,8 +25,11 @@ from review_loop.orchestrator.dispatcher import (
     PeerRequest,
     open_dispatcher,
 )
+from review_loop.orchestrator.handoff.git import Checkout
+from review_loop.orchestrator.runner import Runner
 from review_loop.prefs import Prefs
 from tests.fakes.fake_agent import HELP
+from tests.fakes.runner import FakeRunner, Script
 from tests.gitrepo import committed_repo
 
 pytestmark = pytest.mark.anyio
@@ -71,11 +77,11 @@ def _held(dispatcher: Dispatcher) -> dict[str, Any]:
     return {"sizes": sizes, "text_bytes": text}
 
 
-@pytest.mark.timeout(900)  # a hang bound for 1,000 real processes on a loaded machine
-async def test_contract_a_thousand_consults_keep_only_the_newest_outcomes(
-    tmp_path: Path, instant_claude: Path
+async def _thousand_consults(
+    repo: Path | Checkout, runner: Runner | None = None, ran: FakeRunner | None = None
 ) -> None:
-    repo = committed_repo(tmp_path / "repo", {"a.txt": "hello\n"})
+    """1,000 consults, BATCH at once as a service would make them, the caller keeping
+    nothing; what the dispatcher holds at 500 and at 1,000 is the same, and bounded."""
     prefs = Prefs.validate({"livenessMs": 600_000})
     held: list[dict[str, Any]] = []
     last: list[tuple[PeerRequest, str | None]] = []
@@ -84,14 +90,19 @@ async def test_contract_a_thousand_consults_keep_only_the_newest_outcomes(
         request = PeerRequest(peer="claude", prompt=f"question {number}")
         delivery = await dispatcher.consult(request)
         assert delivery.ok, delivery.detail
+        assert delivery.reply is not None and len(delivery.reply.text) == ANSWER_BYTES
         last.append((request, delivery.recordPath))
 
-    async with open_dispatcher(repo=repo, prefs=prefs, progress=lambda _: None) as dispatcher:
+    async with open_dispatcher(
+        repo=repo, prefs=prefs, progress=lambda _: None, runner=runner
+    ) as dispatcher:
         assert dispatcher.keep_outcomes == OUTCOMES_KEPT
-        for batch in range(CONSULTS // BATCH):  # BATCH consults at once, as a service would
+        for batch in range(CONSULTS // BATCH):
             async with anyio.create_task_group() as group:
                 for number in range(batch * BATCH, (batch + 1) * BATCH):
                     group.start_soon(consult, dispatcher, number)
+            if ran is not None:
+                ran.runs.clear()  # the test's own log of runs, not the dispatcher's memory
             if (batch + 1) * BATCH in (CONSULTS // 2, CONSULTS):
                 held.append(_held(dispatcher))
         # the newest is there, for outcome_of after a cancelled call
@@ -104,6 +115,35 @@ async def test_contract_a_thousand_consults_keep_only_the_newest_outcomes(
     assert end["sizes"]["outcomes"] == OUTCOMES_KEPT
     assert max(end["sizes"].values()) <= OUTCOMES_KEPT, end
     assert end["text_bytes"] == OUTCOMES_KEPT * ANSWER_BYTES
+
+
+async def test_contract_a_thousand_consults_keep_only_the_newest_outcomes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over the fake runner: the dispatcher's own memory, without a process."""
+
+    def refuse(self: subprocess.Popen[bytes], args: object, *rest: object) -> NoReturn:
+        raise AssertionError(f"the contract test started a process: {args!r}")
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stub = bin_dir / "claude"  # found on PATH, never run: a run would fail the test
+    stub.write_text("#!/bin/sh\nexit 99\n")
+    stub.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    runner = FakeRunner(Script(claude=[{"mode": "ok", "text": "x" * ANSWER_BYTES}]))
+    await _thousand_consults(Checkout(repo, repo / ".git"), runner, runner)
+
+
+@pytest.mark.timeout(900)  # a hang bound for 1,000 real processes on a loaded machine
+async def test_process_a_thousand_consults_keep_only_the_newest_outcomes(
+    tmp_path: Path, instant_claude: Path
+) -> None:
+    """Through the real process layer: the same bound with the process runner's sessions."""
+    await _thousand_consults(committed_repo(tmp_path / "repo", {"a.txt": "hello\n"}))
 
 
 async def test_contract_keep_outcomes_is_the_bound_and_is_validated(
