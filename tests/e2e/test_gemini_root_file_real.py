@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import uuid
@@ -56,6 +57,16 @@ def _as_user(world: Path) -> tuple[list[str], str, int | None]:
     return [*prefix, *unshare], python, NOBODY
 
 
+def _skip_unless_others_can_run(gemini: Path) -> None:
+    """Skip where nobody cannot reach the pinned gemini: a checkout in a ``mktemp -d``
+    directory (0700, as CI's clone) installs it there."""
+    for each in gemini.parents:
+        if not os.stat(each).st_mode & stat.S_IXOTH:
+            pytest.skip(
+                f"nobody cannot reach the pinned gemini: {each} is not searchable by others"
+            )
+
+
 def _chown_tree(root: Path, uid: int) -> None:
     for path in [root, *root.rglob("*")]:
         os.chown(path, uid, uid, follow_symlinks=False)
@@ -84,6 +95,8 @@ def test_a_daily_quota_ends_at_once_without_root(
             _chown_tree(path, uid)
     model_api.default = Reply.refuse("quota")
     gemini = os.path.realpath(cli_bin("gemini"))  # not through a private checkout
+    if uid is not None:
+        _skip_unless_others_can_run(Path(gemini))
     argv = [
         *launcher, python, "-I", "-S", str(wrapper), "--root-file", str(defaults), "--",
         gemini, "-o", "json", "--approval-mode", "plan", "--admin-policy", str(policy),
