@@ -164,6 +164,16 @@ def test_process_a_demo_that_cannot_run_git_still_removes_its_directory(
     assert list(scratch.iterdir()) == []
 
 
+def _start_demo(scratch: Path, cwd: Path, *, stdout: int) -> subprocess.Popen[bytes]:
+    """``review-loop demo`` in a session of its own (its group can be signalled), its
+    temporary directory made under ``scratch``."""
+    return subprocess.Popen(
+        [str(VENV_BIN / "review-loop"), "demo"], env=_env(scratch), cwd=cwd,
+        stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+
+
 def _running_step(process: psutil.Process) -> psutil.Process:
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
@@ -183,11 +193,7 @@ def test_process_a_signal_ends_the_step_prints_interrupted_and_removes_the_direc
 ) -> None:
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    proc = subprocess.Popen(
-        [str(VENV_BIN / "review-loop"), "demo"], env=_env(scratch), cwd=tmp_path,
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )  # fmt: skip
+    proc = _start_demo(scratch, tmp_path, stdout=subprocess.PIPE)
     try:
         step = _running_step(psutil.Process(proc.pid))
         proc.send_signal(sig)  # to the demo alone: it must end its step itself
@@ -210,11 +216,7 @@ def test_process_a_killed_demos_directory_is_removed_by_the_next_consult(tmp_pat
     start time, is swept by the next review-loop that opens a dispatcher."""
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    proc = subprocess.Popen(
-        [str(VENV_BIN / "review-loop"), "demo"], env=_env(scratch), cwd=tmp_path,
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )  # fmt: skip
+    proc = _start_demo(scratch, tmp_path, stdout=subprocess.DEVNULL)
     try:
         _running_step(psutil.Process(proc.pid))
     finally:
@@ -270,11 +272,7 @@ def test_process_a_signal_during_a_waiting_step_cancels_that_step_not_waits_for_
 
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    proc = subprocess.Popen(
-        [str(VENV_BIN / "review-loop"), "demo"], env=_env(scratch), cwd=tmp_path,
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )  # fmt: skip
+    proc = _start_demo(scratch, tmp_path, stdout=subprocess.PIPE)
     try:
         deadline = time.monotonic() + WAIT_S
         while not (found := list(scratch.glob("review-loop-demo-*/replies.json"))):

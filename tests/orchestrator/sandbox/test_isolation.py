@@ -39,6 +39,7 @@ from review_loop.orchestrator.sandbox.wrapper import (
 from review_loop.prefs import Prefs
 from tests.fakes.fake_agent import GROK_VIBE_HELP
 from tests.gitrepo import committed_repo
+from tests.orchestrator.sandbox.as_nobody import nobody_launcher, wrapper_copy
 
 # ----------------------------------------------------------------------------- contract
 
@@ -184,21 +185,8 @@ def test_the_wrapper_leaves_only_the_scratch_writable_process(world: Path) -> No
 
 
 def test_the_wrapper_works_without_root_in_a_user_namespace_process(world: Path) -> None:
-    # As root here, the unprivileged path is run as nobody, with an interpreter anyone can
-    # run (the venv's may live under /root).
-    if os.geteuid() != 0:
-        pytest.skip("run as a user without privileges already: the other tests cover it")
-    python = shutil.which("python3", path="/usr/bin:/bin")
-    setpriv = shutil.which("setpriv")
-    if python is None or setpriv is None:
-        pytest.skip("needs /usr/bin/python3 and setpriv to act as nobody")
-    prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
-    prefix += ["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private"]
-    # nobody cannot read the checkout when it lies under a private (0700) directory, as a
-    # fresh clone in `mktemp -d` does: the wrapper is standalone (stdlib only), so run a copy
-    wrapper = world / isolation.WRAPPER.name
-    shutil.copyfile(isolation.WRAPPER, wrapper)
-    wrapper.chmod(0o644)
+    prefix, python = nobody_launcher()
+    wrapper = wrapper_copy(world)
     results = _probe_writes(prefix, python, world, wrapper)
     assert results == {
         "scratch": "ok",

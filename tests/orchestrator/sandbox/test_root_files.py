@@ -30,6 +30,7 @@ from review_loop.adapters import get_adapter
 from review_loop.agents.models import Invocation
 from review_loop.orchestrator.sandbox import isolation, reviewer
 from review_loop.orchestrator.sandbox.wrapper import ROOT_FILES_DIR, root_file_path
+from tests.orchestrator.sandbox.as_nobody import NOBODY, nobody_launcher, wrapper_copy
 
 # gemini's isFileAndDirectorySecureSync (bundle chunk-5FZXKDXH.js), for what it decides
 _PROBE = r"""
@@ -116,22 +117,11 @@ def test_a_root_file_passes_gemini_s_rule_in_the_namespace_process(world: Path) 
 
 
 def test_a_root_file_passes_without_root_in_a_user_namespace_process(world: Path) -> None:
-    # As root here, the unprivileged path is run as nobody, with an interpreter anyone can
-    # run (the venv's may live under /root) and a copy of the standalone wrapper.
-    if os.geteuid() != 0:
-        pytest.skip("run as a user without privileges already: the other test covers it")
-    python = shutil.which("python3", path="/usr/bin:/bin")
-    setpriv = shutil.which("setpriv")
-    if python is None or setpriv is None:
-        pytest.skip("needs /usr/bin/python3 and setpriv to act as nobody")
-    prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
-    prefix += ["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private"]
-    wrapper = world / "wrapper.py"
-    shutil.copyfile(isolation.WRAPPER, wrapper)
-    wrapper.chmod(0o644)
+    prefix, python = nobody_launcher()
+    wrapper = wrapper_copy(world)
     source = world / "install" / "defaults.json"
-    os.chown(source.parent, 65534, 65534)  # the user's own install
-    os.chown(source, 65534, 65534)
+    os.chown(source.parent, NOBODY, NOBODY)  # the user's own install
+    os.chown(source, NOBODY, NOBODY)
 
     results = _run(prefix, python, wrapper, world)
 
