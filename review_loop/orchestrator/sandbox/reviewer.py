@@ -23,10 +23,12 @@ keeps working. The covering is done by :mod:`~review_loop.orchestrator.sandbox.w
 (``--hide`` / ``--keep``), which then drops every capability, so the CLI cannot unmount a
 cover; a directory above the working directory is split rather than covered.
 
-Where no such namespace can be made (:func:`unavailable` says why), a reviewer is refused
-(``NOT_SUBMITTED``) unless the user allowed unprotected runs (prefs ``allowUnprotected``);
-an allowed one is named in the result (``Delivery.unprotected``). Never silently
-unprotected.
+Where no such namespace can be made, a reviewer is refused (``NOT_SUBMITTED``) unless the
+user allowed unprotected runs (prefs ``allowUnprotected``); an allowed one is named in the
+result (``Delivery.unprotected``). Never silently unprotected. Who says so: the check
+:func:`unavailable` before an allowed reviewer (it must know before the launch) or where
+sessions have no supervisor; otherwise the launch itself, whose failed ``unshare`` is the
+supervisor's spawn failure (:func:`launch_refusal`).
 """
 
 from __future__ import annotations
@@ -337,8 +339,8 @@ def launch_refusal(completed: Completed, adapter: Adapter, invocation: Invocatio
     """Why a protected reviewer whose launch made no namespace is refused, else ``None``.
 
     Its launcher failed before anything of the session ran (``run.launcher_failed``): no
-    private mount namespace can be made here. Kept as this process's answer, so the next
-    session is refused before its launch (:func:`unprotected` says it where allowed).
+    private mount namespace can be made here. Kept as this process's answer (as the
+    check's would be), so the next reviewer is refused before its launch.
     """
     from review_loop.orchestrator.process.run import launcher_failed
 
