@@ -1,7 +1,7 @@
 """Start-up benchmark: each quick command as a whole process, against the original when present.
 
     .venv/bin/python scripts/bench_startup.py [--quick] [--rounds N] [--original PATH]
-        [--ours PATH] [--only NAME]
+        [--ours PATH] [--only NAME ...]
 
 ``--original`` (or ``$REVIEW_LOOP_ORIGINAL``) is the original Node tool's
 ``review-loop.mjs``, run with ``node``; without either, the copy ``scripts/fetch-original``
@@ -222,6 +222,16 @@ def timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
     return elapsed
 
 
+def chosen(all_cases: list[Case], only: list[str] | None) -> list[Case]:
+    """The cases whose name starts with one of ``only`` (every case without it)."""
+    if not only:
+        return all_cases
+    picked = [case for case in all_cases if any(case.name.startswith(o) for o in only)]
+    if not picked:
+        raise SystemExit(f"--only {only}: no case; the cases: {[c.name for c in all_cases]}")
+    return picked
+
+
 def measure(
     all_cases: list[Case], env: dict[str, str], repo: Path, rounds: int
 ) -> dict[str, tuple[list[float], list[float]]]:
@@ -272,11 +282,12 @@ def report(all_cases: list[Case], found: dict[str, tuple[list[float], list[float
                 f"{mine / pydantic:.2f}x importing pydantic"
             )
     for name in ("help", "prefs show"):
-        if name in found:  # not when --only left it out
-            mine = statistics.median(found[name][0]) * 1000
-            print(f"`{name}` median {mine:.0f} ms (target < 60 ms)")
+        if name not in found:
+            continue
+        mine = statistics.median(found[name][0]) * 1000
+        print(f"`{name}` median {mine:.0f} ms (target < 60 ms)")
     if "consult --peer codex" not in found or FLOOR_CASE not in found:
-        return  # --only left them out
+        return
     pairs = list(zip(found["consult --peer codex"][0], found[FLOOR_CASE][0], strict=True))
     extra = statistics.median(a - b for a, b in pairs) * 1000
     over = statistics.median(a / b for a, b in pairs)
@@ -294,7 +305,7 @@ def main() -> None:
     parser.add_argument("--original", default=os.environ.get("REVIEW_LOOP_ORIGINAL", fetched))
     parser.add_argument("--ours", default=str(OURS), help="the review-loop executable to time")
     parser.add_argument(
-        "--only", help="time only the rows whose name starts with this (e.g. sessions)"
+        "--only", nargs="+", metavar="NAME", help="only the cases whose name starts so"
     )
     args, _ = parser.parse_known_args()
     rounds = args.rounds or (7 if args.quick else 21)
@@ -314,14 +325,8 @@ def main() -> None:
     subprocess.run([str(PYTHON), "-m", "compileall", "-q", str(ROOT / "review_loop")], check=True)
     with tempfile.TemporaryDirectory() as tmp:
         env, repo, many = world(Path(tmp))
-        all_cases = cases(repo, many, original, Path(tmp), Path(args.ours))
-        if args.only:
-            chosen = [case for case in all_cases if case.name.startswith(args.only)]
-            if not chosen:
-                raise SystemExit(f"--only {args.only}: no such row")
-            report(chosen, measure(chosen, env, repo, rounds))
-        else:
-            report(all_cases, measure(all_cases, env, repo, rounds))
+        all_cases = chosen(cases(repo, many, original, Path(tmp), Path(args.ours)), args.only)
+        report(all_cases, measure(all_cases, env, repo, rounds))
 
 
 if __name__ == "__main__":

@@ -182,6 +182,9 @@ class ProcessRunner:
             # adapter is not asked to read the wrapper's error.
             detail = completed.stderr.decode("utf-8", "replace").strip()
             raise LaunchRefusedError("refused", detail, completed)
+        refused = sandbox.launch_refusal(completed, confine.adapter, invocation)
+        if refused is not None:  # unshare failed before anything of the session ran
+            raise LaunchRefusedError("refused", refused, completed)
         return completed
 
 

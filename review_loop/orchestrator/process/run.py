@@ -660,6 +660,14 @@ async def _start(
     return spawned[0], ProcessTree(spawned[0].pid, marker, supervised=spawned[1])
 
 
+def launcher_failed(completed: Completed) -> bool:
+    """Whether ``completed`` is a session whose namespace launcher failed in the
+    supervisor's forked start (``subreaper.LAUNCHER_FAILED``): no namespace can be made
+    here, and nothing of the session ran."""
+    failed = f"spawn failed: {subreaper.LAUNCHER_FAILED} ("
+    return completed.spawn_error is not None and completed.spawn_error.startswith(failed)
+
+
 async def _answered(out: BoundedCapture, done: anyio.Event, complete: _Complete) -> bool:
     """Whether stdout closed on output that is complete by the adapter's own format.
 

@@ -569,6 +569,16 @@ def forked_start(argv: Sequence[str]) -> ForkedStart | None:
     return ForkedStart(launcher, rest[2], rest[3:])
 
 
+LAUNCHER_FAILED = f"the namespace launcher ({NAMESPACE_LAUNCHER}) failed"
+"""How the supervisor names a launcher that made no namespace: a spawn failure
+(``cannot run: <LAUNCHER_FAILED> (exit N)``), nothing of the session ran."""
+
+
+def _ended(status: int) -> str:
+    code = os.waitstatus_to_exitcode(status)
+    return f"exit {code}" if code >= 0 else f"signal {-code}"
+
+
 def _libc_setns(fd: int, what: str) -> None:
     import ctypes  # imported while idle already (_become_subreaper)
 
@@ -608,8 +618,9 @@ def _launch_holder(start: ForkedStart, env: dict[str, str]) -> tuple[int, int, i
 def _join_launched_namespaces(start: ForkedStart, env: dict[str, str]) -> None:
     """Enter the namespaces the launcher makes, as its command would run in them.
 
-    A launcher that fails (no namespace can be made here) ends this process as the
-    launcher ended: its exit code, its message already on stderr.
+    A launcher that fails (no namespace can be made here; its message is already on
+    stderr) raises: the session is the supervisor's spawn failure, never the exit code of
+    a command that ran (:func:`launcher_failed`).
     """
     pid, feed, echo = _launch_holder(start, env)
     try:
@@ -624,7 +635,7 @@ def _join_launched_namespaces(start: ForkedStart, env: dict[str, str]) -> None:
         os.close(echo)
         _, status = os.waitpid(pid, 0)
     if not ready:
-        os._exit(_exit_as(status))  # as the launcher ended: its code, or its signal
+        raise OSError(f"{LAUNCHER_FAILED} ({_ended(status)})")
     for kind, fd in zip(JOINED, joined, strict=True):
         if os.fstat(fd).st_ino != os.stat(f"/proc/self/ns/{kind}").st_ino:
             _libc_setns(fd, kind)

@@ -23,10 +23,12 @@ keeps working. The covering is done by :mod:`~review_loop.orchestrator.sandbox.w
 (``--hide`` / ``--keep``), which then drops every capability, so the CLI cannot unmount a
 cover; a directory above the working directory is split rather than covered.
 
-Where no such namespace can be made (:func:`unavailable` says why), a reviewer is refused
-(``NOT_SUBMITTED``) unless the user allowed unprotected runs (prefs ``allowUnprotected``);
-an allowed one is named in the result (``Delivery.unprotected``). Never silently
-unprotected.
+Where no such namespace can be made, a reviewer is refused (``NOT_SUBMITTED``) unless the
+user allowed unprotected runs (prefs ``allowUnprotected``); an allowed one is named in the
+result (``Delivery.unprotected``). Never silently unprotected. Who says so: the check
+:func:`unavailable` before an allowed reviewer (it must know before the launch) or where
+sessions have no supervisor; otherwise the launch itself, whose failed ``unshare`` is the
+supervisor's spawn failure (:func:`launch_refusal`).
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from review_loop.adapters import Adapter, get_adapter
 from review_loop.adapters.registry import BUILTINS
-from review_loop.agents.models import Invocation
+from review_loop.agents.models import Completed, Invocation
+from review_loop.orchestrator.process import subreaper
 from review_loop.orchestrator.sandbox.masking import checked_paths, unmasked_or_refused
 from review_loop.orchestrator.sandbox.wrapper import (
     ISOLATION_FAILED_EXIT,
@@ -61,10 +64,12 @@ __all__ = [
     "exposure",
     "hidden_for",
     "hide_options",
+    "launch_refusal",
     "own_files",
     "protect",
     "protected_paths",
     "protection_failed",
+    "refusal",
     "unavailable",
     "unprotected",
     "wrapped_argv",
@@ -260,8 +265,7 @@ async def _probe(supervisors: Supervisors | None) -> str | None:
                 directory.rmdir()
     if done.returncode == 0:
         return None
-    said = done.stderr.decode("utf-8", "replace").strip().splitlines()
-    return f"no private mount namespace can be made here ({said[-1] if said else 'unshare failed'})"
+    return _no_namespace(done.stderr.decode("utf-8", "replace").strip().splitlines())
 
 
 def exempt(adapter: Adapter) -> bool:
@@ -294,7 +298,14 @@ async def protect(
     """
     if exempt(adapter) or invocation.isolate_in_copy:
         return invocation
-    why = await unavailable(supervisors)
+    if allow_unprotected or not subreaper.available():
+        why = await unavailable(supervisors)
+    else:
+        # Refusing needs no check before the launch: the session supervisor's forked start
+        # runs unshare before anything of the session and reports its failure as such
+        # (:func:`launch_refusal`). Running unprotected instead needs the answer first.
+        found = _unshare_found()
+        why = _probed.get(found) if found else "unshare is not on PATH"
     if why is None:
         plan = exposure(adapter, repo=repo, cwd=invocation.cwd, project=invocation.hidden_paths)
         options = hide_options(plan)
@@ -303,6 +314,13 @@ async def protect(
         placing, env = root_files(invocation)
         argv = wrapped_argv([*options, *placing], invocation.argv)
         return dataclasses.replace(invocation, argv=argv, env=env)
+    if invocation.read_only_repository or not allow_unprotected:
+        return refusal(why, adapter, invocation)
+    return unmasked_or_refused(invocation)
+
+
+def refusal(why: str, adapter: Adapter, invocation: Invocation) -> str:
+    """What a reviewer refused for want of a namespace (``why``) tells the user."""
     if invocation.read_only_repository:
         # Its CLI writes into the repository by itself: only a namespace can stop that.
         return (
@@ -310,13 +328,35 @@ async def protect(
             "reviewer-lockdown.md), and only a private mount namespace can keep the "
             "repository read-only around it, so it is not started"
         )
-    if not allow_unprotected:
-        return (
-            f"{why}: {adapter.name} would run able to read your secret stores (~/.ssh, ~/.aws, "
-            "...), other CLIs' logins and review-loop's state secret, so it is not started "
-            f"(docs/reviewer-lockdown.md). To run reviewers unprotected anyway: {ALLOW_COMMAND}"
-        )
-    return unmasked_or_refused(invocation)
+    return (
+        f"{why}: {adapter.name} would run able to read your secret stores (~/.ssh, ~/.aws, "
+        "...), other CLIs' logins and review-loop's state secret, so it is not started "
+        f"(docs/reviewer-lockdown.md). To run reviewers unprotected anyway: {ALLOW_COMMAND}"
+    )
+
+
+def launch_refusal(completed: Completed, adapter: Adapter, invocation: Invocation) -> str | None:
+    """Why a protected reviewer whose launch made no namespace is refused, else ``None``.
+
+    Its launcher failed before anything of the session ran (``run.launcher_failed``): no
+    private mount namespace can be made here. Kept as this process's answer (as the
+    check's would be), so the next reviewer is refused before its launch.
+    """
+    from review_loop.orchestrator.process.run import launcher_failed
+
+    if exempt(adapter) or invocation.isolate_in_copy or not launcher_failed(completed):
+        return None
+    said = [
+        line
+        for line in completed.stderr.decode("utf-8", "replace").strip().splitlines()
+        if not line.startswith(subreaper.FAILURE_PREFIX)
+    ]
+    why = _probed[_unshare_found()] = _no_namespace(said)
+    return refusal(why, adapter, invocation)
+
+
+def _no_namespace(said: list[str]) -> str:
+    return f"no private mount namespace can be made here ({said[-1] if said else 'unshare failed'})"
 
 
 async def protected_paths(repo: Path) -> list[Path]:

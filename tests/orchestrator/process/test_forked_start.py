@@ -5,7 +5,7 @@ warm supervisor instead of a fresh interpreter.
 reviewer) is recognised exactly (:func:`subreaper.forked_start`); anything else is spawned
 as it is. Run that way, the script's ``main`` runs in a fork of the supervisor that joined
 the namespaces ``unshare`` made, with the CLI's exact environment, stdin and directory;
-a failing ``unshare`` ends the session as it always did (its code, its message) and the
+a failing ``unshare`` is the supervisor's spawn failure (its message on stderr) and the
 script never runs, nor does it under an ``unshare`` that made no mount namespace. Real
 supervisors, a real ``unshare``, asyncio and trio.
 """
@@ -22,7 +22,7 @@ import pytest
 
 from review_loop.agents.models import Invocation
 from review_loop.orchestrator.process import subreaper
-from review_loop.orchestrator.process.run import MARKER_ENV, Started, run_process
+from review_loop.orchestrator.process.run import MARKER_ENV, Started, launcher_failed, run_process
 
 needs_unshare = pytest.mark.skipif(
     not subreaper.available() or shutil.which("unshare") is None,
@@ -132,9 +132,10 @@ async def test_process_the_script_runs_in_a_fork_of_the_supervisor_inside_the_na
 
 @needs_unshare
 @pytest.mark.anyio
-async def test_process_a_failing_launcher_ends_the_session_as_it_did(tmp_path: Path) -> None:
-    """An ``unshare`` that cannot make the namespace: the session ends with its exit code
-    and its message, and the script never runs."""
+async def test_process_a_failing_launcher_is_a_spawn_failure(tmp_path: Path) -> None:
+    """An ``unshare`` that cannot make the namespace: the session is the supervisor's spawn
+    failure naming the launcher and how it ended (never the exit code of a command that
+    ran), its message is on stderr, and the script never runs."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "unshare"
@@ -149,7 +150,9 @@ async def test_process_a_failing_launcher_ends_the_session_as_it_did(tmp_path: P
 
     done = await run_process(Invocation(argv=argv, cwd=tmp_path), deadline=30, grace=1)
 
-    assert done.returncode == 3
+    assert done.returncode is None
+    assert done.spawn_error == f"spawn failed: {subreaper.LAUNCHER_FAILED} (exit 3)"
+    assert launcher_failed(done)
     assert b"unshare: unshare failed: Operation not permitted" in done.stderr
     assert done.stdout == b"" and not ran.exists()
 
@@ -176,4 +179,5 @@ async def test_process_a_launcher_that_makes_no_namespace_runs_nothing(tmp_path:
 
     assert done.returncode is None
     assert done.spawn_error is not None and "made no mount namespace" in done.spawn_error
+    assert not launcher_failed(done)  # it ran: not a namespace that cannot be made
     assert done.stdout == b"" and not ran.exists()

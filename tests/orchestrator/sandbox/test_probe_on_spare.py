@@ -83,12 +83,7 @@ async def test_the_check_is_no_session_for_the_pools_refill(
         assert supervisors.spare_pid is None  # one session (a consult's): no spare for nothing
 
 
-async def test_a_confined_runs_check_goes_through_the_runners_pool(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from review_loop.adapters import get_adapter
-    from review_loop.orchestrator.runner import Confinement, open_process_runner
-
+def _counted_replacements(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     replaced: list[int] = []
     real = Supervisors.replace
 
@@ -97,15 +92,62 @@ async def test_a_confined_runs_check_goes_through_the_runners_pool(
         await real(self, started)
 
     monkeypatch.setattr(Supervisors, "replace", counted)
+    return replaced
+
+
+async def _confined_true(tmp_path: Path, *, allow_unprotected: bool) -> tuple[int, int | None]:
+    """A confined ``true`` through a fresh runner: its exit code, and whether its session ran
+    in the pool's first spare (that spare's pid, else ``None``)."""
+    from review_loop.adapters import get_adapter
+    from review_loop.orchestrator.runner import Confinement, open_process_runner
+
     confine = Confinement(
         adapter=get_adapter("claude"),
         repo=tmp_path,
         whole_filesystem=False,
-        allow_unprotected=False,
+        allow_unprotected=allow_unprotected,
     )
+    started: list[int] = []
+
+    async def on_started(info: Started) -> None:
+        started.append(info.pid)
+
     async with open_process_runner() as runner:
+        assert runner.supervisors is not None
+        first = runner.supervisors.spare_pid
         done = await runner.run(
-            Invocation(argv=("true",), cwd=tmp_path), deadline=20, grace=1, confine=confine
+            Invocation(argv=("true",), cwd=tmp_path),
+            deadline=20,
+            grace=1,
+            confine=confine,
+            on_started=on_started,
         )
-    assert done.returncode == 0
+    assert done.returncode is not None
+    return done.returncode, first if started == [first] else None
+
+
+async def test_a_confined_runs_check_goes_through_the_runners_pool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Allowed to run unprotected, a reviewer needs the answer before its launch."""
+    replaced = _counted_replacements(monkeypatch)
+
+    code, _ = await _confined_true(tmp_path, allow_unprotected=True)
+
+    assert code == 0
     assert replaced == [1]  # the check ran on the pool's spare, and replaced it once
+
+
+async def test_a_confined_run_that_would_be_refused_runs_no_check_before_its_launch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not allowed to run unprotected, a reviewer is launched in the sandbox at once: its
+    launch is the check (a failed ``unshare`` is a refusal, ``test_reviewer.py``), so
+    the session runs in the pool's first spare and no other supervisor is started."""
+    replaced = _counted_replacements(monkeypatch)
+
+    code, spare = await _confined_true(tmp_path, allow_unprotected=False)
+
+    assert code == 0
+    assert spare is not None  # the session ran in the spare started at open
+    assert replaced == [] and sandbox._probed == {}  # no check ran

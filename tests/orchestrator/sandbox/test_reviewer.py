@@ -296,6 +296,39 @@ async def test_process_without_a_namespace_a_reviewer_is_refused_by_default(
 
 
 @pytest.mark.anyio
+async def test_process_a_refused_launch_is_kept_the_next_reviewer_is_refused_before_its_launch(
+    world: dict[str, Path], fakes: FakeCLIs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first reviewer's launch is the check: its failed ``unshare`` is the refusal, and
+    the process keeps that answer, so the next reviewer is refused without running it."""
+    bin_dir = tmp_path / "bin-unshare-counts"
+    bin_dir.mkdir()
+    runs = tmp_path / "unshare-runs"
+    tool = bin_dir / "unshare"
+    tool.write_text(
+        f"#!/bin/sh\necho run >> '{runs}'\n"
+        "echo 'unshare: unshare failed: Operation not permitted' >&2\nexit 1\n"
+    )
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    fakes.script(codex=[{"mode": "read-paths", "paths": [str(world["state-secret"])]}])
+    requests = [
+        PeerRequest(peer="codex", prompt="read", record_dir=world["repo"] / ".review-handoff" / n)
+        for n in ("first", "second")
+    ]
+
+    async with open_dispatcher(repo=world["repo"], prefs=PREFS, progress=lambda _: None) as d:
+        deliveries = [await d.consult(request) for request in requests]
+
+    assert [each.state for each in deliveries] == [DeliveryState.NOT_SUBMITTED] * 2
+    assert [each.reason for each in deliveries] == ["refused"] * 2
+    assert deliveries[0].detail == deliveries[1].detail
+    assert "Operation not permitted" in deliveries[1].detail
+    assert fakes.calls() == []  # no CLI ever ran
+    assert runs.read_text() == "run\n"  # the second reviewer was refused before its launch
+
+
+@pytest.mark.anyio
 @pytest.mark.usefixtures("failing_unshare")
 async def test_process_without_a_namespace_an_allowed_reviewer_runs_and_says_so(
     world: dict[str, Path], fakes: FakeCLIs
