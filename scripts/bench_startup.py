@@ -1,7 +1,7 @@
 """Start-up benchmark: each quick command as a whole process, against the original when present.
 
     .venv/bin/python scripts/bench_startup.py [--quick] [--rounds N] [--original PATH]
-        [--ours PATH]
+        [--ours PATH] [--only NAME]
 
 ``--original`` (or ``$REVIEW_LOOP_ORIGINAL``) is the original Node tool's
 ``review-loop.mjs``, run with ``node``; without either, the copy ``scripts/fetch-original``
@@ -272,8 +272,11 @@ def report(all_cases: list[Case], found: dict[str, tuple[list[float], list[float
                 f"{mine / pydantic:.2f}x importing pydantic"
             )
     for name in ("help", "prefs show"):
-        mine = statistics.median(found[name][0]) * 1000
-        print(f"`{name}` median {mine:.0f} ms (target < 60 ms)")
+        if name in found:  # not when --only left it out
+            mine = statistics.median(found[name][0]) * 1000
+            print(f"`{name}` median {mine:.0f} ms (target < 60 ms)")
+    if "consult --peer codex" not in found or FLOOR_CASE not in found:
+        return  # --only left them out
     pairs = list(zip(found["consult --peer codex"][0], found[FLOOR_CASE][0], strict=True))
     extra = statistics.median(a - b for a, b in pairs) * 1000
     over = statistics.median(a / b for a, b in pairs)
@@ -290,6 +293,9 @@ def main() -> None:
     fetched = str(FETCHED) if FETCHED.is_file() else None
     parser.add_argument("--original", default=os.environ.get("REVIEW_LOOP_ORIGINAL", fetched))
     parser.add_argument("--ours", default=str(OURS), help="the review-loop executable to time")
+    parser.add_argument(
+        "--only", help="time only the rows whose name starts with this (e.g. sessions)"
+    )
     args, _ = parser.parse_known_args()
     rounds = args.rounds or (7 if args.quick else 21)
     original = Path(args.original).resolve() if args.original else None
@@ -309,7 +315,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         env, repo, many = world(Path(tmp))
         all_cases = cases(repo, many, original, Path(tmp), Path(args.ours))
-        report(all_cases, measure(all_cases, env, repo, rounds))
+        if args.only:
+            chosen = [case for case in all_cases if case.name.startswith(args.only)]
+            if not chosen:
+                raise SystemExit(f"--only {args.only}: no such row")
+            report(chosen, measure(chosen, env, repo, rounds))
+        else:
+            report(all_cases, measure(all_cases, env, repo, rounds))
 
 
 if __name__ == "__main__":

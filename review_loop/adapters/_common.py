@@ -6,12 +6,14 @@ are the only things that are not plain string work.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
+import shlex
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from review_loop.adapters.base import (
     DETAIL_LIMIT,
@@ -20,7 +22,6 @@ from review_loop.adapters.base import (
     generic_failure,
     json_lines,
     json_object,
-    shell_join,
 )
 from review_loop.agents.constants import ENV_NAME_PATTERN
 from review_loop.agents.errors import AdapterRefusalError
@@ -382,31 +383,88 @@ def content_text(content: object) -> str | None:
 # -- resume commands -------------------------------------------------------------------------
 
 
-def resume_pair(
-    command: Sequence[str],
-    default_executable: str,
-    interactive: Sequence[str],
-    headless: Sequence[str],
-    *,
-    read_only: tuple[Sequence[str], Sequence[str]],
-) -> ResumeCommands:
-    """Copy-ready commands: ``command`` (or the product name) then each argument list.
+class SessionIdSlot:
+    """Where the session id goes among a :class:`ResumeForms` command's words."""
 
-    The headless form ends with the literal ``"<prompt>"`` placeholder, unquoted, exactly
-    as the original tool prints it. ``read_only`` is the (interactive, headless) pair of
-    argument lists that also carry the adapter's read-only flags.
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "SESSION_ID"
+
+
+SESSION_ID: Final = SessionIdSlot()
+"""The session id's place in a resume command's words (exactly once per command)."""
+
+ResumeWords = tuple[str | SessionIdSlot, ...]
+
+
+class ResumeForms:
+    """A product's copy-ready resume commands: its arguments around the session id.
+
+    Each command is the launcher (the session's ``command``, else the product name) and
+    one tuple of arguments holding :data:`SESSION_ID` once. ``interactive`` and
+    ``headless`` are the commands the original tool printed, ``read_only`` the
+    (interactive, headless) pair that also carries the adapter's read-only flags, after
+    ``read_only_lead`` when there is one (opencode's variable assignments). The headless
+    forms end with the literal ``"<prompt>"`` placeholder, unquoted, exactly as the
+    original tool prints it.
+
+    ``sessions`` writes four commands per listed session, whose words but the session id
+    are the same every time: they are quoted once per launcher (:func:`_quoted`), the id
+    once per session.
     """
-    prefix = list(command) or [default_executable]
 
-    def headless_command(arguments: Sequence[str]) -> str:
-        return f"{shell_join([*prefix, *arguments])} {PROMPT_PLACEHOLDER}"
+    __slots__ = ("forms",)
 
-    read_only_interactive, read_only_headless = read_only
-    return ResumeCommands(
-        interactive=shell_join([*prefix, *interactive]),
-        headless=headless_command(headless),
-        read_only=ReadOnlyResume(
-            interactive=shell_join([*prefix, *read_only_interactive]),
-            headless=headless_command(read_only_headless),
-        ),
-    )
+    def __init__(
+        self,
+        interactive: ResumeWords,
+        headless: ResumeWords,
+        *,
+        read_only: tuple[ResumeWords, ResumeWords],
+        read_only_lead: str = "",
+    ) -> None:
+        lead = f"{read_only_lead} " if read_only_lead else ""
+        self.forms = (
+            ("", interactive, ""),
+            ("", headless, PROMPT_PLACEHOLDER),
+            (lead, read_only[0], ""),
+            (lead, read_only[1], PROMPT_PLACEHOLDER),
+        )
+        for _, words, _ in self.forms:
+            if words.count(SESSION_ID) != 1:
+                raise ValueError(f"a resume command holds the session id once: {words!r}")
+
+    def commands(
+        self, session_id: str, command: Sequence[str], default_executable: str
+    ) -> ResumeCommands:
+        """The commands that resume ``session_id``, launched by ``command`` (or, when it is
+        empty, ``default_executable``)."""
+        interactive, headless, read_only_interactive, read_only_headless = _quoted(
+            self, tuple(command) or (default_executable,)
+        )
+        word = shlex.quote(session_id)
+        return ResumeCommands(
+            word.join(interactive),
+            word.join(headless),
+            ReadOnlyResume(word.join(read_only_interactive), word.join(read_only_headless)),
+        )
+
+
+@functools.lru_cache(maxsize=64)
+def _quoted(forms: ResumeForms, launcher: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """Each command of ``forms`` after ``launcher``, quoted: its text before the session id
+    and after it (``shlex.join`` of its words is ``before + shlex.quote(id) + after``)."""
+    quoted = []
+    for lead, words, placeholder in forms.forms:
+        at = words.index(SESSION_ID)
+        before = shlex.join([*launcher, *_text_words(words[:at])])
+        after = [shlex.quote(word) for word in _text_words(words[at + 1 :])]
+        if placeholder:
+            after.append(placeholder)
+        quoted.append((f"{lead}{before} ", "".join(f" {part}" for part in after)))
+    return tuple(quoted)
+
+
+def _text_words(words: ResumeWords) -> list[str]:
+    return [word for word in words if isinstance(word, str)]

@@ -13,9 +13,7 @@ adapter must show.
 
 from __future__ import annotations
 
-import functools
 import json
-import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
@@ -467,15 +465,3 @@ def json_lines(text: str) -> Iterator[dict[str, Any]]:
         line = line.strip()
         if line.startswith("{") and (value := json_object(line)) is not None:
             yield value
-
-
-def shell_join(argv: Sequence[str]) -> str:
-    """Quote ``argv`` for a POSIX shell, for copy-ready commands shown to a person.
-
-    ``shlex.join``, with each word's quoting remembered: ``sessions`` writes four commands
-    per session, whose words but the session id are the same every time.
-    """
-    return " ".join(map(_quote, argv))
-
-
-_quote = functools.lru_cache(maxsize=1024)(shlex.quote)

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, final
 
 from review_loop.adapters._common import (
+    SESSION_ID,
+    ResumeForms,
     as_dict,
     as_float,
     as_int,
@@ -37,7 +39,6 @@ from review_loop.adapters._common import (
     preassigned_uuid,
     prompt_bytes,
     require_command,
-    resume_pair,
     same_path,
     stdout_or_failure,
     string_field,
@@ -417,16 +418,17 @@ class ClaudeAdapter:
         ``--disallowedTools`` take every following word, so after them the prompt would be
         read as one more tool name.
         """
-        return resume_pair(
-            command,
-            self.default_executable,
-            ["--resume", session_id],
-            ["-p", "--resume", session_id],
-            read_only=(
-                [*READ_ONLY_FLAGS, "--resume", session_id],
-                ["-p", *READ_ONLY_FLAGS, "--resume", session_id],
-            ),
-        )
+        return _RESUME.commands(session_id, command, self.default_executable)
+
+
+_RESUME: Final = ResumeForms(
+    ("--resume", SESSION_ID),
+    ("-p", "--resume", SESSION_ID),
+    read_only=(
+        (*READ_ONLY_FLAGS, "--resume", SESSION_ID),
+        ("-p", *READ_ONLY_FLAGS, "--resume", SESSION_ID),
+    ),
+)
 
 
 def _title(objects: list[dict[str, Any]], raw: str) -> str | None:

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, final
 
 from review_loop.adapters._common import (
+    SESSION_ID,
+    ResumeForms,
     as_dict,
     as_str,
     checked_session_id,
@@ -30,7 +32,6 @@ from review_loop.adapters._common import (
     not_submitted,
     prompt_bytes,
     require_command,
-    resume_pair,
     same_path,
     string_field,
     text_of,
@@ -469,16 +470,17 @@ class CodexAdapter:
         resume <id> "<prompt>"`` (``codex exec resume`` rejects ``-s``, so the flags go before
         ``resume`` there, as in :meth:`build`).
         """
-        return resume_pair(
-            command,
-            self.default_executable,
-            ["resume", session_id],
-            ["exec", "resume", session_id],
-            read_only=(
-                ["resume", session_id, *READ_ONLY_FLAGS],
-                ["exec", *READ_ONLY_FLAGS, "resume", session_id],
-            ),
-        )
+        return _RESUME.commands(session_id, command, self.default_executable)
+
+
+_RESUME: Final = ResumeForms(
+    ("resume", SESSION_ID),
+    ("exec", "resume", SESSION_ID),
+    read_only=(
+        ("resume", SESSION_ID, *READ_ONLY_FLAGS),
+        ("exec", *READ_ONLY_FLAGS, "resume", SESSION_ID),
+    ),
+)
 
 
 ADAPTER: Final = CodexAdapter()

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, final
 
 from review_loop.adapters._common import (
+    SESSION_ID,
+    ResumeForms,
     as_dict,
     as_int,
     as_str,
@@ -38,7 +40,6 @@ from review_loop.adapters._common import (
     prompt_bytes,
     readable_stdout,
     require_command,
-    resume_pair,
     same_path,
     text_of,
     title_of,
@@ -579,16 +580,17 @@ class GeminiAdapter:
         Read-only: :data:`READ_ONLY_FLAGS` (plan mode and the read-only policy file of this
         installation) after the id.
         """
-        return resume_pair(
-            command,
-            self.default_executable,
-            ["--resume", session_id],
-            ["--resume", session_id, "-p"],
-            read_only=(
-                ["--resume", session_id, *READ_ONLY_FLAGS],
-                ["--resume", session_id, *READ_ONLY_FLAGS, "-p"],
-            ),
-        )
+        return _RESUME.commands(session_id, command, self.default_executable)
+
+
+_RESUME: Final = ResumeForms(
+    ("--resume", SESSION_ID),
+    ("--resume", SESSION_ID, "-p"),
+    read_only=(
+        ("--resume", SESSION_ID, *READ_ONLY_FLAGS),
+        ("--resume", SESSION_ID, *READ_ONLY_FLAGS, "-p"),
+    ),
+)
 
 
 def _title(objects: list[dict[str, Any]]) -> str | None:

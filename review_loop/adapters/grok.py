@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any, Final, final
 from urllib.parse import unquote
 
 from review_loop.adapters._common import (
+    SESSION_ID,
+    ResumeForms,
     as_dict,
     as_str,
     checked_session_id,
@@ -41,7 +43,6 @@ from review_loop.adapters._common import (
     prompt_argument,
     readable_stdout,
     require_command,
-    resume_pair,
     same_path,
     string_field,
     text_of,
@@ -365,16 +366,14 @@ class GrokAdapter:
                 headless=None,
                 read_only=ReadOnlyResume(interactive=None, headless=None, unavailable=unavailable),
             )
-        return resume_pair(
-            command,
-            self.default_executable,
-            ["-r", session_id],
-            ["-r", session_id, "-p"],
-            read_only=(
-                ["-r", session_id, *SANDBOX_FLAGS],
-                ["-r", session_id, *READ_ONLY_FLAGS, "-p"],
-            ),
-        )
+        return _RESUME.commands(session_id, command, self.default_executable)
+
+
+_RESUME: Final = ResumeForms(
+    ("-r", SESSION_ID),
+    ("-r", SESSION_ID, "-p"),
+    read_only=(("-r", SESSION_ID, *SANDBOX_FLAGS), ("-r", SESSION_ID, *READ_ONLY_FLAGS, "-p")),
+)
 
 
 def _first_str(*sources: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:

@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, final
 
 from review_loop.adapters._common import (
-    PROMPT_PLACEHOLDER,
+    SESSION_ID,
+    ResumeForms,
     as_dict,
     as_float,
     as_int,
@@ -55,7 +57,6 @@ from review_loop.adapters.base import (
     detail_of,
     flag_requirements,
     json_lines,
-    shell_join,
 )
 from review_loop.adapters.openai_compatible import (
     SESSION_NOT_FOUND,
@@ -66,7 +67,6 @@ from review_loop.adapters.refusals import refuse_too_old
 from review_loop.agents.constants import ENV_NAME_PATTERN
 from review_loop.agents.models import (
     EnvPassthrough,
-    ReadOnlyResume,
     ResumeCommands,
     StoredSession,
 )
@@ -259,7 +259,7 @@ def _startup_refusal(stderr: str, stdout: str, returncode: int | None) -> Failur
 
 def _assignments(env: Mapping[str, str]) -> list[str]:
     """``NAME=value`` words a POSIX shell reads as variable assignments."""
-    return [f"{name}={shell_join([value])}" for name, value in env.items()]
+    return [f"{name}={shlex.quote(value)}" for name, value in env.items()]
 
 
 @final
@@ -409,21 +409,18 @@ class OpenCodeAdapter:
         (opencode takes its permission rules and agents from the environment only) and
         ``--agent review-loop-reader``.
         """
-        prefix = list(command) or [self.default_executable]
-        assign = " ".join(_assignments(READ_ONLY_ENV))
-        resume = ["--session", session_id]
-        interactive = shell_join([*prefix, *resume])
-        headless = f"{shell_join([*prefix, 'run', *resume])} {PROMPT_PLACEHOLDER}"
-        read_only_interactive = shell_join([*prefix, *resume, *READ_ONLY_FLAGS])
-        read_only_headless = shell_join([*prefix, "run", *resume, *READ_ONLY_FLAGS])
-        return ResumeCommands(
-            interactive=interactive,
-            headless=headless,
-            read_only=ReadOnlyResume(
-                interactive=f"{assign} {read_only_interactive}",
-                headless=f"{assign} {read_only_headless} {PROMPT_PLACEHOLDER}",
-            ),
-        )
+        return _RESUME.commands(session_id, command, self.default_executable)
+
+
+_RESUME: Final = ResumeForms(
+    ("--session", SESSION_ID),
+    ("run", "--session", SESSION_ID),
+    read_only=(
+        ("--session", SESSION_ID, *READ_ONLY_FLAGS),
+        ("run", "--session", SESSION_ID, *READ_ONLY_FLAGS),
+    ),
+    read_only_lead=" ".join(_assignments(READ_ONLY_ENV)),
+)
 
 
 ADAPTER: Final = OpenCodeAdapter()

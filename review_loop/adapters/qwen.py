@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, final
 
 from review_loop.adapters._common import (
+    SESSION_ID,
+    ResumeForms,
     as_dict,
     as_str,
     checked_session_id,
@@ -43,7 +45,6 @@ from review_loop.adapters._common import (
     preassigned_uuid,
     prompt_bytes,
     require_command,
-    resume_pair,
     same_path,
     stdout_or_failure,
     title_of,
@@ -414,16 +415,17 @@ class QwenAdapter:
 
         Read-only: :data:`READ_ONLY_FLAGS` after the id.
         """
-        return resume_pair(
-            command,
-            self.default_executable,
-            ["--resume", session_id],
-            ["--resume", session_id, "-p"],
-            read_only=(
-                ["--resume", session_id, *READ_ONLY_FLAGS],
-                ["--resume", session_id, *READ_ONLY_FLAGS, "-p"],
-            ),
-        )
+        return _RESUME.commands(session_id, command, self.default_executable)
+
+
+_RESUME: Final = ResumeForms(
+    ("--resume", SESSION_ID),
+    ("--resume", SESSION_ID, "-p"),
+    read_only=(
+        ("--resume", SESSION_ID, *READ_ONLY_FLAGS),
+        ("--resume", SESSION_ID, *READ_ONLY_FLAGS, "-p"),
+    ),
+)
 
 
 def _title(objects: list[dict[str, Any]]) -> str | None:

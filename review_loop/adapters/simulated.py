@@ -13,6 +13,7 @@ makes it read-only by construction. It keeps no session store; a resume keeps th
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -33,7 +34,6 @@ from review_loop.adapters.base import (
     detail_of,
     generic_failure,
     json_lines,
-    shell_join,
 )
 from review_loop.agents.models import (
     EnvPassthrough,
@@ -140,8 +140,8 @@ class SimulatedAdapter:
     def resume_commands(self, session_id: str, command: Sequence[str]) -> ResumeCommands:
         """Headless only: it has no interactive mode. It reads nothing and writes nothing,
         so its read-only command is the same."""
-        launcher = shell_join([*command, *MODULE])
-        headless = f'{launcher} --resume {shell_join([session_id])} "<prompt>"'
+        launcher = shlex.join([*command, *MODULE])
+        headless = f'{launcher} --resume {shlex.quote(session_id)} "<prompt>"'
         return ResumeCommands(
             interactive=None,
             headless=headless,

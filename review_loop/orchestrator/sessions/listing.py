@@ -226,37 +226,31 @@ def session_document(item: Listed) -> dict[str, Any]:
     (:func:`read_only_resume`) does. ``resumeInShell`` and ``resumeReadOnlyInShell`` are
     copy-ready shell lines of each that change to ``cwd`` first.
     """
-    adapter = get_adapter(item.session.product)
-    commands = adapter.resume_commands(item.session.session_id, item.command)
-    read_only = read_only_resume(item.session.product, commands)
-    cwd = item.session.cwd
-    prefix = _change_to(cwd)
-
-    def in_shell(command: str | None) -> str | None:
-        return prefix + command if command else None
-
+    session = item.session
+    commands = get_adapter(session.product).resume_commands(session.session_id, item.command)
+    interactive, headless = commands.interactive, commands.headless
+    read_only = read_only_resume(session.product, commands)
+    read_only_interactive, read_only_headless = read_only["interactive"], read_only["headless"]
+    prefix = _change_to(session.cwd)  # each line below: cd to cwd, then the command
     return _Entry(
         {
             "packetId": item.packet_id,
-            "product": item.session.product,
-            "sessionId": item.session.session_id,
-            "cwd": cwd,
-            "updated": item.session.updated,
-            "source": item.session.source,
-            "title": item.session.title,
+            "product": session.product,
+            "sessionId": session.session_id,
+            "cwd": session.cwd,
+            "updated": session.updated,
+            "source": session.source,
+            "title": session.title,
             "status": item.status,
-            "resume": {
-                "interactive": commands.interactive,
-                "headless": commands.headless,
-            },
+            "resume": {"interactive": interactive, "headless": headless},
             "resumeInShell": {
-                "interactive": in_shell(commands.interactive),
-                "headless": in_shell(commands.headless),
+                "interactive": prefix + interactive if interactive else None,
+                "headless": prefix + headless if headless else None,
             },
             "resumeReadOnly": read_only,
             "resumeReadOnlyInShell": {
-                "interactive": in_shell(read_only["interactive"]),
-                "headless": in_shell(read_only["headless"]),
+                "interactive": prefix + read_only_interactive if read_only_interactive else None,
+                "headless": prefix + read_only_headless if read_only_headless else None,
             },
         }
     )
