@@ -11,6 +11,7 @@ import contextlib
 import logging
 import os
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests import gitrepo
 from tests.fakes import FAKE_ENV_NAMES, PASSTHROUGH_ENV, FakeCLIs
 from tests.fakes.skills import install_skills
 from tests.tiers import mark_tiers
@@ -86,15 +88,44 @@ def no_process_left_behind(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         pytest.fail(f"processes outlived the test: {described}")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def repository_templates(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Where ``tests.gitrepo.committed_repo`` keeps the repositories it copies."""
+    gitrepo.TEMPLATES[:] = [tmp_path_factory.mktemp("repository-templates")]
+
+
+@pytest.fixture(scope="session")
+def seed_skills(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The skills preflight resolves (seed 004), written once per test process: tests read
+    them and none writes there (a test of skill resolution builds its own directories with
+    ``install_skills``); written for each test, their 12 files and directories cost about
+    a millisecond of CPU a test."""
+    return install_skills(tmp_path_factory.mktemp("skills"))
+
+
+@pytest.fixture(scope="session")
+def users(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory the tests' fresh users are made in (one per test, ``user_state``).
+
+    Not pytest's own numbered directories: each of those lists every directory made
+    before it to find its number, a cost that grows with each test (3 ms of CPU a test,
+    late in a run, for a test's two).
+    """
+    return tmp_path_factory.mktemp("users")
+
+
 @pytest.fixture(autouse=True)
-def user_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def user_state(users: Path, monkeypatch: pytest.MonkeyPatch, seed_skills: Path) -> Path:
     """Point all user state (prefs, records) at a fresh directory."""
-    home = tmp_path_factory.mktemp("review-loop-home")
+    user = Path(tempfile.mkdtemp(prefix="user-", dir=users))
+    home = user / "review-loop-home"
+    home.mkdir(mode=0o700)
     monkeypatch.setenv("REVIEW_LOOP_HOME", str(home))
     # Never the real $HOME: a CLI's --version, git, or a scan of the CLIs' session stores
     # under ~ sees a throw-away home. git's identity came from ~/.gitconfig: keep commits
     # working without it.
-    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+    (user / "home").mkdir(mode=0o700)
+    monkeypatch.setenv("HOME", str(user / "home"))
     for name, value in (
         ("GIT_AUTHOR_NAME", "review-loop tests"),
         ("GIT_AUTHOR_EMAIL", "tests@review-loop.invalid"),
@@ -105,8 +136,7 @@ def user_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
             monkeypatch.setenv(name, value)
     # The skills preflight resolves (seed 004) are installed for every test's user; tests of
     # skill resolution remove this and build their own host directories.
-    skills = install_skills(tmp_path_factory.mktemp("skills"))
-    monkeypatch.setenv("REVIEW_LOOP_SKILL_DIRS", str(skills))
+    monkeypatch.setenv("REVIEW_LOOP_SKILL_DIRS", str(seed_skills))
     monkeypatch.delenv("REVIEW_LOOP_TIMEOUT_MS", raising=False)
     return home
 

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from pathlib import Path
+
+TEMPLATES: list[Path] = []
+"""Where :func:`committed_repo` keeps the repositories it built, to copy (set for a test
+process by ``tests/conftest.py``; empty, every repository is built)."""
+_built: dict[tuple[object, ...], Path] = {}
 
 
 def git(repo: Path, *args: str) -> str:
@@ -21,7 +28,38 @@ def empty_repo(root: Path) -> Path:
 
 
 def committed_repo(root: Path, files: dict[str, str]) -> Path:
-    """A new repository at ``root`` on branch ``main`` with ``files`` in one commit."""
+    """A new repository at ``root`` on branch ``main`` with ``files`` in one commit.
+
+    The repository is built once per test process for the same files and the same git
+    environment, and copied after that: a copy of the five git processes' work is half
+    their CPU, and hundreds of tests start from one. Only where git would read a user's
+    configuration (a ``~/.gitconfig`` a test wrote, ``GIT_CONFIG_*``) is it built anew.
+    """
+    key = _template_key(files)
+    if key is None or not TEMPLATES:
+        return _build(root, files)
+    template = _built.get(key)
+    if template is None:
+        template = _build(TEMPLATES[0] / str(len(_built)), files)
+        _built[key] = template
+    shutil.copytree(template, root, symlinks=True)
+    return root
+
+
+def _template_key(files: dict[str, str]) -> tuple[object, ...] | None:
+    """What the built repository depends on: the files and git's variables (an identity, a
+    date); ``None`` where git would read configuration outside the repository."""
+    home = Path(os.environ.get("HOME", "/nonexistent"))
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    if (home / ".gitconfig").exists() or (xdg / "git" / "config").exists():
+        return None
+    variables = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("GIT_")))
+    if any(name.startswith("GIT_CONFIG") for name, _ in variables):
+        return None
+    return (tuple(files.items()), variables)
+
+
+def _build(root: Path, files: dict[str, str]) -> Path:
     root.mkdir(parents=True)
     git(root, "init", "-q", "-b", "main")
     git(root, "config", "user.email", "t@example.com")

