@@ -230,8 +230,7 @@ def session_document(item: Listed) -> dict[str, Any]:
     commands = get_adapter(session.product).resume_commands(session.session_id, item.command)
     interactive, headless = commands.interactive, commands.headless
     read_only = read_only_resume(session.product, commands)
-    read_only_interactive, read_only_headless = read_only["interactive"], read_only["headless"]
-    prefix = _change_to(session.cwd)  # each line below: cd to cwd, then the command
+    prefix = _change_to(session.cwd)
     return _Entry(
         {
             "packetId": item.packet_id,
@@ -244,16 +243,21 @@ def session_document(item: Listed) -> dict[str, Any]:
             "status": item.status,
             "resume": {"interactive": interactive, "headless": headless},
             "resumeInShell": {
-                "interactive": prefix + interactive if interactive else None,
-                "headless": prefix + headless if headless else None,
+                "interactive": _in_shell(prefix, interactive),
+                "headless": _in_shell(prefix, headless),
             },
             "resumeReadOnly": read_only,
             "resumeReadOnlyInShell": {
-                "interactive": prefix + read_only_interactive if read_only_interactive else None,
-                "headless": prefix + read_only_headless if read_only_headless else None,
+                "interactive": _in_shell(prefix, read_only["interactive"]),
+                "headless": _in_shell(prefix, read_only["headless"]),
             },
         }
     )
+
+
+def _in_shell(prefix: str, command: str | None) -> str | None:
+    """``command`` after ``prefix`` (the change to its ``cwd``); no command, no line."""
+    return prefix + command if command else None
 
 
 @functools.lru_cache(maxsize=64)
