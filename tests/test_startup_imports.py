@@ -54,9 +54,12 @@ FORBIDDEN: dict[str, set[str]] = {
     "prefs show": RUNTIME | DISPATCH | PYDANTIC | PLAIN | {"tomli_w"},
     # records are read by their exact JSON types, no pydantic (orchestrator/sessions/records.py);
     # uuid (and platform) and hashlib only where a session id is made or an old gemini read;
+    # the adapters' listing vocabulary and EnvPassthrough have modules of their own: the run
+    # vocabulary (agents.models, seven dataclasses) is not loaded;
     "sessions": RUNTIME
     | DISPATCH
     | {"pydantic", "pydantic_core", "review_loop.agents.outcomes", "uuid", "platform", "hashlib"}
+    | {"review_loop.agents.models"}
     | {"shutil"},  # argparse asks no terminal width (cli.new_parser)
     # the fields it computed are printed as they are: no model built (and no adapters)
     "evidence": RUNTIME | DISPATCH | PYDANTIC | {"review_loop.adapters.base"},

@@ -25,18 +25,21 @@ from review_loop.adapters.base import (
 )
 from review_loop.agents.constants import ENV_NAME_PATTERN
 from review_loop.agents.errors import AdapterRefusalError
-from review_loop.agents.models import DeliveryState, ReadOnlyResume, ResumeCommands
+from review_loop.agents.listing_vocabulary import ReadOnlyResume, ResumeCommands
 
 if TYPE_CHECKING:  # the run vocabulary is imported where a run is read (agents/models.py)
     from review_loop.agents.models import Completed, Failure, Invocation, Usage
 
 # -- request checks --------------------------------------------------------------------------
 
+# Patterns are strings, compiled by ``re`` on first use (its cache), not at import:
+# ``sessions`` imports every adapter and needs few of them (docs/performance.md).
+#
 # A session handle goes into argv right after a flag. One that starts with "-" could be
 # read as a flag of its own (commander treats `--resume --x` as two options), so handles
 # are restricted to what the CLIs actually issue: UUIDs and similar tokens.
-_SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
-_UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
+_SESSION_ID_RE = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$"
+_UUID_RE = r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$"
 
 MAX_ARG_BYTES = 131072 - 1
 """Linux ``MAX_ARG_STRLEN`` (32 pages, terminating NUL included) for one argv element."""
@@ -66,12 +69,12 @@ def checked_session_id(product: str, value: str) -> str:
 
 def is_plain_token(value: str) -> bool:
     """Whether ``value`` is safe as a session handle in argv (see :func:`checked_session_id`)."""
-    return bool(_SESSION_ID_RE.fullmatch(value))
+    return bool(re.fullmatch(_SESSION_ID_RE, value))
 
 
 def is_uuid(value: str) -> bool:
     """Whether ``value`` is a UUID in the canonical 8-4-4-4-12 form."""
-    return bool(_UUID_RE.fullmatch(value))
+    return bool(re.fullmatch(_UUID_RE, value))
 
 
 def preassigned_uuid(product: str, value: str | None) -> str:
@@ -240,7 +243,7 @@ def missing_variable(detail: str) -> str | None:
 
 def not_submitted(reason: str, detail: str, *, session_not_found: bool = False) -> Failure:
     """A failure that provably happened before any request left this machine."""
-    from review_loop.agents.models import Failure
+    from review_loop.agents.models import DeliveryState, Failure
 
     return Failure(
         state=DeliveryState.NOT_SUBMITTED,
@@ -254,7 +257,7 @@ def unknown(
     reason: str, detail: str, *, session_id: str | None = None, session_not_found: bool = False
 ) -> Failure:
     """A failure after which nobody can say whether the model got the request."""
-    from review_loop.agents.models import Failure
+    from review_loop.agents.models import DeliveryState, Failure
 
     return Failure(
         state=DeliveryState.DELIVERY_UNKNOWN,

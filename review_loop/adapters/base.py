@@ -20,16 +20,15 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # the run vocabulary is loaded when a CLI is run (agents/models.py)
+    from review_loop.agents.env_passthrough import EnvPassthrough
+    from review_loop.agents.listing_vocabulary import ResumeCommands, StoredSession
     from review_loop.agents.models import (
         AgentRequest,
         Capabilities,
         Completed,
-        EnvPassthrough,
         Failure,
         Invocation,
         Outcome,
-        ResumeCommands,
-        StoredSession,
     )
 
 

@@ -58,7 +58,8 @@ from review_loop.adapters.base import (
     flag_requirements,
 )
 from review_loop.adapters.refusals import refusal_in, refuse_too_old, refused
-from review_loop.agents.models import EnvPassthrough, ResumeCommands, StoredSession
+from review_loop.agents.env_passthrough import EnvPassthrough
+from review_loop.agents.listing_vocabulary import ResumeCommands, StoredSession
 
 if TYPE_CHECKING:
     # the run vocabulary: imported where a run is built or read (agents/models.py)
@@ -131,10 +132,12 @@ UNSET_ENV: Final = ("CLAUDECODE",)
 
 SOURCE: Final = "cli-store"
 
+# Patterns are strings, compiled by ``re`` on first use (its cache), not at import:
+# ``sessions`` imports every adapter and needs few of them (docs/performance.md).
 # Refusals printed before any request is made (plain text on stderr, rc 1). Commander's
 # own parse errors start with a lowercase "error: "; the rest are Claude's checks of
 # --session-id / --resume / --print, which run before the first API call.
-_ARGUMENT_ERROR = re.compile(
+_ARGUMENT_ERROR = (
     r"(?m)^(?:error: |Error: Invalid session ID|Error: Session ID .* is already in use"
     r"|Error: --resume requires a valid session ID|Error: When using --print"
     r"|Error: Input must be provided)"
@@ -195,7 +198,7 @@ def _refusal(text: str) -> Failure | None:
         return not_submitted("session not found", text, session_not_found=True)
     if text.lstrip().startswith(_NOT_LOGGED_IN):
         return not_submitted("not logged in", text)
-    if _ARGUMENT_ERROR.search(text):
+    if re.search(_ARGUMENT_ERROR, text):
         return not_submitted("argument error", text)
     return None
 

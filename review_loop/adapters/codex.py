@@ -53,7 +53,8 @@ from review_loop.adapters.base import (
 )
 from review_loop.adapters.refusals import refusal_in, refuse_too_old, refused
 from review_loop.agents.constants import ENV_NAME_PATTERN
-from review_loop.agents.models import DeliveryState, EnvPassthrough, ResumeCommands, StoredSession
+from review_loop.agents.env_passthrough import EnvPassthrough
+from review_loop.agents.listing_vocabulary import ResumeCommands, StoredSession
 
 if TYPE_CHECKING:
     # the run vocabulary: imported where a run is built or read (agents/models.py)
@@ -126,9 +127,9 @@ SOURCE: Final = "cli-store"
 _MISSING_KEY = "Missing environment variable"
 _UNTRUSTED = "Not inside a trusted directory"
 _NOT_FOUND = "no rollout found for thread id"
-_CLAP_ERROR = re.compile(r"(?m)^error: ")
-# A pattern, compiled by ``re`` on first use (its cache): only the session listing reads
-# rollout names, and compiling it at import cost every consult about 0.1 ms.
+# Patterns are strings, compiled by ``re`` on first use (its cache), not at import:
+# ``sessions`` imports every adapter and needs few of them (docs/performance.md).
+_CLAP_ERROR = r"(?m)^error: "
 _ROLLOUT_ID = r"-([0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12})\.jsonl$"
 
 
@@ -211,19 +212,19 @@ def _refusal(stderr: str, events: _Events, returncode: int | None) -> Failure | 
         return missing_credential(named.group(1) if named else None, said.strip())
     if _UNTRUSTED in said:
         return not_submitted("untrusted directory", said.strip())
-    if returncode == 2 and events.thread_id is None and _CLAP_ERROR.search(stderr):
+    if returncode == 2 and events.thread_id is None and re.search(_CLAP_ERROR, stderr):
         return not_submitted("argument error", stderr)
     return None
 
 
-_STATUS = re.compile(r"\b(?:unexpected status|last status:)\s+(\d{3})\b")
+_STATUS = r"\b(?:unexpected status|last status:)\s+(\d{3})\b"
 
 
 def _status_in(said: str) -> int | None:
     """The HTTP status codex quotes in a failure (``unexpected status 401 Unauthorized``,
     ``exceeded retry limit, last status: 429``); ``None`` for its own words (``Quota
     exceeded. ...``), which :func:`refusal_in` reads by themselves."""
-    found = _STATUS.search(said)
+    found = re.search(_STATUS, said)
     return int(found.group(1)) if found else None
 
 
@@ -232,9 +233,6 @@ def _provider_names(provider: Mapping[str, Any]) -> list[str]:
     names = [provider["env_key"]] if isinstance(provider.get("env_key"), str) else []
     headers = as_dict(provider.get("env_http_headers")).values()
     return names + [value for value in headers if isinstance(value, str)]
-
-
-_ENV_NAME = re.compile(ENV_NAME_PATTERN)
 
 
 @final
@@ -275,7 +273,7 @@ class CodexAdapter:
             for table in (document, *(as_dict(p) for p in profiles)):
                 for provider in as_dict(table.get("model_providers")).values():
                     names.extend(_provider_names(as_dict(provider)))
-        return tuple(dict.fromkeys(n for n in names if _ENV_NAME.fullmatch(n)))
+        return tuple(dict.fromkeys(n for n in names if re.fullmatch(ENV_NAME_PATTERN, n)))
 
     def probe_args(self) -> tuple[str, ...] | None:
         """``codex --version`` prints ``codex-cli 0.171.0`` (after a warning, sometimes)."""
@@ -348,7 +346,7 @@ class CodexAdapter:
         """
         import dataclasses
 
-        from review_loop.agents.models import Reply
+        from review_loop.agents.models import DeliveryState, Reply
 
         failure = generic_failure(completed)
         if failure is not None:

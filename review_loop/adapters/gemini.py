@@ -59,8 +59,9 @@ from review_loop.adapters.base import (
 )
 from review_loop.adapters.refusals import refusal_in, refuse_too_old, refused
 from review_loop.agents.constants import ENV_NAME_PATTERN
+from review_loop.agents.env_passthrough import EnvPassthrough
 from review_loop.agents.errors import AdapterRefusalError
-from review_loop.agents.models import EnvPassthrough, ResumeCommands, StoredSession
+from review_loop.agents.listing_vocabulary import ResumeCommands, StoredSession
 from review_loop.agents.refusals import Refusal
 
 if TYPE_CHECKING:
@@ -155,10 +156,11 @@ ENV_PASSTHROUGH: Final = EnvPassthrough(
 """Gemini's credentials (``GEMINI_API_KEY``, ``GOOGLE_API_KEY``, Vertex AI project and
 location, a service-account file), endpoint and ``GEMINI_CLI_HOME``."""
 SOURCE: Final = "cli-store"
-_SETTINGS_REFERENCE: Final = re.compile(r"\$(?:(\w+)|\{([^}]+?)(?::-[^}]*)?\})")
+# Patterns are strings, compiled by ``re`` on first use (its cache), not at import:
+# ``sessions`` imports every adapter and needs few of them (docs/performance.md).
+_SETTINGS_REFERENCE: Final = r"\$(?:(\w+)|\{([^}]+?)(?::-[^}]*)?\})"
 """Gemini's own pattern for a variable reference in a settings string (``$X``, ``${X}``,
 ``${X:-default}``)."""
-_ENV_NAME: Final = re.compile(ENV_NAME_PATTERN)
 PROJECT_ROOT_SIDECAR: Final = "../.project_root"
 """Beside ``chats/``: the directory the project slug stands for."""
 
@@ -169,18 +171,18 @@ PROJECT_ROOT_SIDECAR: Final = "../.project_root"
 _AUTH = 41
 _INPUT = 42
 _UNTRUSTED = 55
-_AUTH_SETUP = re.compile(r"(?i)auth method")
-_SESSION_NOT_FOUND = re.compile(r"Error resuming session|Invalid session identifier")
-_SESSION_TAKEN = re.compile(r"Session ID .* already exists")
+_AUTH_SETUP = r"(?i)auth method"
+_SESSION_NOT_FOUND = r"Error resuming session|Invalid session identifier"
+_SESSION_TAKEN = r"Session ID .* already exists"
 # yargs validation, printed with the usage text and exit 1 before anything runs.
-_ARGUMENT_ERROR = re.compile(
+_ARGUMENT_ERROR = (
     r"Unknown arguments?:|Not enough arguments following|Invalid values:"
     r"|Missing required argument|mutually exclusive|Invalid session ID"
     r"|option cannot be empty|Cannot use both"
 )
 
 
-_LINE_OPENS_OBJECT = re.compile(r"(?m)^\{")
+_LINE_OPENS_OBJECT = r"(?m)^\{"
 
 
 def _error_object(stderr: str) -> dict[str, Any] | None:
@@ -191,7 +193,7 @@ def _error_object(stderr: str) -> dict[str, Any] | None:
     ``Turn.run (...) {``), so neither the whole text nor a single line need parse.
     """
     decoder = json.JSONDecoder()
-    for found in reversed(list(_LINE_OPENS_OBJECT.finditer(stderr))):
+    for found in reversed(list(re.finditer(_LINE_OPENS_OBJECT, stderr))):
         try:
             value, _ = decoder.raw_decode(stderr, found.start())
         except ValueError:
@@ -213,14 +215,14 @@ def _refusal(stderr: str, error: Mapping[str, Any], returncode: int | None) -> F
     said = f"{message}\n{stderr}"
     if returncode == _UNTRUSTED or code == _UNTRUSTED:
         return not_submitted("untrusted directory", said.strip())
-    if (returncode == _AUTH or code == _AUTH) and _AUTH_SETUP.search(said):
+    if (returncode == _AUTH or code == _AUTH) and re.search(_AUTH_SETUP, said):
         return not_submitted("auth not configured", said.strip())
     if returncode == _INPUT or code == _INPUT:
-        if _SESSION_NOT_FOUND.search(said):
+        if re.search(_SESSION_NOT_FOUND, said):
             return not_submitted("session not found", said.strip(), session_not_found=True)
-        if _SESSION_TAKEN.search(said):
+        if re.search(_SESSION_TAKEN, said):
             return not_submitted("argument error", said.strip())
-    if returncode == 1 and not error and _ARGUMENT_ERROR.search(stderr):
+    if returncode == 1 and not error and re.search(_ARGUMENT_ERROR, stderr):
         return not_submitted("argument error", stderr)
     return None
 
@@ -231,8 +233,8 @@ def _refusal(stderr: str, error: Mapping[str, Any], returncode: int | None) -> F
 # per-minute limit and a daily quota are the same "You exceeded your current quota" from
 # Google (only the QuotaFailure quota id differs, which gemini read), and a 404's status
 # becomes exit code 1.
-_ERROR_CLASS = re.compile(r"\b(RetryableQuotaError|TerminalQuotaError|ModelNotFoundError): ")
-_CAPACITY = re.compile(r"(?i)exhausted your capacity|capacity exceeded|MODEL_CAPACITY_EXHAUSTED")
+_ERROR_CLASS = r"\b(RetryableQuotaError|TerminalQuotaError|ModelNotFoundError): "
+_CAPACITY = r"(?i)exhausted your capacity|capacity exceeded|MODEL_CAPACITY_EXHAUSTED"
 _ERROR_CLASS_REFUSAL: Final = {
     "RetryableQuotaError": Refusal.RATE_LIMITED,  # gemini would retry it: a rate
     "TerminalQuotaError": Refusal.QUOTA_EXHAUSTED,  # a daily or zero quota, used-up credit
@@ -244,11 +246,11 @@ def _named_refusal(stderr: str, code: int | None, message: str) -> Refusal | Non
     """The refusal of gemini's error document (``code``, ``message``): gemini's own class
     for the error where it printed one, else the words (``code`` as the HTTP status only
     when it is one)."""
-    classes = _ERROR_CLASS.findall(stderr)
+    classes = re.findall(_ERROR_CLASS, stderr)
     if classes:
         named = _ERROR_CLASS_REFUSAL[classes[-1]]
         # a model with no capacity left on the provider's side is busy, not the account
-        if named is Refusal.QUOTA_EXHAUSTED and _CAPACITY.search(message):
+        if named is Refusal.QUOTA_EXHAUSTED and re.search(_CAPACITY, message):
             return Refusal.RATE_LIMITED
         return named
     status = code if code is not None and 100 <= code <= 599 else None
@@ -292,7 +294,7 @@ def _dotenv_names(text: str) -> dict[str, str]:
     found: dict[str, str] = {}
     for line in text.splitlines():
         name, sep, value = line.strip().removeprefix("export ").partition("=")
-        if sep and _ENV_NAME.fullmatch(name.strip()):
+        if sep and re.fullmatch(ENV_NAME_PATTERN, name.strip()):
             found[name.strip()] = value.strip().strip("'\"")
     return found
 
@@ -391,9 +393,9 @@ class GeminiAdapter:
         names = (
             match.group(1) or match.group(2)
             for text in texts.values()
-            for match in _SETTINGS_REFERENCE.finditer(text)
+            for match in re.finditer(_SETTINGS_REFERENCE, text)
         )
-        return tuple(dict.fromkeys(n for n in names if n and _ENV_NAME.fullmatch(n)))
+        return tuple(dict.fromkeys(n for n in names if n and re.fullmatch(ENV_NAME_PATTERN, n)))
 
     def probe_args(self) -> tuple[str, ...] | None:
         """``gemini --version`` prints ``0.61.0``."""

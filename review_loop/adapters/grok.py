@@ -63,8 +63,9 @@ from review_loop.adapters.base import (
     json_lines,
 )
 from review_loop.adapters.refusals import refusal_in, refused
+from review_loop.agents.env_passthrough import EnvPassthrough
 from review_loop.agents.errors import AdapterRefusalError
-from review_loop.agents.models import EnvPassthrough, ReadOnlyResume, ResumeCommands, StoredSession
+from review_loop.agents.listing_vocabulary import ReadOnlyResume, ResumeCommands, StoredSession
 
 if TYPE_CHECKING:
     # the run vocabulary: imported where a run is built or read (agents/models.py)
@@ -134,13 +135,15 @@ SOURCE: Final = "cli-store"
 
 _ERROR_REPLY = "Sorry, I encountered an error:"
 _MISSING_KEY = "API key required"
+# Patterns are strings, compiled by ``re`` on first use (its cache), not at import:
+# ``sessions`` imports every adapter and needs few of them (docs/performance.md).
 # Parser errors come before anything runs: commander ("error: unknown option '--x'") and
 # clap ("error: unexpected argument '--x' found", exit 2).
-_ARGUMENT_ERROR = re.compile(
+_ARGUMENT_ERROR = (
     r"(?m)^error: (?:unknown option|unexpected argument|too many arguments"
     r"|missing required argument|option '.*' argument missing|invalid value)"
 )
-_SESSION_NOT_FOUND = re.compile(r"(?i)session\b.*\bnot found|no such session|unknown session")
+_SESSION_NOT_FOUND = r"(?i)session\b.*\bnot found|no such session|unknown session"
 
 
 def _is_build(capabilities: Capabilities) -> bool:
@@ -284,7 +287,7 @@ class GrokAdapter:
         if completed.returncode != 0 and not completed.stdout.strip():
             if invocation.isolate_in_copy and _MISSING_KEY in stderr:
                 return not_submitted("missing credentials", stderr)
-            if _ARGUMENT_ERROR.search(stderr) or (
+            if re.search(_ARGUMENT_ERROR, stderr) or (
                 completed.returncode == 2 and re.search(r"(?m)^error: ", stderr)
             ):
                 return not_submitted("argument error", stderr)
@@ -389,7 +392,7 @@ def _interpret_build(invocation: Invocation, completed: Completed, stderr: str) 
     from review_loop.agents.models import Reply
 
     known_id = invocation.session_id
-    not_found = invocation.session_id is not None and bool(_SESSION_NOT_FOUND.search(stderr))
+    not_found = invocation.session_id is not None and bool(re.search(_SESSION_NOT_FOUND, stderr))
     stdout = readable_stdout(completed, known_id)
     if not isinstance(stdout, str):
         return stdout
@@ -467,7 +470,7 @@ def _interpret_vibe(completed: Completed) -> Outcome:
     return Reply(text=content)
 
 
-_API_STATUS = re.compile(r"Grok API error: (\d{3})\b")
+_API_STATUS = r"Grok API error: (\d{3})\b"
 
 
 def _api_error(content: str) -> Failure:
@@ -478,7 +481,7 @@ def _api_error(content: str) -> Failure:
     dropping the tool rounds that came before it (measured: a tool call answered, then a
     403, prints the same two lines as a 403 on the first request), so nothing proves the
     refused request was the first."""
-    found = _API_STATUS.search(content)
+    found = re.search(_API_STATUS, content)
     refusal = refusal_in(int(found.group(1)) if found else None, content)
     if refusal is None:
         return unknown("api error", content)

@@ -30,11 +30,13 @@ SESSION_NOT_FOUND: Final = "session not found"
 """The reason of a resume the CLI refused for an unknown id (marked ``session_not_found``,
 so the dispatcher may start a new session)."""
 
-_ANSI: Final = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# Patterns are strings, compiled by ``re`` on first use (its cache), not at import:
+# ``sessions`` imports every adapter and needs few of them (docs/performance.md).
+_ANSI: Final = r"\x1b\[[0-9;]*[A-Za-z]"
 
 
 def startup_refusal(
-    stderr: str, stdout: str, returncode: int | None, rules: Sequence[tuple[re.Pattern[str], str]]
+    stderr: str, stdout: str, returncode: int | None, rules: Sequence[tuple[str, str]]
 ) -> Failure | None:
     """``NOT_SUBMITTED`` with the reason of the first of ``rules`` (pattern, reason) that
     ``stderr`` (colour codes removed) matches, when the CLI exited 1 with nothing on stdout:
@@ -42,9 +44,9 @@ def startup_refusal(
     for any other run."""
     if returncode != 1 or stdout.strip():
         return None
-    plain = _ANSI.sub("", stderr).strip()
+    plain = re.sub(_ANSI, "", stderr).strip()
     for pattern, reason in rules:
-        if pattern.search(plain):
+        if re.search(pattern, plain):
             return not_submitted(reason, plain, session_not_found=reason == SESSION_NOT_FOUND)
     return None
 

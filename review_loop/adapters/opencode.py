@@ -65,11 +65,8 @@ from review_loop.adapters.openai_compatible import (
 )
 from review_loop.adapters.refusals import refuse_too_old
 from review_loop.agents.constants import ENV_NAME_PATTERN
-from review_loop.agents.models import (
-    EnvPassthrough,
-    ResumeCommands,
-    StoredSession,
-)
+from review_loop.agents.env_passthrough import EnvPassthrough
+from review_loop.agents.listing_vocabulary import ResumeCommands, StoredSession
 
 if TYPE_CHECKING:
     # the run vocabulary: imported where a run is built or read (agents/models.py)
@@ -158,10 +155,11 @@ the environment reaches it when the user's config names it (``{env:NAME}``, read
 ``envPassthrough``): a provider's key is shared with other tools, never opencode's to take."""
 
 SOURCE: Final = "cli-store"
-_ENV_REFERENCE: Final = re.compile(r"\{env:([^}\s]+)\}")
+# Patterns are strings, compiled by ``re`` on first use (its cache), not at import:
+# ``sessions`` imports every adapter and needs few of them (docs/performance.md).
+_ENV_REFERENCE: Final = r"\{env:([^}\s]+)\}"
 """opencode's variable substitution in a config file's text (``"apiKey": "{env:MY_KEY}"``)."""
-_ENV_NAME: Final = re.compile(ENV_NAME_PATTERN)
-_COLOUR: Final = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_COLOUR: Final = r"\x1b\[[0-9;?]*[A-Za-z]"
 """The colour codes ``opencode auth list`` prints even into a pipe."""
 
 
@@ -241,10 +239,10 @@ def _processed_nothing(events: list[dict[str, Any]]) -> bool:
 
 
 _STARTUP: Final = (
-    (re.compile(r"Session not found"), SESSION_NOT_FOUND),
+    (r"Session not found", SESSION_NOT_FOUND),
     # yargs validation, printed with the usage text and exit 1 before anything runs.
     (
-        re.compile(
+        (
             r"Unknown arguments?:|Not enough arguments following|Invalid values:"
             r"|Missing required argument"
         ),
@@ -284,8 +282,8 @@ class OpenCodeAdapter:
     def configured_env_names(self, texts: Mapping[str, str]) -> tuple[str, ...]:
         """The variables the user's config substitutes (``{env:NAME}``, which opencode
         replaces in the file's text when it loads it: a provider's ``apiKey``)."""
-        names = (m.group(1) for text in texts.values() for m in _ENV_REFERENCE.finditer(text))
-        return tuple(dict.fromkeys(n for n in names if _ENV_NAME.fullmatch(n)))
+        names = (m.group(1) for text in texts.values() for m in re.finditer(_ENV_REFERENCE, text))
+        return tuple(dict.fromkeys(n for n in names if re.fullmatch(ENV_NAME_PATTERN, n)))
 
     def probe_args(self) -> tuple[str, ...] | None:
         """``opencode --version`` prints ``1.18.33``."""
@@ -312,7 +310,7 @@ class OpenCodeAdapter:
         """Logged in when it lists a stored credential or a provider key in the
         environment it was given (the one a reviewer gets); ``0 credentials`` and no
         environment variable is logged out."""
-        text = _COLOUR.sub("", output)
+        text = re.sub(_COLOUR, "", output)
         stored = re.search(r"(\d+)\s+credentials?\b", text)
         from_env = re.search(r"(\d+)\s+environment variables?\b", text)
         if returncode != 0 or stored is None:

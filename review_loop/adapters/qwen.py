@@ -68,7 +68,8 @@ from review_loop.adapters.openai_compatible import (
 )
 from review_loop.adapters.refusals import refuse_too_old
 from review_loop.agents.constants import ENV_NAME_PATTERN
-from review_loop.agents.models import EnvPassthrough, ResumeCommands, StoredSession
+from review_loop.agents.env_passthrough import EnvPassthrough
+from review_loop.agents.listing_vocabulary import ResumeCommands, StoredSession
 
 if TYPE_CHECKING:
     # the run vocabulary: imported where a run is built or read (agents/models.py)
@@ -154,20 +155,21 @@ ENV_PASSTHROUGH: Final = EnvPassthrough(
 DashScope's key, and its own switches (``QWEN_HOME``)."""
 
 SOURCE: Final = "cli-store"
-_SETTINGS_REFERENCE: Final = re.compile(r"\$(?:(\w+)|\{([^}]+?)(?::-[^}]*)?\})")
+# Patterns are strings, compiled by ``re`` on first use (its cache), not at import:
+# ``sessions`` imports every adapter and needs few of them (docs/performance.md).
+_SETTINGS_REFERENCE: Final = r"\$(?:(\w+)|\{([^}]+?)(?::-[^}]*)?\})"
 """A variable reference in a settings string (``$X``, ``${X}``, ``${X:-default}``), which qwen
 resolves when it loads a settings file (it inherits gemini-cli's loader)."""
-_ENV_KEY: Final = re.compile(r'"envKey"\s*:\s*"([^"]+)"')
+_ENV_KEY: Final = r'"envKey"\s*:\s*"([^"]+)"'
 """``modelProviders`` entries name the variable holding their key."""
-_ENV_NAME: Final = re.compile(ENV_NAME_PATTERN)
 _MAX_DIR_LENGTH: Final = 200
 
 _STARTUP: Final = (
-    (re.compile(r"No saved session found with ID"), SESSION_NOT_FOUND),
-    (re.compile(r"No auth type is selected|Please set an Auth method"), "auth not configured"),
+    (r"No saved session found with ID", SESSION_NOT_FOUND),
+    (r"No auth type is selected|Please set an Auth method", "auth not configured"),
     # yargs validation, printed with the usage text and exit 1 before anything runs.
     (
-        re.compile(
+        (
             r"Unknown arguments?:|Not enough arguments following|Invalid values:"
             r"|Missing required argument|mutually exclusive|Invalid session ID"
             r"|must be a valid UUID|is already in use"
@@ -175,7 +177,7 @@ _STARTUP: Final = (
         "argument error",
     ),
 )
-_API_ERROR: Final = re.compile(r"\[API Error: (\d{3})\b")
+_API_ERROR: Final = r"\[API Error: (\d{3})\b"
 """How qwen quotes the provider's error: ``[API Error: 429 <the provider's message>]``."""
 
 
@@ -241,7 +243,7 @@ def _result_error(
     """The failure a ``result`` with ``is_error`` (or a failed exit) reports."""
     error = as_dict(result.get("error"))
     message = as_str(error.get("message")) or as_str(result.get("result")) or ""
-    status = _API_ERROR.search(message)
+    status = re.search(_API_ERROR, message)
     return api_error(
         int(status.group(1)) if status else None,
         message or detail_of(completed),
@@ -274,10 +276,10 @@ class QwenAdapter:
         names = [
             match.group(1) or match.group(2)
             for text in texts.values()
-            for match in _SETTINGS_REFERENCE.finditer(text)
+            for match in re.finditer(_SETTINGS_REFERENCE, text)
         ]
-        names += [m.group(1) for text in texts.values() for m in _ENV_KEY.finditer(text)]
-        return tuple(dict.fromkeys(n for n in names if n and _ENV_NAME.fullmatch(n)))
+        names += [m.group(1) for text in texts.values() for m in re.finditer(_ENV_KEY, text)]
+        return tuple(dict.fromkeys(n for n in names if n and re.fullmatch(ENV_NAME_PATTERN, n)))
 
     def probe_args(self) -> tuple[str, ...] | None:
         """``qwen --version`` prints ``0.24.4``."""

@@ -26,29 +26,26 @@ if TYPE_CHECKING:  # the run vocabulary is imported where a run is read (agents/
 # Quota before rate: the same 429 carries both (OpenAI's insufficient_quota, Google's
 # RESOURCE_EXHAUSTED), told apart only by these words. Google's per-minute quota ids are a
 # rate; its per-day ones the quota (the ids are in the error's QuotaFailure detail).
-_RATE_FIRST: Final = re.compile(r"PerMinute|per min(?:ute)?\b", re.IGNORECASE)
-_QUOTA: Final = re.compile(
-    r"insufficient_quota|quota exceeded|exceeded your current quota|PerDay"
+# Patterns, compiled by ``re`` on first use (its cache), not at import: ``sessions`` imports
+# every adapter and needs none of them. ``(?i)``: each ignores case.
+_RATE_FIRST: Final = r"(?i)PerMinute|per min(?:ute)?\b"
+_QUOTA: Final = (
+    r"(?i)insufficient_quota|quota exceeded|exceeded your current quota|PerDay"
     r"|credit balance|credits?\b|spending limit|billing|payment"
-    r"|usage limit|usage_limit",
-    re.IGNORECASE,
+    r"|usage limit|usage_limit"
 )
-_RATE: Final = re.compile(
-    r"rate[ _-]?limit|too many requests|\b429\b|resource has been exhausted", re.IGNORECASE
-)
-_AUTH: Final = re.compile(
-    r"authenticat|unauthori[sz]ed|invalid[ _-]?api[ _-]?key|incorrect api key"
+_RATE: Final = r"(?i)rate[ _-]?limit|too many requests|\b429\b|resource has been exhausted"
+_AUTH: Final = (
+    r"(?i)authenticat|unauthori[sz]ed|invalid[ _-]?api[ _-]?key|incorrect api key"
     r"|api key not valid|api[ _]key[ _]?(?:invalid|expired)|token (?:has |is )?expired"
-    r"|expired or (?:was )?revoked|invalid x-api-key|\b401\b",
-    re.IGNORECASE,
+    r"|expired or (?:was )?revoked|invalid x-api-key|\b401\b"
 )
-_MODEL: Final = re.compile(
-    r"model_not_found|model[ `'\"]\S*[`'\"]? does not exist|model \S+ does not exist"
+_MODEL: Final = (
+    r"(?i)model_not_found|model[ `'\"]\S*[`'\"]? does not exist|model \S+ does not exist"
     r"|issue with the selected model|models/\S+ is not found|not_found_error.*model"
     r"|model: \S+|unknown model|model is not (?:available|supported)"
     # OpenRouter: no provider serves the model (or none serves it with tools)
-    r"|no endpoints found",
-    re.IGNORECASE,
+    r"|no endpoints found"
 )
 
 
@@ -63,15 +60,15 @@ def refusal_in(status: int | None, text: str) -> Refusal | None:
         return None
     if status == 402:
         return Refusal.QUOTA_EXHAUSTED
-    if status in (None, 429) and _RATE_FIRST.search(text):
+    if status in (None, 429) and re.search(_RATE_FIRST, text):
         return Refusal.RATE_LIMITED
-    if _QUOTA.search(text) and status in (None, 400, 403, 429):
+    if re.search(_QUOTA, text) and status in (None, 400, 403, 429):
         return Refusal.QUOTA_EXHAUSTED
-    if status == 429 or (status is None and _RATE.search(text)):
+    if status == 429 or (status is None and re.search(_RATE, text)):
         return Refusal.RATE_LIMITED
-    if _MODEL.search(text) and status in (None, 400, 403, 404):
+    if re.search(_MODEL, text) and status in (None, 400, 403, 404):
         return Refusal.MODEL_UNAVAILABLE
-    if status == 401 or (status in (None, 400, 403) and _AUTH.search(text)):
+    if status == 401 or (status in (None, 400, 403) and re.search(_AUTH, text)):
         return Refusal.AUTH_FAILED
     return None
 

@@ -35,12 +35,8 @@ from review_loop.adapters.base import (
     generic_failure,
     json_lines,
 )
-from review_loop.agents.models import (
-    EnvPassthrough,
-    ReadOnlyResume,
-    ResumeCommands,
-    StoredSession,
-)
+from review_loop.agents.env_passthrough import EnvPassthrough
+from review_loop.agents.listing_vocabulary import ReadOnlyResume, ResumeCommands, StoredSession
 
 if TYPE_CHECKING:
     # the run vocabulary: imported where a run is built or read (agents/models.py)

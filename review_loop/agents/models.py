@@ -13,22 +13,24 @@ their check.
   the codex adapter) and pydantic validates and describes ``Reply`` and ``Usage`` inside the
   public ``Delivery`` (it reads stdlib dataclasses natively and emits their JSON Schemas).
 - **The listing vocabulary** (:class:`StoredSession`, :class:`ResumeCommands`,
-  :class:`ReadOnlyResume`): built by an adapter, read by ``sessions``, never changed:
-  ``typing.NamedTuple``s, unpacked where they are read. :class:`EnvPassthrough`, which
-  every adapter declares at import, checks its words when it is built.
+  :class:`ReadOnlyResume`, defined in :mod:`review_loop.agents.listing_vocabulary`) and
+  :class:`EnvPassthrough` (:mod:`review_loop.agents.env_passthrough`), which every adapter
+  declares at import, are named here too; their own modules let ``sessions`` load every
+  adapter without this one.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Final, Literal, NamedTuple
+from typing import Final, Literal
 
 from review_loop.agents.constants import ENV_NAME_PATTERN as ENV_NAME_PATTERN
-
-_ENV_NAME = re.compile(ENV_NAME_PATTERN)
+from review_loop.agents.env_passthrough import EnvPassthrough as EnvPassthrough
+from review_loop.agents.listing_vocabulary import ReadOnlyResume as ReadOnlyResume
+from review_loop.agents.listing_vocabulary import ResumeCommands as ResumeCommands
+from review_loop.agents.listing_vocabulary import StoredSession as StoredSession
 
 
 class DeliveryState(StrEnum):
@@ -45,109 +47,6 @@ class DeliveryState(StrEnum):
     DELIVERED = "DELIVERED"
     NOT_SUBMITTED = "NOT_SUBMITTED"
     DELIVERY_UNKNOWN = "DELIVERY_UNKNOWN"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EnvPassthrough:
-    """Which variables of the caller's environment may reach a CLI; nothing else does.
-
-    Attributes:
-        names: exact variable names (``ANTHROPIC_API_KEY``).
-        prefixes: every variable whose name starts with one of these (``LC_``).
-    """
-
-    names: tuple[str, ...] = ()
-    prefixes: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        """Refuse a name or prefix that is no variable name (``*``, ``A=B``, ``""``).
-
-        Adapters (code, possibly a third party's) and prefs (already checked) supply
-        these; the check is kept because a pattern-like word must never widen what reaches
-        a CLI (``dataclasses.replace`` runs it too).
-
-        Each field is a tuple (a list is taken as one, as the pydantic model took it). Any
-        other value is refused, a ``str`` above all: ``prefixes=""`` has no word to refuse
-        yet ``startswith("")`` passes every variable, and ``names="HOME"`` would pass
-        ``"H"`` (``in`` on a string is a substring test).
-
-        Raises:
-            ValueError: names the field and the offending value or word.
-        """
-        for label in ("names", "prefixes"):
-            words = getattr(self, label)
-            if not isinstance(words, tuple | list):
-                raise ValueError(
-                    f"EnvPassthrough.{label}: {words!r} is not a tuple of variable names"
-                )
-            for word in words:
-                if not isinstance(word, str) or not _ENV_NAME.fullmatch(word):
-                    raise ValueError(
-                        f"EnvPassthrough.{label}: {word!r} is not a variable name "
-                        f"(accepted: {ENV_NAME_PATTERN})"
-                    )
-            # a copy: a list changed later changes nothing (frozen, hence object.__setattr__)
-            object.__setattr__(self, label, tuple(words))
-
-    def __reduce__(self) -> tuple[object, ...]:
-        """Unpickled through the check: a tampered pickle cannot build a refused value."""
-        return _env_passthrough, (self.names, self.prefixes)
-
-    def allows(self, name: str) -> bool:
-        """Whether ``name`` may pass."""
-        return name in self.names or name.startswith(self.prefixes)
-
-    def plus(self, other: EnvPassthrough) -> EnvPassthrough:
-        """Both allowances together (order kept, duplicates dropped)."""
-        return EnvPassthrough(
-            names=tuple(dict.fromkeys((*self.names, *other.names))),
-            prefixes=tuple(dict.fromkeys((*self.prefixes, *other.prefixes))),
-        )
-
-
-def _env_passthrough(names: tuple[str, ...], prefixes: tuple[str, ...]) -> EnvPassthrough:
-    """Rebuild a pickled :class:`EnvPassthrough` through its check."""
-    return EnvPassthrough(names=names, prefixes=prefixes)
-
-
-class StoredSession(NamedTuple):
-    """A resumable session found in a CLI's own store or in our records.
-
-    Built with keywords; a change is ``session._replace(updated=...)``.
-    """
-
-    product: str
-    session_id: str
-    cwd: str | None
-    updated: str
-    """ISO-8601 UTC time of the last activity."""
-    source: str
-    title: str | None = None
-
-
-class ReadOnlyResume(NamedTuple):
-    """Resume commands that keep the read-only flags review-loop ran the session with.
-
-    ``unavailable`` says why there is none (the CLI has no read-only mode, or the adapter
-    does not say how); both commands are then ``None``, never a writable stand-in.
-    """
-
-    interactive: str | None
-    headless: str | None
-    unavailable: str | None = None
-
-
-class ResumeCommands(NamedTuple):
-    """Copy-ready commands that resume a session: interactively and headless.
-
-    ``interactive``/``headless`` are the bare commands the original tool printed (no
-    read-only flags); ``read_only`` the same with the adapter's read-only flags, ``None``
-    from an adapter that does not give them.
-    """
-
-    interactive: str | None
-    headless: str | None
-    read_only: ReadOnlyResume | None = None
 
 
 _NOTHING_PASSED: Final = EnvPassthrough()

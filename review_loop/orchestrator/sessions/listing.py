@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from review_loop.adapters import get_adapter, product_names
 from review_loop.agents.constants import SESSION_FILE
-from review_loop.agents.models import StoredSession
+from review_loop.agents.listing_vocabulary import StoredSession
 from review_loop.orchestrator.handoff.files import HANDOFF_DIR, read_found
 from review_loop.orchestrator.handoff.json_text import Written
 from review_loop.orchestrator.sessions.records import Record, read_record

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from review_loop.agents.models import ResumeCommands
+    from review_loop.agents.listing_vocabulary import ResumeCommands
 
 
 def read_only_resume(product: str, commands: ResumeCommands) -> dict[str, str | None]:
