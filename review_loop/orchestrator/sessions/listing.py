@@ -10,7 +10,7 @@ import functools
 import json
 import os
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from json.encoder import encode_basestring
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -20,6 +20,7 @@ from review_loop.agents.constants import SESSION_FILE
 from review_loop.agents.listing_vocabulary import StoredSession
 from review_loop.orchestrator.handoff.files import HANDOFF_DIR, read_found
 from review_loop.orchestrator.handoff.json_text import Written
+from review_loop.orchestrator.handoff.trust import tracked_handoff_files
 from review_loop.orchestrator.sessions.records import Record, read_record
 from review_loop.orchestrator.sessions.resume import read_only_resume as read_only_resume
 
@@ -53,18 +54,10 @@ def _records(repo: Path) -> list[Record]:
     reviewer: it is skipped, so a committed record cannot put a program of its choosing in
     a resume command.
     """
-    runtime = repo / RUNTIME
-    # git lists the tracked files while the records are read (it runs on another core):
-    # asked only when there may be records, and its answer (or error) used only if there are
-    tracked = _Tracked(repo) if os.path.isdir(runtime) else None
-    try:
-        found = list(read_found(runtime, 2, SESSION_FILE))
-    finally:
-        if tracked is not None:
-            tracked.wait()  # git is done whatever happens: no process is left behind
-    if tracked is None or not found:
-        return []
-    committed = set(tracked.files())
+    found = list(read_found(repo / RUNTIME, 2, SESSION_FILE))
+    if not found:
+        return []  # nothing to check: git is not asked
+    committed = set(tracked_handoff_files(repo))
     records = []
     for relative, data in found:
         if committed and f"{RUNTIME}/{relative}" in committed:
@@ -77,43 +70,6 @@ def _records(repo: Path) -> list[Record]:
         if record is not None:
             records.append(record)
     return records
-
-
-class _Tracked:
-    """``trust.tracked_handoff_files(repo)``, asked in a thread from now on.
-
-    The thread only waits for git (``subprocess.run`` releases the interpreter); the
-    answer, or git's error (no git on PATH), is had from :meth:`files`.
-    """
-
-    def __init__(self, repo: Path) -> None:
-        import threading
-
-        from review_loop.orchestrator.handoff.trust import tracked_handoff_files
-
-        self._answer: list[str] = []
-        self._error: list[BaseException] = []
-        self._thread = threading.Thread(
-            target=self._ask, args=(tracked_handoff_files, repo), daemon=True
-        )
-        self._thread.start()
-
-    def _ask(self, ask: Callable[[Path], list[str]], repo: Path) -> None:
-        try:
-            self._answer = ask(repo)
-        except BaseException as error:  # handed to the caller by files()
-            self._error.append(error)
-
-    def wait(self) -> None:
-        """Wait for git to be done."""
-        self._thread.join()
-
-    def files(self) -> list[str]:
-        """The tracked files, relative to the repository; git's error if it failed."""
-        self.wait()
-        if self._error:
-            raise self._error[0]
-        return self._answer
 
 
 def _read_head(path: Path, size: int) -> bytes:
