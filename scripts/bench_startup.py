@@ -186,6 +186,12 @@ def cases(repo: Path, many: Path, original: Path | None, root: Path, ours: Path)
             "its sessions",
         ),
         Case(
+            f"sessions --product=codex ({SESSIONS:,})",
+            [str(ours), "sessions", "--repo", str(many), "--product=codex"],
+            theirs("sessions", "--repo", str(many), "--product=codex"),
+            "its sessions --product=codex",
+        ),
+        Case(
             "evidence",
             [str(ours), "evidence", "--repo", str(repo)],
             evidence,
